@@ -1,0 +1,23 @@
+// The subcommands of the pipevm executable. Each adds itself to the root
+// CLI11 app and returns the function to run when it was chosen; that function
+// returns the process exit code (0 ok, 1 findings or program errors,
+// 2 unreadable input or usage).
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace pipevm::cli {
+
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+Command add_expand_command(CLI::App& root);
+Command add_check_command(CLI::App& root);
+Command add_simulate_command(CLI::App& root);
+Command add_run_command(CLI::App& root);
+
+}  // namespace pipevm::cli

@@ -1,0 +1,48 @@
+// The front end's interface: schedule text in, per-rank Program out.
+//
+//   parse   text -> Schedule (the syntax tree), once per file
+//   expand  Schedule x Config -> Program, once per configuration
+//   compile both at once
+//
+// Nothing here knows about MPI, the checker or the VM.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "diagnostics.hpp"
+#include "program.hpp"
+
+namespace pipevm {
+
+class Schedule;  // a parsed program; defined in ast.hpp
+
+struct ExpandOptions {
+  // A runaway program is stopped with PV1010 past this many instructions (all ranks).
+  std::uint64_t max_instructions = 100'000'000;
+  // Expand a single world rank only (the others get empty streams); -1: all.
+  int only_rank = -1;
+};
+
+// Reads a file; on failure reports PV1015 (no position) and returns null.
+std::shared_ptr<const SourceFile> read_source(const std::string& path, Diagnostics& diagnostics);
+
+// Null when the text has syntax errors (reported to `diagnostics`).
+std::shared_ptr<const Schedule> parse(std::shared_ptr<const SourceFile> file,
+                                      Diagnostics& diagnostics);
+
+// The program's placement header (`placement looped|v|mirror`); looped if absent.
+Placement placement_of(const Schedule& schedule);
+// The `schedule NAME` header, else the file's stem.
+std::string name_of(const Schedule& schedule);
+
+// Empty when expansion fails (a false `require` included).
+std::optional<Program> expand(const Schedule& schedule, const Config& config,
+                              Diagnostics& diagnostics, const ExpandOptions& options = {});
+
+std::optional<Program> compile(std::shared_ptr<const SourceFile> file, const Config& config,
+                               Diagnostics& diagnostics, const ExpandOptions& options = {});
+
+}  // namespace pipevm
