@@ -56,6 +56,59 @@ std::string_view name(Placement placement) {
   return "?";
 }
 
+PipelinePosition position_of(Placement placement, const Config& config, int stage, int chunk) {
+  const int p = config.stages;
+  switch (placement) {
+    case Placement::looped: return {0, chunk * p + stage};
+    case Placement::v: return {0, chunk == 0 ? stage : 2 * p - 1 - stage};
+    case Placement::mirror: return {chunk, chunk == 0 ? stage : p - 1 - stage};
+  }
+  return {};
+}
+
+int lane_length(Placement placement, const Config& config) {
+  switch (placement) {
+    case Placement::looped: return config.stages * config.chunks;
+    case Placement::v: return 2 * config.stages;
+    case Placement::mirror: return config.stages;
+  }
+  return 0;
+}
+
+int lane_count(Placement placement) { return placement == Placement::mirror ? 2 : 1; }
+
+int model_pieces(Placement placement, const Config& config) {
+  return lane_length(placement, config);
+}
+
+int stage_at(Placement placement, const Config& config, PipelinePosition where) {
+  const int p = config.stages;
+  if (where.position < 0 || where.position >= lane_length(placement, config)) return -1;
+  switch (placement) {
+    case Placement::looped: return where.position % p;
+    case Placement::v: return where.position < p ? where.position : 2 * p - 1 - where.position;
+    case Placement::mirror: return where.lane == 0 ? where.position : p - 1 - where.position;
+  }
+  return -1;
+}
+
+MessageKey message_key(Placement placement, const Config& config, int stage,
+                       const Instruction& in) {
+  const PipelinePosition here = position_of(placement, config, stage, in.chunk);
+  MessageKey key{in.kind, here.lane, here.position, in.micro_batch};
+  if (is_recv(in.op)) key.producer += in.kind == MessageKind::act ? -1 : 1;
+  return key;
+}
+
+int default_peer(Placement placement, const Config& config, int stage, MessageKind kind,
+                 int chunk, bool sending) {
+  PipelinePosition where = position_of(placement, config, stage, chunk);
+  // Activations flow to higher positions, gradients to lower ones.
+  const int downstream = kind == MessageKind::act ? 1 : -1;
+  where.position += sending ? downstream : -downstream;
+  return stage_at(placement, config, where);
+}
+
 std::optional<Opcode> opcode_from_name(std::string_view word) {
   for (std::size_t i = 0; i < kOpcodeCount; ++i) {
     if (kOpcodeInfo[i].name == word) return static_cast<Opcode>(i);

@@ -34,6 +34,47 @@ constexpr int rank_of(const Config& c, int dp_rank, int stage) { return dp_rank 
 constexpr int stage_of(const Config& c, int rank) { return rank % c.stages; }
 constexpr int dp_rank_of(const Config& c, int rank) { return rank / c.stages; }
 
+// Where a model chunk sits in the pipeline. Micro-batches travel along a lane
+// through positions 0, 1, …, lane_length - 1 (forward) and back (backward).
+// looped: one lane, position chunk * stages + stage (Megatron interleaved).
+// v:      one lane of 2 * stages positions; chunk 0 at position stage, chunk 1
+//         at 2 * stages - 1 - stage (ZB-V, DualPipeV).
+// mirror: two lanes of `stages` positions (DualPipe): chunk 0 is lane 0 at
+//         position stage; chunk 1 is lane 1 at position stages - 1 - stage.
+//         Position p of either lane runs model piece p.
+struct PipelinePosition {
+  int lane = 0;
+  int position = 0;
+};
+PipelinePosition position_of(Placement placement, const Config& config, int stage, int chunk);
+// The stage holding (lane, position); -1 when the position is outside the lane.
+int stage_at(Placement placement, const Config& config, PipelinePosition where);
+int lane_length(Placement placement, const Config& config);
+int lane_count(Placement placement);
+// How many pieces the model is cut into: looped stages*chunks, v 2*stages, mirror stages.
+int model_pieces(Placement placement, const Config& config);
+// The model piece (contiguous run of layers) that position p runs.
+inline int piece_at(PipelinePosition where) { return where.position; }
+
+// What a point-to-point message is, independent of who names it: its kind,
+// micro-batch, lane and the position that produced it. A send and a receive
+// pair exactly when their keys and their ranks agree; MPI tags encode it.
+struct MessageKey {
+  MessageKind kind = MessageKind::none;
+  int lane = 0;
+  int producer = 0;  // position of the piece that computed the value
+  std::uint32_t micro_batch = 0;
+  friend bool operator==(const MessageKey&, const MessageKey&) = default;
+};
+// The key of a Send/ISend/Recv/IRecv executed by `stage`. For a receive the
+// producer is the neighbouring position in the direction the data comes from.
+MessageKey message_key(Placement placement, const Config& config, int stage,
+                       const Instruction& instruction);
+// The stage a message goes to (send) or comes from (receive) when the source
+// names no peer: the neighbour along the lane; -1 when there is none.
+int default_peer(Placement placement, const Config& config, int stage, MessageKind kind,
+                 int chunk, bool sending);
+
 struct Program {
   std::shared_ptr<const SourceFile> file;  // the schedule's text
   std::string name;                        // from `schedule NAME`, else the file stem

@@ -63,3 +63,50 @@ TEST(isa, source_file_positions) {
 
 }  // namespace
 }  // namespace pipevm
+
+namespace pipevm {
+namespace {
+
+TEST(isa, placement_positions_and_default_peers) {
+  const Config c{4, 8, 2, 1};
+  // looped: chunk 1 of stage 0 follows chunk 0 of stage 3.
+  EXPECT_EQ(default_peer(Placement::looped, c, 3, MessageKind::act, 0, true), 0);
+  EXPECT_EQ(default_peer(Placement::looped, c, 0, MessageKind::act, 1, false), 3);
+  EXPECT_EQ(default_peer(Placement::looped, c, 3, MessageKind::act, 1, true), -1);
+  EXPECT_EQ(default_peer(Placement::looped, c, 0, MessageKind::grad, 0, true), -1);
+  // v: the last stage turns around on itself; chunk 1 flows back to stage 0.
+  EXPECT_EQ(default_peer(Placement::v, c, 3, MessageKind::act, 0, true), 3);
+  EXPECT_EQ(default_peer(Placement::v, c, 2, MessageKind::act, 1, true), 1);
+  EXPECT_EQ(default_peer(Placement::v, c, 0, MessageKind::act, 1, true), -1);
+  // mirror: lane 1 enters at the last stage.
+  EXPECT_EQ(position_of(Placement::mirror, c, 3, 1).position, 0);
+  EXPECT_EQ(default_peer(Placement::mirror, c, 3, MessageKind::act, 1, true), 2);
+  EXPECT_EQ(default_peer(Placement::mirror, c, 0, MessageKind::grad, 1, true), 1);
+  EXPECT_EQ(model_pieces(Placement::mirror, c), 4);
+  EXPECT_EQ(model_pieces(Placement::looped, c), 8);
+}
+
+TEST(isa, message_keys_pair_a_send_with_its_receive) {
+  const Config c{4, 8, 2, 1};
+  Instruction send;
+  send.op = Opcode::Send;
+  send.kind = MessageKind::act;
+  send.micro_batch = 5;
+  Instruction recv = send;
+  recv.op = Opcode::IRecv;
+  recv.chunk = 1;
+  // looped: stage 3 chunk 0 -> stage 0 chunk 1.
+  EXPECT_EQ(message_key(Placement::looped, c, 3, send), message_key(Placement::looped, c, 0, recv));
+  recv.chunk = 0;
+  EXPECT_FALSE(message_key(Placement::looped, c, 3, send) ==
+               message_key(Placement::looped, c, 0, recv));
+  Instruction grad_send = send;
+  grad_send.kind = MessageKind::grad;
+  Instruction grad_recv = grad_send;
+  grad_recv.op = Opcode::Recv;
+  EXPECT_EQ(message_key(Placement::looped, c, 2, grad_send),
+            message_key(Placement::looped, c, 1, grad_recv));
+}
+
+}  // namespace
+}  // namespace pipevm
