@@ -1,0 +1,45 @@
+// Optimizers over one flat parameter array: SGD (optionally with momentum)
+// and Adam with bias correction. Elementwise, so a model split into pieces,
+// each with its own Optimizer, takes exactly the steps the whole model would.
+// State is allocated by the constructor; step() allocates nothing.
+// Leaves out weight decay, schedules of the learning rate and clipping.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace pipevm::runtime {
+
+struct OptimizerConfig {
+  std::string kind = "adam";  // "adam" or "sgd"
+  float lr = 1e-3f;
+  float momentum = 0.0f;  // sgd: v = momentum * v + g; p -= lr * v (0: plain SGD)
+  float beta1 = 0.9f;     // adam
+  float beta2 = 0.999f;   // adam
+  float eps = 1e-8f;      // adam
+};
+
+class Optimizer {
+ public:
+  // Throws std::invalid_argument for an unknown kind or a bad hyper-parameter.
+  Optimizer(const OptimizerConfig& config, std::size_t parameters);
+
+  // One step: params and grads hold the `parameters` floats given at
+  // construction, in the same order every step.
+  void step(std::span<float> params, std::span<const float> grads);
+
+  const OptimizerConfig& config() const { return config_; }
+  std::int64_t steps_taken() const { return steps_; }
+
+ private:
+  OptimizerConfig config_;
+  bool adam_ = true;
+  std::int64_t steps_ = 0;
+  std::vector<float> first_moment_;   // adam's m, or sgd's velocity
+  std::vector<float> second_moment_;  // adam's v
+};
+
+}  // namespace pipevm::runtime

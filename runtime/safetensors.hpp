@@ -1,0 +1,47 @@
+// The safetensors file format (8-byte little-endian header length, a JSON
+// header naming every tensor's dtype, shape and byte range, then the data),
+// F32 only, and the model's checkpoint in it: tensors layers.{i}.weight
+// [out, in] and layers.{i}.bias [out]. Files are written to a temporary
+// name and renamed into place, so a reader never sees half a checkpoint.
+// Leaves out other dtypes and memory mapping.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace pipevm::runtime {
+
+struct TensorToWrite {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  std::span<const float> data;  // product of shape floats
+};
+
+struct StoredTensor {
+  std::vector<std::int64_t> shape;
+  std::vector<float> data;
+};
+
+// Throws std::runtime_error if the file cannot be written or a tensor's data
+// does not match its shape.
+void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+struct SafetensorsFile {
+  std::map<std::string, StoredTensor> tensors;
+  std::map<std::string, std::string> metadata;  // the header's __metadata__
+};
+// Throws std::runtime_error for an unreadable or malformed file or a dtype other than F32.
+SafetensorsFile read_safetensors(const std::string& path);
+
+// The whole model: `parameters` is its flat array (model.hpp's layout) for
+// layer widths `sizes`. The metadata records the widths.
+void save_model(const std::string& path, const std::vector<int>& sizes,
+                std::span<const float> parameters);
+// The flat array back; throws if a tensor is missing or has the wrong shape.
+std::vector<float> load_model(const std::string& path, const std::vector<int>& sizes);
+
+}  // namespace pipevm::runtime
