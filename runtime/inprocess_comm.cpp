@@ -1,0 +1,364 @@
+// InProcessComm: Comm between threads (see inprocess_comm.hpp). One mutex
+// and one condition variable guard the whole world: it serves tests, where
+// simplicity beats contention. Message vectors are recycled per mailbox.
+#include "inprocess_comm.hpp"
+
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <tuple>
+
+namespace pipevm::runtime {
+
+namespace {
+
+struct Message {
+  std::vector<float> data;
+  bool taken = false;
+};
+
+// The messages from one rank to another with one tag, in sending order.
+// Receives claim sequence numbers in posting order, as MPI matches them.
+struct Mailbox {
+  std::deque<Message> messages;  // messages[i] has sequence number first_sequence + i
+  std::uint64_t first_sequence = 0;
+  std::uint64_t next_claim = 0;
+  std::vector<std::vector<float>> spare;  // storage of taken messages, for reuse
+};
+
+// The members of a collective meet here; the last to arrive combines.
+struct Group {
+  int size = 0;
+  int arrived = 0;
+  std::uint64_t generation = 0;
+  std::vector<const void*> inputs;
+  std::vector<std::size_t> sizes;
+  std::vector<char> flags;
+  std::vector<float> sum;
+  std::vector<std::byte> bytes;
+  bool all = true;
+
+  explicit Group(int members)
+      : size(members),
+        inputs(static_cast<std::size_t>(members)),
+        sizes(static_cast<std::size_t>(members)),
+        flags(static_cast<std::size_t>(members)) {}
+};
+
+using MailboxKey = std::tuple<int, int, int>;  // source world rank, destination, tag
+
+}  // namespace
+
+struct InProcessWorld::State {
+  int stages = 1;
+  int dp = 1;
+  std::chrono::milliseconds timeout;
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::map<MailboxKey, Mailbox> mailboxes;
+  std::vector<Group> data_parallel_groups;  // one per stage
+  Group world_group;
+  bool aborted = false;
+  std::string abort_message;
+
+  State(int stages_, int dp_, std::chrono::milliseconds timeout_)
+      : stages(stages_), dp(dp_), timeout(timeout_), world_group(stages_ * dp_) {
+    for (int s = 0; s < stages; ++s) data_parallel_groups.emplace_back(dp);
+  }
+
+  // Marks the world dead and wakes everyone; the caller holds the lock.
+  void abort_locked(std::string message) {
+    if (!aborted) {
+      aborted = true;
+      abort_message = std::move(message);
+    }
+    changed.notify_all();
+  }
+
+  template <typename Ready>
+  void wait_for(std::unique_lock<std::mutex>& lock, int rank, const char* what, Ready ready) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (true) {
+      if (aborted) throw CommError("rank " + std::to_string(rank) + ": " + abort_message);
+      if (ready()) return;
+      if (changed.wait_until(lock, deadline) == std::cv_status::timeout && !ready() && !aborted) {
+        abort_locked("rank " + std::to_string(rank) + " timed out waiting for " + what);
+      }
+    }
+  }
+
+  // One collective: deposit, wait for all, the last one combines, collect.
+  template <typename Deposit, typename Combine, typename Collect>
+  void rendezvous(int rank, Group& group, Deposit deposit, Combine combine, Collect collect) {
+    std::unique_lock lock(mutex);
+    if (aborted) throw CommError("rank " + std::to_string(rank) + ": " + abort_message);
+    deposit(group);
+    const std::uint64_t generation = group.generation;
+    if (++group.arrived == group.size) {
+      try {
+        combine(group);
+      } catch (const std::exception& error) {
+        abort_locked(error.what());
+        throw;
+      }
+      group.arrived = 0;
+      ++group.generation;
+      changed.notify_all();
+    } else {
+      wait_for(lock, rank, "a collective", [&] { return group.generation != generation; });
+    }
+    collect(group);
+  }
+};
+
+InProcessWorld::InProcessWorld(int stages, int dp, std::chrono::milliseconds timeout)
+    : state_(std::make_unique<State>(stages, dp, timeout)) {}
+InProcessWorld::~InProcessWorld() = default;
+int InProcessWorld::stages() const { return state_->stages; }
+int InProcessWorld::dp() const { return state_->dp; }
+
+struct InProcessComm::PendingReceive {
+  Mailbox* mailbox = nullptr;  // null: a send or collective, already complete
+  std::uint64_t sequence = 0;
+  std::span<float> into;
+  bool in_use = false;
+};
+
+InProcessComm::InProcessComm(InProcessWorld& world, int world_rank)
+    : world_(world), world_rank_(world_rank) {}
+InProcessComm::~InProcessComm() = default;
+
+int InProcessComm::world_size() const { return world_.stages() * world_.dp(); }
+int InProcessComm::stages() const { return world_.stages(); }
+int InProcessComm::dp() const { return world_.dp(); }
+
+Comm::Request InProcessComm::take_slot() {
+  if (free_slots_.empty()) {
+    const std::size_t grown = requests_.empty() ? 16 : requests_.size() * 2;
+    for (std::size_t i = grown; i-- > requests_.size();) free_slots_.push_back(static_cast<int>(i));
+    requests_.resize(grown);
+  }
+  const int slot = free_slots_.back();
+  free_slots_.pop_back();
+  requests_[static_cast<std::size_t>(slot)] = PendingReceive{};
+  requests_[static_cast<std::size_t>(slot)].in_use = true;
+  ++active_;
+  return slot;
+}
+
+Comm::Request InProcessComm::isend(int peer_stage, int tag, std::span<const float> data) {
+  InProcessWorld::State& s = world_.state();
+  const int peer = world_rank_ - stage() + peer_stage;
+  {
+    std::lock_guard lock(s.mutex);
+    if (s.aborted) throw CommError("rank " + std::to_string(world_rank_) + ": " + s.abort_message);
+    Mailbox& box = s.mailboxes[{world_rank_, peer, tag}];
+    Message message;
+    if (!box.spare.empty()) {
+      message.data = std::move(box.spare.back());
+      box.spare.pop_back();
+    }
+    message.data.assign(data.begin(), data.end());
+    box.messages.push_back(std::move(message));
+    s.changed.notify_all();
+  }
+  return take_slot();
+}
+
+Comm::Request InProcessComm::irecv(int peer_stage, int tag, std::span<float> data) {
+  InProcessWorld::State& s = world_.state();
+  const int peer = world_rank_ - stage() + peer_stage;
+  const Request id = take_slot();
+  PendingReceive& request = requests_[static_cast<std::size_t>(id)];
+  std::lock_guard lock(s.mutex);
+  request.mailbox = &s.mailboxes[{peer, world_rank_, tag}];
+  request.sequence = request.mailbox->next_claim++;
+  request.into = data;
+  return id;
+}
+
+void InProcessComm::send(int peer_stage, int tag, std::span<const float> data) {
+  wait(isend(peer_stage, tag, data));
+}
+
+void InProcessComm::recv(int peer_stage, int tag, std::span<float> data) {
+  wait(irecv(peer_stage, tag, data));
+}
+
+void InProcessComm::complete(Request id) {
+  PendingReceive& request = requests_[static_cast<std::size_t>(id)];
+  if (request.mailbox != nullptr) {
+    InProcessWorld::State& s = world_.state();
+    std::unique_lock lock(s.mutex);
+    Mailbox& box = *request.mailbox;
+    const std::uint64_t sequence = request.sequence;
+    s.wait_for(lock, world_rank_, "a message",
+               [&] { return box.first_sequence + box.messages.size() > sequence; });
+    Message& message = box.messages[static_cast<std::size_t>(sequence - box.first_sequence)];
+    if (message.data.size() != request.into.size()) {
+      const std::string text = "rank " + std::to_string(world_rank_) + " expected a message of " +
+                               std::to_string(request.into.size()) + " floats, got " +
+                               std::to_string(message.data.size());
+      s.abort_locked(text);
+      throw CommError(text);
+    }
+    std::memcpy(request.into.data(), message.data.data(), message.data.size() * sizeof(float));
+    message.taken = true;
+    while (!box.messages.empty() && box.messages.front().taken) {
+      box.spare.push_back(std::move(box.messages.front().data));
+      box.messages.pop_front();
+      ++box.first_sequence;
+    }
+  }
+  request = PendingReceive{};
+  free_slots_.push_back(id);
+  --active_;
+}
+
+void InProcessComm::wait(Request request) {
+  if (request < 0 || static_cast<std::size_t>(request) >= requests_.size() ||
+      !requests_[static_cast<std::size_t>(request)].in_use) {
+    throw CommError("rank " + std::to_string(world_rank_) + ": wait on an unknown request " +
+                    std::to_string(request));
+  }
+  complete(request);
+}
+
+void InProcessComm::wait_all() {
+  for (std::size_t i = 0; i < requests_.size(); ++i) {
+    if (requests_[i].in_use) complete(static_cast<Request>(i));
+  }
+}
+
+int InProcessComm::pending() const { return active_; }
+
+void InProcessComm::allreduce_sum(std::span<float> data) {
+  InProcessWorld::State& s = world_.state();
+  const auto member = static_cast<std::size_t>(dp_rank());
+  s.rendezvous(
+      world_rank_, s.data_parallel_groups[static_cast<std::size_t>(stage())],
+      [&](Group& g) {
+        g.inputs[member] = data.data();
+        g.sizes[member] = data.size();
+      },
+      [&](Group& g) {
+        for (const std::size_t size : g.sizes) {
+          if (size != data.size()) throw CommError("all-reduce members disagree on the size");
+        }
+        g.sum.assign(data.size(), 0.0F);
+        for (const void* input : g.inputs) {
+          const auto* values = static_cast<const float*>(input);
+          for (std::size_t i = 0; i < g.sum.size(); ++i) g.sum[i] += values[i];
+        }
+      },
+      [&](Group& g) { std::memcpy(data.data(), g.sum.data(), data.size() * sizeof(float)); });
+}
+
+Comm::Request InProcessComm::iallreduce_sum(std::span<float> data) {
+  // Eager: every member issues its collectives in the same order, so doing
+  // the work now cannot reorder it.
+  allreduce_sum(data);
+  return take_slot();
+}
+
+bool InProcessComm::all_ok(bool ok) {
+  InProcessWorld::State& s = world_.state();
+  const auto member = static_cast<std::size_t>(world_rank_);
+  bool result = false;
+  s.rendezvous(
+      world_rank_, s.world_group, [&](Group& g) { g.flags[member] = ok ? 1 : 0; },
+      [&](Group& g) {
+        g.all = true;
+        for (const char flag : g.flags) g.all = g.all && flag != 0;
+      },
+      [&](Group& g) { result = g.all; });
+  return result;
+}
+
+std::vector<std::byte> InProcessComm::gather_to_root(std::span<const std::byte> mine,
+                                                     std::vector<std::size_t>& counts) {
+  InProcessWorld::State& s = world_.state();
+  const auto member = static_cast<std::size_t>(world_rank_);
+  std::vector<std::byte> result;
+  s.rendezvous(
+      world_rank_, s.world_group,
+      [&](Group& g) {
+        g.inputs[member] = mine.data();
+        g.sizes[member] = mine.size();
+      },
+      [&](Group& g) {
+        g.bytes.clear();
+        for (std::size_t r = 0; r < g.inputs.size(); ++r) {
+          const auto* begin = static_cast<const std::byte*>(g.inputs[r]);
+          g.bytes.insert(g.bytes.end(), begin, begin + g.sizes[r]);
+        }
+      },
+      [&](Group& g) {
+        if (world_rank_ != 0) return;
+        result = g.bytes;
+        counts = g.sizes;
+      });
+  if (world_rank_ != 0) counts.clear();
+  return result;
+}
+
+void InProcessComm::broadcast_from_root(std::span<std::byte> data) {
+  InProcessWorld::State& s = world_.state();
+  s.rendezvous(
+      world_rank_, s.world_group,
+      [&](Group& g) {
+        if (world_rank_ == 0) {
+          g.inputs[0] = data.data();
+          g.sizes[0] = data.size();
+        }
+      },
+      [&](Group& g) {
+        const auto* begin = static_cast<const std::byte*>(g.inputs[0]);
+        g.bytes.assign(begin, begin + g.sizes[0]);
+      },
+      [&](Group& g) {
+        if (g.bytes.size() != data.size()) throw CommError("broadcast sizes differ");
+        std::memcpy(data.data(), g.bytes.data(), data.size());
+      });
+}
+
+void InProcessComm::abort(std::string_view message) {
+  InProcessWorld::State& s = world_.state();
+  std::lock_guard lock(s.mutex);
+  s.abort_locked(std::string(message));
+  throw CommError(std::string(message));
+}
+
+void run_in_process(int stages, int dp, const std::function<void(Comm&)>& body) {
+  InProcessWorld world(stages, dp);
+  std::mutex first_error_mutex;
+  std::exception_ptr first_error;
+  std::vector<std::thread> threads;
+  const int ranks = stages * dp;
+  threads.reserve(static_cast<std::size_t>(ranks));
+  for (int rank = 0; rank < ranks; ++rank) {
+    threads.emplace_back([&, rank] {
+      try {
+        InProcessComm comm(world, rank);
+        body(comm);
+      } catch (...) {
+        {
+          std::lock_guard lock(first_error_mutex);
+          if (!first_error) first_error = std::current_exception();
+        }
+        InProcessWorld::State& s = world.state();
+        std::lock_guard lock(s.mutex);
+        s.abort_locked("another rank failed");
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  if (first_error) std::rethrow_exception(first_error);
+}
+
+}  // namespace pipevm::runtime
