@@ -53,7 +53,8 @@ std::size_t parameter_count(const std::vector<int>& sizes, LayerRange layers);
 // as much for its weight gradient, plus as much again for its input gradient
 // on every layer but the first (nothing needs the model input's gradient).
 // The split minimises the largest part's cost; among splits with the same
-// largest cost it takes the one whose parts end earliest. A pure function of
+// largest cost, the sum of squared part costs (the most even spread); among
+// those, the one whose split points come first. A pure function of
 // (sizes, pieces). Throws std::invalid_argument if pieces < 1 or pieces > layers.
 std::vector<LayerRange> split_layers(const std::vector<int>& sizes, int pieces);
 
@@ -82,6 +83,7 @@ class Piece {
  public:
   Piece(const ModelConfig& config, LayerRange layers);
 
+  const ModelConfig& config() const { return config_; }
   LayerRange layers() const { return layers_; }
   int input_width() const;
   int output_width() const;

@@ -37,6 +37,7 @@ class Optimizer {
  private:
   OptimizerConfig config_;
   bool adam_ = true;
+  std::size_t parameter_count_ = 0;
   std::int64_t steps_ = 0;
   std::vector<float> first_moment_;   // adam's m, or sgd's velocity
   std::vector<float> second_moment_;  // adam's v

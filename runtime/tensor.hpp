@@ -27,6 +27,10 @@ inline ConstMatrixMap as_matrix(std::span<const float> data, int rows, int cols)
   assert(data.size() >= static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols));
   return ConstMatrixMap(data.data(), rows, cols);
 }
+// A read-only view of the same memory (Eigen does not convert Maps implicitly).
+inline ConstMatrixMap as_const(const MatrixMap& matrix) {
+  return ConstMatrixMap(matrix.data(), matrix.rows(), matrix.cols());
+}
 inline RowVectorMap as_row_vector(std::span<float> data) {
   return RowVectorMap(data.data(), static_cast<Eigen::Index>(data.size()));
 }

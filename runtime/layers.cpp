@@ -1,0 +1,100 @@
+// Linear, ReLU and the two softmax losses on Eigen views (see layers.hpp).
+#include "layers.hpp"
+
+#include <cassert>
+#include <cmath>
+
+namespace pipevm::runtime {
+
+void linear_forward(MatrixMap out, ConstMatrixMap in, ConstMatrixMap weight,
+                    ConstRowVectorMap bias) {
+  assert(out.rows() == in.rows() && out.cols() == weight.rows() && in.cols() == weight.cols());
+  out.noalias() = in * weight.transpose();
+  out.rowwise() += bias;
+}
+
+void linear_backward_input(MatrixMap d_in, ConstMatrixMap d_out, ConstMatrixMap weight) {
+  assert(d_in.rows() == d_out.rows() && d_in.cols() == weight.cols());
+  d_in.noalias() = d_out * weight;
+}
+
+void linear_backward_weight(MatrixMap d_weight, RowVectorMap d_bias, ConstMatrixMap d_out,
+                            ConstMatrixMap in) {
+  assert(d_weight.rows() == d_out.cols() && d_weight.cols() == in.cols());
+  d_weight.noalias() += d_out.transpose() * in;
+  d_bias += d_out.colwise().sum();
+}
+
+void relu_forward(MatrixMap out, ConstMatrixMap in) { out = in.cwiseMax(0.0f); }
+
+void relu_backward(MatrixMap d_in, ConstMatrixMap d_out, ConstMatrixMap out) {
+  d_in.array() = (out.array() > 0.0f).select(d_out.array(), 0.0f);
+}
+
+namespace {
+
+// Writes softmax(logits row) into `probabilities` and returns the row's
+// log-sum-exp shifted by its maximum: log softmax[k] = logit[k] - shift.
+template <typename Row, typename OutRow>
+float softmax_row(OutRow probabilities, const Row& logits) {
+  const float maximum = logits.maxCoeff();
+  probabilities = (logits.array() - maximum).exp().matrix();
+  const float sum = probabilities.sum();
+  probabilities /= sum;
+  return maximum + std::log(sum);
+}
+
+}  // namespace
+
+float softmax_cross_entropy(MatrixMap d_logits, ConstMatrixMap logits,
+                            std::span<const std::uint8_t> labels, float scale) {
+  assert(d_logits.rows() == logits.rows() && d_logits.cols() == logits.cols());
+  assert(static_cast<Eigen::Index>(labels.size()) == logits.rows());
+  double loss = 0.0;
+  for (Eigen::Index r = 0; r < logits.rows(); ++r) {
+    const Eigen::Index label = labels[static_cast<std::size_t>(r)];
+    assert(label < logits.cols());
+    const float shift = softmax_row(d_logits.row(r), logits.row(r));
+    loss += static_cast<double>(shift - logits(r, label));
+    d_logits(r, label) -= 1.0f;
+    d_logits.row(r) *= scale;
+  }
+  return static_cast<float>(loss) * scale;
+}
+
+float softmax_mse(MatrixMap d_logits, ConstMatrixMap logits, std::span<const std::uint8_t> labels,
+                  float scale) {
+  assert(d_logits.rows() == logits.rows() && d_logits.cols() == logits.cols());
+  assert(static_cast<Eigen::Index>(labels.size()) == logits.rows());
+  double loss = 0.0;
+  for (Eigen::Index r = 0; r < logits.rows(); ++r) {
+    const Eigen::Index label = labels[static_cast<std::size_t>(r)];
+    assert(label < logits.cols());
+    auto p = d_logits.row(r);
+    softmax_row(p, logits.row(r));
+    // With e = p - onehot: loss = |e|^2 = |p|^2 - 2 p_label + 1, dloss/dp = 2e,
+    // and through the softmax Jacobian dloss/dz_k = 2 p_k (e_k - e.p) with
+    // e.p = |p|^2 - p_label.
+    const float p_label = p(label);
+    const float p_squared = p.squaredNorm();
+    loss += static_cast<double>(p_squared - 2.0f * p_label + 1.0f);
+    const float error_dot_p = p_squared - p_label;
+    p.array() = 2.0f * p.array() * (p.array() - error_dot_p);
+    p(label) -= 2.0f * p_label;
+    p *= scale;
+  }
+  return static_cast<float>(loss) * scale;
+}
+
+int count_correct(ConstMatrixMap logits, std::span<const std::uint8_t> labels) {
+  assert(static_cast<Eigen::Index>(labels.size()) == logits.rows());
+  int correct = 0;
+  for (Eigen::Index r = 0; r < logits.rows(); ++r) {
+    Eigen::Index predicted = 0;
+    logits.row(r).maxCoeff(&predicted);
+    if (predicted == labels[static_cast<std::size_t>(r)]) ++correct;
+  }
+  return correct;
+}
+
+}  // namespace pipevm::runtime

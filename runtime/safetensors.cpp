@@ -1,0 +1,185 @@
+// Reading and writing safetensors files of F32 tensors, and the model
+// checkpoint on top (see safetensors.hpp).
+#include "safetensors.hpp"
+
+#include <unistd.h>
+
+#include <bit>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+namespace pipevm::runtime {
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              "safetensors data is little-endian; this code copies floats as they are in memory");
+
+constexpr std::size_t kHeaderLengthBytes = 8;
+constexpr std::uint64_t kLargestHeader = 100U << 20;  // the format's own limit is 100 MB
+
+std::size_t element_count(const std::vector<std::int64_t>& shape) {
+  std::size_t count = 1;
+  for (const std::int64_t dimension : shape) {
+    if (dimension < 0) throw std::runtime_error("safetensors: negative dimension");
+    count *= static_cast<std::size_t>(dimension);
+  }
+  return count;
+}
+
+std::string layer_name(std::size_t layer, const char* part) {
+  return "layers." + std::to_string(layer) + "." + part;
+}
+
+}  // namespace
+
+void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  nlohmann::json header = nlohmann::json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::size_t offset = 0;
+  for (const TensorToWrite& tensor : tensors) {
+    if (element_count(tensor.shape) != tensor.data.size()) {
+      throw std::runtime_error("safetensors: tensor " + tensor.name + " has " +
+                               std::to_string(tensor.data.size()) +
+                               " floats, its shape says otherwise");
+    }
+    if (tensor.name == "__metadata__" || header.contains(tensor.name)) {
+      throw std::runtime_error("safetensors: duplicate or reserved tensor name " + tensor.name);
+    }
+    const std::size_t bytes = tensor.data.size() * sizeof(float);
+    header[tensor.name] = {{"dtype", "F32"},
+                           {"shape", tensor.shape},
+                           {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  std::string header_text = header.dump();
+  // The format allows trailing spaces; padding to 8 bytes aligns the data.
+  header_text.append((kHeaderLengthBytes - header_text.size() % kHeaderLengthBytes) %
+                         kHeaderLengthBytes,
+                     ' ');
+
+  const std::string temporary = path + ".tmp." + std::to_string(getpid());
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error("cannot write " + temporary);
+    std::uint64_t length = header_text.size();
+    out.write(reinterpret_cast<const char*>(&length), sizeof length);
+    out.write(header_text.data(), static_cast<std::streamsize>(header_text.size()));
+    for (const TensorToWrite& tensor : tensors) {
+      out.write(reinterpret_cast<const char*>(tensor.data.data()),
+                static_cast<std::streamsize>(tensor.data.size() * sizeof(float)));
+    }
+    out.flush();
+    if (!out) {
+      std::remove(temporary.c_str());
+      throw std::runtime_error("cannot write " + temporary);
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    throw std::runtime_error("cannot rename " + temporary + " to " + path);
+  }
+}
+
+SafetensorsFile read_safetensors(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) throw std::runtime_error("cannot open " + path);
+  std::string bytes(static_cast<std::size_t>(in.tellg()), '\0');
+  in.seekg(0);
+  if (!in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()))) {
+    throw std::runtime_error("cannot read " + path);
+  }
+  const auto malformed = [&path](const std::string& why) {
+    return std::runtime_error(path + ": not a safetensors file (" + why + ")");
+  };
+  if (bytes.size() < kHeaderLengthBytes) throw malformed("shorter than its header length");
+  std::uint64_t header_length = 0;
+  std::memcpy(&header_length, bytes.data(), sizeof header_length);
+  if (header_length > kLargestHeader || header_length > bytes.size() - kHeaderLengthBytes) {
+    throw malformed("header length beyond the file");
+  }
+  const std::size_t data_begin = kHeaderLengthBytes + static_cast<std::size_t>(header_length);
+  const std::size_t data_size = bytes.size() - data_begin;
+
+  SafetensorsFile file;
+  try {
+    const nlohmann::json header =
+        nlohmann::json::parse(bytes.begin() + kHeaderLengthBytes,
+                              bytes.begin() + static_cast<std::ptrdiff_t>(data_begin));
+    if (!header.is_object()) throw malformed("header is not a JSON object");
+    for (const auto& [name, entry] : header.items()) {
+      if (name == "__metadata__") {
+        file.metadata = entry.get<std::map<std::string, std::string>>();
+        continue;
+      }
+      const auto dtype = entry.at("dtype").get<std::string>();
+      if (dtype != "F32") throw malformed("tensor " + name + " has dtype " + dtype + ", not F32");
+      StoredTensor tensor;
+      tensor.shape = entry.at("shape").get<std::vector<std::int64_t>>();
+      const auto offsets = entry.at("data_offsets").get<std::vector<std::size_t>>();
+      const std::size_t count = element_count(tensor.shape);
+      if (offsets.size() != 2 || offsets[0] > offsets[1] || offsets[1] > data_size ||
+          offsets[1] - offsets[0] != count * sizeof(float)) {
+        throw malformed("tensor " + name + " has bad data offsets");
+      }
+      tensor.data.resize(count);
+      std::memcpy(tensor.data.data(), bytes.data() + data_begin + offsets[0], count * sizeof(float));
+      file.tensors.emplace(name, std::move(tensor));
+    }
+  } catch (const nlohmann::json::exception& error) {
+    throw malformed(error.what());
+  }
+  return file;
+}
+
+void save_model(const std::string& path, const std::vector<int>& sizes,
+                std::span<const float> parameters) {
+  std::vector<TensorToWrite> tensors;
+  std::size_t offset = 0;
+  for (std::size_t layer = 0; layer + 1 < sizes.size(); ++layer) {
+    const auto in = static_cast<std::size_t>(sizes[layer]);
+    const auto out = static_cast<std::size_t>(sizes[layer + 1]);
+    if (offset + out * in + out > parameters.size()) {
+      throw std::runtime_error("save_model: fewer parameters than the layer widths need");
+    }
+    tensors.push_back({layer_name(layer, "weight"),
+                       {static_cast<std::int64_t>(out), static_cast<std::int64_t>(in)},
+                       parameters.subspan(offset, out * in)});
+    tensors.push_back({layer_name(layer, "bias"),
+                       {static_cast<std::int64_t>(out)},
+                       parameters.subspan(offset + out * in, out)});
+    offset += out * in + out;
+  }
+  if (offset != parameters.size()) {
+    throw std::runtime_error("save_model: more parameters than the layer widths need");
+  }
+  std::ostringstream widths;
+  for (std::size_t i = 0; i < sizes.size(); ++i) widths << (i ? "," : "") << sizes[i];
+  write_safetensors(path, tensors, {{"format", "pt"}, {"producer", "pipevm"}, {"sizes", widths.str()}});
+}
+
+std::vector<float> load_model(const std::string& path, const std::vector<int>& sizes) {
+  const SafetensorsFile file = read_safetensors(path);
+  std::vector<float> parameters;
+  for (std::size_t layer = 0; layer + 1 < sizes.size(); ++layer) {
+    const std::int64_t in = sizes[layer];
+    const std::int64_t out = sizes[layer + 1];
+    const auto append = [&](const std::string& name, const std::vector<std::int64_t>& shape) {
+      const auto found = file.tensors.find(name);
+      if (found == file.tensors.end()) throw std::runtime_error(path + ": no tensor " + name);
+      if (found->second.shape != shape) {
+        throw std::runtime_error(path + ": tensor " + name + " has the wrong shape");
+      }
+      parameters.insert(parameters.end(), found->second.data.begin(), found->second.data.end());
+    };
+    append(layer_name(layer, "weight"), {out, in});
+    append(layer_name(layer, "bias"), {out});
+  }
+  return parameters;
+}
+
+}  // namespace pipevm::runtime
