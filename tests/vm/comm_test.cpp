@@ -129,7 +129,8 @@ TEST(vm_comm, tags_are_distinct_for_distinct_keys) {
   std::sort(seen.begin(), seen.end());
   EXPECT_EQ(std::adjacent_find(seen.begin(), seen.end()), seen.end());
   EXPECT_EQ(seen.front(), 0);
-  EXPECT_EQ(seen.back(), tags.max_tag());
+  EXPECT_EQ(seen.back(), tags.max_message_tag());
+  EXPECT_EQ(tags.gradient_sum_tag(7), tags.max_tag());
 }
 
 }  // namespace

@@ -1,0 +1,477 @@
+// The VM's dispatch: one switch over the Opcode enum of isa.def, with no
+// default, so an opcode added to the table and not handled here is a
+// compiler warning (an error in CI). Every state the runtime cannot go on
+// from is a VmError at the instruction, never a silent skip.
+#include "vm.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+namespace pipevm {
+
+namespace {
+
+std::size_t to_size(int value) { return static_cast<std::size_t>(value); }
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+int chunks_per_rank(Placement placement, const Config& config) {
+  return placement == Placement::looped ? config.chunks : 2;
+}
+
+Diagnostic to_diagnostic(const VmError& error, const Program& program, int rank) {
+  Diagnostic diagnostic;
+  diagnostic.kind = error.kind();
+  diagnostic.message = error.what();
+  diagnostic.location.rank = rank;
+  diagnostic.location.stage = stage_of(program.config, rank);
+  const auto stream = program.rank(rank);
+  if (error.instruction() < stream.size()) {
+    diagnostic.location.file = program.file;
+    diagnostic.location.range = program.source_of(stream[error.instruction()]);
+  }
+  return diagnostic;
+}
+
+Machine::Machine(const Program& program, int rank, runtime::Comm& comm,
+                 const MachineOptions& options)
+    : program_(&program),
+      rank_(rank),
+      stage_(stage_of(program.config, rank)),
+      dp_rank_(dp_rank_of(program.config, rank)),
+      comm_(comm),
+      tags_(program.placement, program.config),
+      rows_(0),
+      loss_scale_(0.0F) {
+  const Config& config = program.config;
+  if (comm.world_size() != config.ranks() || comm.stages() != config.stages ||
+      comm.world_rank() != rank) {
+    throw std::invalid_argument("the communicator's world does not match the program's " +
+                                std::to_string(config.stages) + " stages x " +
+                                std::to_string(config.dp) + " data-parallel replicas");
+  }
+  const int split = config.dp * config.micro_batches;
+  if (options.global_batch <= 0 || options.global_batch % split != 0) {
+    throw std::invalid_argument("the batch size " + std::to_string(options.global_batch) +
+                                " is not a multiple of dp x micro-batches = " +
+                                std::to_string(config.dp) + " x " +
+                                std::to_string(config.micro_batches));
+  }
+  rows_ = options.global_batch / split;
+  loss_scale_ = 1.0F / static_cast<float>(options.global_batch);
+
+  const int pieces = model_pieces(program.placement, config);
+  const int layers = runtime::layer_count(options.model.sizes);
+  if (pieces > layers) {
+    throw std::invalid_argument("the schedule cuts the model into " + std::to_string(pieces) +
+                                " pieces, but it has only " + std::to_string(layers) +
+                                " layers");
+  }
+  const std::vector<runtime::LayerRange> split_ranges =
+      runtime::split_layers(options.model.sizes, pieces);
+  const int chunk_count = chunks_per_rank(program.placement, config);
+  const std::size_t micro_batches = to_size(config.micro_batches);
+  chunks_.reserve(to_size(chunk_count));
+  for (int c = 0; c < chunk_count; ++c) {
+    const PipelinePosition where = position_of(program.placement, config, stage_, c);
+    runtime::Piece piece(options.model, split_ranges[to_size(piece_at(where))]);
+    const std::size_t parameters = piece.parameters().size();
+    Chunk chunk{where, std::move(piece), runtime::Optimizer(options.optimizer, parameters),
+                {}, {}, {}, {}, {}};
+    chunk.piece.reserve(config.micro_batches, rows_);
+    chunk.inputs.resize(micro_batches * to_size(rows_) * to_size(chunk.piece.input_width()));
+    chunk.output_grads.resize(micro_batches * to_size(rows_) *
+                              to_size(chunk.piece.output_width()));
+    if (chunk.piece.is_last()) chunk.labels.resize(micro_batches * to_size(rows_));
+    chunk.input_grads.resize(micro_batches);
+    chunk.flags.resize(micro_batches);
+    chunks_.push_back(std::move(chunk));
+  }
+  pending_.reserve(4 * micro_batches * to_size(chunk_count) + 16);
+  reductions_.reserve(to_size(layers) * 2);
+  if (program.placement == Placement::mirror) {
+    std::size_t largest = 0;
+    for (const Chunk& chunk : chunks_) largest = std::max(largest, chunk.piece.gradients().size());
+    mirror_scratch_.resize(2 * largest);
+  }
+}
+
+std::span<float> Machine::input_buffer(Chunk& chunk, std::uint32_t micro_batch) {
+  const std::size_t size = to_size(rows_) * to_size(chunk.piece.input_width());
+  return std::span<float>(chunk.inputs).subspan(micro_batch * size, size);
+}
+
+std::span<float> Machine::output_grad_buffer(Chunk& chunk, std::uint32_t micro_batch) {
+  const std::size_t size = to_size(rows_) * to_size(chunk.piece.output_width());
+  return std::span<float>(chunk.output_grads).subspan(micro_batch * size, size);
+}
+
+std::span<std::uint8_t> Machine::label_buffer(Chunk& chunk, std::uint32_t micro_batch) {
+  return std::span<std::uint8_t>(chunk.labels).subspan(micro_batch * to_size(rows_),
+                                                       to_size(rows_));
+}
+
+// One execution of one rank's stream.
+class VmStep {
+ public:
+  VmStep(const Program& program, Machine& machine)
+      : program_(program), m_(machine), code_(program.rank(machine.rank_)) {}
+
+  StepResult run(VmObserver* observer);
+
+ private:
+  using Chunk = Machine::Chunk;
+
+  [[noreturn]] void fail(DiagnosticKind kind, const std::string& message) const {
+    throw VmError(kind, "rank " + std::to_string(m_.rank_) + ": " + disassemble(*in_) + ": " +
+                            message,
+                  index_);
+  }
+  [[noreturn]] void unsupported(const std::string& message) const {
+    fail(DiagnosticKind::RuntimeUnsupported, message);
+  }
+
+  void execute(const Instruction& in);
+  Chunk& chunk_of(const Instruction& in);
+  std::uint16_t& flags_of(const Instruction& in) { return chunk_of(in).flags[in.micro_batch]; }
+  int peer_of(const Instruction& in) const;
+  int tag_of(const Instruction& in) const {
+    return m_.tags_.tag(message_key(program_.placement, program_.config, m_.stage_, in));
+  }
+
+  void load_input(const Instruction& in);
+  void load_target(const Instruction& in);
+  void forward(const Instruction& in);
+  void backward_input(const Instruction& in);
+  void backward_weight(const Instruction& in, bool reduce_per_layer);
+  void send(const Instruction& in);
+  void receive(const Instruction& in);
+  void wait(const Instruction& in);
+  void wait_all();
+  void complete(const Machine::PendingMessage& message);
+  void all_reduce();
+  void optimizer_step();
+  void sum_mirror_gradients();
+  void finish_step();
+
+  const Program& program_;
+  Machine& m_;
+  std::span<const Instruction> code_;
+  const Instruction* in_ = nullptr;
+  std::size_t index_ = 0;
+  StepResult result_;
+};
+
+StepResult Vm::run(const Program& program, Machine& machine, VmObserver* observer) {
+  VmStep step(program, machine);
+  return step.run(observer);
+}
+
+StepResult VmStep::run(VmObserver* observer) {
+  for (Chunk& chunk : m_.chunks_) std::fill(chunk.flags.begin(), chunk.flags.end(), 0);
+  m_.pending_.clear();
+  for (index_ = 0; index_ < code_.size(); ++index_) {
+    in_ = &code_[index_];
+    try {
+      if (observer == nullptr) {
+        execute(*in_);
+      } else {
+        const std::int64_t start = now_ns();
+        execute(*in_);
+        observer->on_instruction(m_.rank_, index_, start, now_ns());
+      }
+    } catch (const runtime::CommError& error) {
+      fail(DiagnosticKind::RuntimeComm, error.what());
+    } catch (const std::logic_error& error) {
+      // The model's own checks (a slot used out of order, a size mismatch).
+      unsupported(error.what());
+    }
+  }
+  finish_step();
+  return result_;
+}
+
+void VmStep::execute(const Instruction& in) {
+  switch (in.op) {
+    case Opcode::LoadInput: load_input(in); return;
+    case Opcode::LoadTarget: load_target(in); return;
+    case Opcode::Fwd: forward(in); return;
+    case Opcode::Bwd:
+      backward_input(in);
+      backward_weight(in, false);
+      return;
+    case Opcode::BwdInput: backward_input(in); return;
+    case Opcode::BwdWeight: backward_weight(in, false); return;
+    case Opcode::BwdAllReduce:
+      backward_input(in);
+      backward_weight(in, m_.comm_.dp() > 1);
+      return;
+    case Opcode::AllReduce: all_reduce(); return;
+    case Opcode::Send:
+    case Opcode::ISend: send(in); return;
+    case Opcode::Recv:
+    case Opcode::IRecv: receive(in); return;
+    case Opcode::Wait: wait(in); return;
+    case Opcode::WaitAll: wait_all(); return;
+    case Opcode::ZeroGrad:
+      for (Chunk& chunk : m_.chunks_) chunk.piece.zero_grad();
+      return;
+    case Opcode::OptimizerStep: optimizer_step(); return;
+  }
+  unsupported("unknown opcode " + std::to_string(static_cast<int>(in.op)));
+}
+
+Machine::Chunk& VmStep::chunk_of(const Instruction& in) {
+  if (in.chunk >= m_.chunks_.size()) {
+    unsupported("this rank holds " + std::to_string(m_.chunks_.size()) + " chunk(s), not chunk " +
+                std::to_string(in.chunk));
+  }
+  if (in.micro_batch >= static_cast<std::uint32_t>(program_.config.micro_batches)) {
+    unsupported("micro-batch " + std::to_string(in.micro_batch) + " is out of range (" +
+                std::to_string(program_.config.micro_batches) + " micro-batches)");
+  }
+  return m_.chunks_[in.chunk];
+}
+
+int VmStep::peer_of(const Instruction& in) const {
+  if (in.peer < 0 || in.peer >= program_.config.stages || in.peer == m_.stage_) {
+    unsupported("peer stage " + std::to_string(in.peer) + " is not another stage of the " +
+                std::to_string(program_.config.stages) + "-stage pipeline");
+  }
+  return in.peer;
+}
+
+void VmStep::load_input(const Instruction& in) {
+  Chunk& chunk = chunk_of(in);
+  std::uint16_t& flags = chunk.flags[in.micro_batch];
+  if (!chunk.piece.is_first()) {
+    unsupported("only the chunk holding the model's first layer loads inputs");
+  }
+  if (m_.batcher_ == nullptr) fail(DiagnosticKind::RuntimeData, "this rank has no data loaded");
+  if (flags & (Machine::input_pending | Machine::forwarded)) {
+    unsupported("the micro-batch's input buffer is in use");
+  }
+  m_.batcher_->input(m_.batch_, m_.dp_rank_, static_cast<int>(in.micro_batch),
+                     m_.input_buffer(chunk, in.micro_batch));
+  flags |= Machine::input_ready;
+}
+
+void VmStep::load_target(const Instruction& in) {
+  Chunk& chunk = chunk_of(in);
+  if (!chunk.piece.is_last()) {
+    unsupported("only the chunk holding the model's last layer loads targets");
+  }
+  if (m_.batcher_ == nullptr) fail(DiagnosticKind::RuntimeData, "this rank has no data loaded");
+  m_.batcher_->labels(m_.batch_, m_.dp_rank_, static_cast<int>(in.micro_batch),
+                      m_.label_buffer(chunk, in.micro_batch));
+  chunk.flags[in.micro_batch] |= Machine::target_ready;
+}
+
+void VmStep::forward(const Instruction& in) {
+  Chunk& chunk = chunk_of(in);
+  std::uint16_t& flags = chunk.flags[in.micro_batch];
+  if (flags & Machine::forwarded) unsupported("the micro-batch was already forwarded");
+  if (flags & Machine::input_pending) {
+    unsupported("its input is still being received: wait for the IRecv first");
+  }
+  if (!(flags & Machine::input_ready)) unsupported("its input was neither loaded nor received");
+  chunk.piece.forward(static_cast<int>(in.micro_batch), m_.input_buffer(chunk, in.micro_batch),
+                      m_.rows_);
+  flags = static_cast<std::uint16_t>((flags & ~Machine::input_ready) | Machine::forwarded);
+  if (m_.comm_.pending() > 0) m_.comm_.progress();
+}
+
+void VmStep::backward_input(const Instruction& in) {
+  Chunk& chunk = chunk_of(in);
+  std::uint16_t& flags = chunk.flags[in.micro_batch];
+  const int slot = static_cast<int>(in.micro_batch);
+  if (!(flags & Machine::forwarded)) unsupported("backward before the micro-batch's forward");
+  if (flags & Machine::input_grad_done) unsupported("the input gradient was already computed");
+  std::span<const float> grad_output;
+  if (chunk.piece.is_last()) {
+    if (!(flags & Machine::target_ready)) unsupported("the loss needs LoadTarget first");
+    const runtime::LossResult loss =
+        chunk.piece.loss(slot, m_.label_buffer(chunk, in.micro_batch), m_.loss_scale_);
+    result_.loss += static_cast<double>(loss.loss);
+    result_.correct += loss.correct;
+    result_.rows += m_.rows_;
+  } else {
+    if (flags & Machine::grad_pending) {
+      unsupported("its output gradient is still being received: wait for the IRecv first");
+    }
+    if (!(flags & Machine::grad_ready)) unsupported("its output gradient was not received");
+    grad_output = m_.output_grad_buffer(chunk, in.micro_batch);
+  }
+  chunk.input_grads[in.micro_batch] = chunk.piece.backward_input(slot, grad_output);
+  flags |= Machine::input_grad_done;
+  if (m_.comm_.pending() > 0) m_.comm_.progress();
+}
+
+void VmStep::backward_weight(const Instruction& in, bool reduce_per_layer) {
+  Chunk& chunk = chunk_of(in);
+  std::uint16_t& flags = chunk.flags[in.micro_batch];
+  if (!(flags & Machine::input_grad_done)) unsupported("BwdWeight before BwdInput");
+  if (flags & Machine::weight_done) unsupported("the weight gradients were already accumulated");
+  const int slot = static_cast<int>(in.micro_batch);
+  if (reduce_per_layer) {
+    Machine* machine = &m_;
+    chunk.piece.backward_weight(slot, [machine](int, std::span<float> layer_gradients) {
+      machine->reductions_.push_back(machine->comm_.iallreduce_sum(layer_gradients));
+      machine->comm_.progress();
+    });
+    for (const runtime::Comm::Request request : m_.reductions_) m_.comm_.wait(request);
+    m_.reductions_.clear();
+  } else {
+    chunk.piece.backward_weight(slot);
+  }
+  flags |= Machine::weight_done;
+  if (m_.comm_.pending() > 0) m_.comm_.progress();
+}
+
+void VmStep::send(const Instruction& in) {
+  Chunk& chunk = chunk_of(in);
+  const std::uint16_t flags = chunk.flags[in.micro_batch];
+  const int peer = peer_of(in);
+  std::span<const float> data;
+  if (in.kind == MessageKind::act) {
+    if (!(flags & Machine::forwarded)) unsupported("sends an activation not yet computed");
+    data = chunk.piece.output(static_cast<int>(in.micro_batch));
+  } else {
+    if (!(flags & Machine::input_grad_done)) unsupported("sends a gradient not yet computed");
+    data = chunk.input_grads[in.micro_batch];
+    if (data.empty()) unsupported("the model's first piece has no input gradient to send");
+  }
+  const int tag = tag_of(in);
+  if (in.op == Opcode::Send) {
+    m_.comm_.send(peer, tag, data);
+    return;
+  }
+  m_.pending_.push_back({WaitDirection::send, in.kind, in.micro_batch, in.chunk,
+                         m_.comm_.isend(peer, tag, data), index_});
+}
+
+void VmStep::receive(const Instruction& in) {
+  Chunk& chunk = chunk_of(in);
+  std::uint16_t& flags = chunk.flags[in.micro_batch];
+  const int peer = peer_of(in);
+  const bool act = in.kind == MessageKind::act;
+  const std::uint16_t busy = act ? Machine::input_ready | Machine::input_pending | Machine::forwarded
+                                 : Machine::grad_ready | Machine::grad_pending;
+  if (flags & busy) unsupported("its buffer already holds or awaits this micro-batch's value");
+  if (act && chunk.piece.is_first()) unsupported("the model's first piece takes no activation");
+  if (!act && chunk.piece.is_last()) unsupported("the model's last piece takes no gradient");
+  const std::span<float> into =
+      act ? m_.input_buffer(chunk, in.micro_batch) : m_.output_grad_buffer(chunk, in.micro_batch);
+  const int tag = tag_of(in);
+  if (in.op == Opcode::Recv) {
+    m_.comm_.recv(peer, tag, into);
+    flags |= act ? Machine::input_ready : Machine::grad_ready;
+    return;
+  }
+  flags |= act ? Machine::input_pending : Machine::grad_pending;
+  m_.pending_.push_back(
+      {WaitDirection::recv, in.kind, in.micro_batch, in.chunk, m_.comm_.irecv(peer, tag, into),
+       index_});
+}
+
+void VmStep::complete(const Machine::PendingMessage& message) {
+  if (message.direction != WaitDirection::recv) return;
+  std::uint16_t& flags = m_.chunks_[message.chunk].flags[message.micro_batch];
+  if (message.kind == MessageKind::act) {
+    flags = static_cast<std::uint16_t>((flags & ~Machine::input_pending) | Machine::input_ready);
+  } else {
+    flags = static_cast<std::uint16_t>((flags & ~Machine::grad_pending) | Machine::grad_ready);
+  }
+}
+
+void VmStep::wait(const Instruction& in) {
+  const auto match = std::find_if(m_.pending_.begin(), m_.pending_.end(),
+                                  [&](const Machine::PendingMessage& p) {
+                                    return p.direction == in.direction && p.kind == in.kind &&
+                                           p.micro_batch == in.micro_batch && p.chunk == in.chunk;
+                                  });
+  if (match == m_.pending_.end()) unsupported("no such request is pending");
+  const Machine::PendingMessage message = *match;
+  m_.pending_.erase(match);
+  m_.comm_.wait(message.request);
+  complete(message);
+}
+
+void VmStep::wait_all() {
+  m_.comm_.wait_all();
+  for (const Machine::PendingMessage& message : m_.pending_) complete(message);
+  m_.pending_.clear();
+}
+
+void VmStep::all_reduce() {
+  if (m_.comm_.dp() == 1) return;
+  for (Chunk& chunk : m_.chunks_) m_.comm_.allreduce_sum(chunk.piece.gradients());
+}
+
+void VmStep::optimizer_step() {
+  if (!m_.pending_.empty()) {
+    unsupported("requests are still pending (" + disassemble(code_[m_.pending_.front().instruction]) +
+                "); their buffers may still change");
+  }
+  if (program_.placement == Placement::mirror) sum_mirror_gradients();
+  for (Chunk& chunk : m_.chunks_) chunk.optimizer.step(chunk.piece.parameters(), chunk.piece.gradients());
+}
+
+// Under mirror placement every piece lives on two ranks (or twice on the
+// middle rank when the stage count is odd); each holder has the gradients of
+// its own lane's micro-batches, so the holders add each other's before
+// stepping, and both take the same step.
+void VmStep::sum_mirror_gradients() {
+  const int partner = program_.config.stages - 1 - m_.stage_;
+  if (partner == m_.stage_) {
+    std::span<float> a = m_.chunks_[0].piece.gradients();
+    std::span<float> b = m_.chunks_[1].piece.gradients();
+    for (std::size_t i = 0; i < a.size(); ++i) b[i] = a[i] = a[i] + b[i];
+    return;
+  }
+  // Partner's chunk 1 - c holds the piece of this rank's chunk c.
+  for (std::size_t c = 0; c < 2; ++c) {
+    const runtime::Piece& piece = m_.chunks_[c].piece;
+    m_.pending_.push_back({WaitDirection::send, MessageKind::grad, 0, static_cast<std::uint16_t>(c),
+                           m_.comm_.isend(partner, m_.tags_.gradient_sum_tag(piece_at(m_.chunks_[c].where)),
+                                          piece.gradients()),
+                           index_});
+  }
+  const std::size_t half = m_.mirror_scratch_.size() / 2;
+  for (std::size_t c = 0; c < 2; ++c) {
+    std::span<float> gradients = m_.chunks_[c].piece.gradients();
+    const std::span<float> theirs = std::span<float>(m_.mirror_scratch_).subspan(c * half, gradients.size());
+    m_.comm_.recv(partner, m_.tags_.gradient_sum_tag(piece_at(m_.chunks_[c].where)), theirs);
+  }
+  wait_all();
+  for (std::size_t c = 0; c < 2; ++c) {
+    std::span<float> gradients = m_.chunks_[c].piece.gradients();
+    const float* theirs = m_.mirror_scratch_.data() + c * half;
+    for (std::size_t i = 0; i < gradients.size(); ++i) gradients[i] += theirs[i];
+  }
+}
+
+void VmStep::finish_step() {
+  if (!m_.pending_.empty()) {
+    index_ = m_.pending_.front().instruction;
+    in_ = &code_[index_];
+    fail(DiagnosticKind::RuntimeComm, "the request is never waited for");
+  }
+  // A forward-only program leaves its slots forwarded: free them for the next step.
+  for (Chunk& chunk : m_.chunks_) {
+    for (std::size_t mb = 0; mb < chunk.flags.size(); ++mb) {
+      const std::uint16_t flags = chunk.flags[mb];
+      if ((flags & Machine::forwarded) && !(flags & Machine::input_grad_done)) {
+        chunk.piece.release(static_cast<int>(mb));
+      }
+    }
+  }
+}
+
+}  // namespace pipevm

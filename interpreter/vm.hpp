@@ -1,0 +1,167 @@
+// The VM: the concrete semantics of a Program. Vm::run executes one rank's
+// instruction stream once, which is one training step on one global batch,
+// against a Machine: the rank's model pieces (one per chunk), their
+// optimizers, preallocated per-(chunk, micro-batch) buffers for inputs,
+// received gradients and labels, the Comm and the Batcher.
+//
+// The VM never prints. An instruction it cannot execute raises VmError with
+// a diagnostic kind and the instruction's index (to_diagnostic gives it its
+// source position); an optional observer sees every instruction's start and
+// end time. Once the first step has run, a step allocates nothing.
+// Not here: the epoch loop, evaluation and saving (vm_training.hpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "comm.hpp"
+#include "comm_tags.hpp"
+#include "data.hpp"
+#include "diagnostics.hpp"
+#include "model.hpp"
+#include "optimizer.hpp"
+#include "program.hpp"
+
+namespace pipevm {
+
+class VmStep;
+
+// Sees every executed instruction; `index` is its place in the rank's stream,
+// times are steady-clock nanoseconds. Absent, the VM reads no clock.
+class VmObserver {
+ public:
+  VmObserver() = default;
+  VmObserver(const VmObserver&) = delete;
+  VmObserver& operator=(const VmObserver&) = delete;
+  virtual ~VmObserver() = default;
+  virtual void on_instruction(int rank, std::size_t index, std::int64_t start_ns,
+                              std::int64_t end_ns) = 0;
+};
+
+// An instruction the VM cannot execute, or a failure while executing it.
+class VmError : public std::runtime_error {
+ public:
+  VmError(DiagnosticKind kind, const std::string& message, std::size_t instruction)
+      : std::runtime_error(message), kind_(kind), instruction_(instruction) {}
+  DiagnosticKind kind() const { return kind_; }
+  // Index in the rank's stream.
+  std::size_t instruction() const { return instruction_; }
+
+ private:
+  DiagnosticKind kind_;
+  std::size_t instruction_;
+};
+
+// The error at the instruction's place in the schedule, with rank and stage.
+Diagnostic to_diagnostic(const VmError& error, const Program& program, int rank);
+
+// What one step computed on this rank (non-zero only where the loss is).
+struct StepResult {
+  double loss = 0.0;  // sum of the micro-batches' losses, each scaled by 1 / global batch
+  int correct = 0;    // training rows predicted right
+  int rows = 0;       // training rows whose loss this rank computed
+};
+
+struct MachineOptions {
+  runtime::ModelConfig model;
+  runtime::OptimizerConfig optimizer;
+  int global_batch = 128;  // samples per step over all data-parallel replicas
+};
+
+class Machine {
+ public:
+  // Builds the pieces this rank holds under `program`'s placement and
+  // configuration. The comm's world must match the program's stages x dp.
+  // Throws std::invalid_argument for a configuration the runtime cannot hold
+  // (more pieces than layers, a batch not divisible by dp x micro-batches).
+  Machine(const Program& program, int rank, runtime::Comm& comm, const MachineOptions& options);
+
+  // The data the next steps read: global batch `batch` of `batcher`. Ranks
+  // that load nothing may have no batcher.
+  void set_batch(const runtime::Batcher* batcher, int batch) {
+    batcher_ = batcher;
+    batch_ = batch;
+  }
+
+  int rank() const { return rank_; }
+  int stage() const { return stage_; }
+  int dp_rank() const { return dp_rank_; }
+  int micro_batch_rows() const { return rows_; }
+  std::size_t chunk_count() const { return chunks_.size(); }
+  runtime::Piece& piece(std::size_t chunk) { return chunks_[chunk].piece; }
+  const runtime::Piece& piece(std::size_t chunk) const { return chunks_[chunk].piece; }
+  PipelinePosition position(std::size_t chunk) const { return chunks_[chunk].where; }
+  runtime::Comm& comm() { return comm_; }
+
+ private:
+  friend class VmStep;
+
+  // What has happened to one micro-batch of one chunk during the step.
+  enum Flag : std::uint16_t {
+    input_ready = 1 << 0,       // loaded or received, not yet forwarded
+    input_pending = 1 << 1,     // an IRecv act is in flight into the input buffer
+    forwarded = 1 << 2,
+    target_ready = 1 << 3,      // LoadTarget done
+    grad_ready = 1 << 4,        // output gradient received
+    grad_pending = 1 << 5,      // an IRecv grad is in flight
+    input_grad_done = 1 << 6,   // BwdInput (or the first half of Bwd) done
+    weight_done = 1 << 7,       // BwdWeight done: the slot is free again
+  };
+
+  struct Chunk {
+    PipelinePosition where;
+    runtime::Piece piece;
+    runtime::Optimizer optimizer;
+    std::vector<float> inputs;          // micro_batches x rows x input width
+    std::vector<float> output_grads;    // micro_batches x rows x output width
+    std::vector<std::uint8_t> labels;   // micro_batches x rows (last piece only)
+    std::vector<std::span<const float>> input_grads;  // per micro-batch, from backward_input
+    std::vector<std::uint16_t> flags;   // per micro-batch
+  };
+
+  // A non-blocking point-to-point operation the program has not waited for.
+  struct PendingMessage {
+    WaitDirection direction = WaitDirection::none;
+    MessageKind kind = MessageKind::none;
+    std::uint32_t micro_batch = 0;
+    std::uint16_t chunk = 0;
+    runtime::Comm::Request request = -1;
+    std::size_t instruction = 0;
+  };
+
+  std::span<float> input_buffer(Chunk& chunk, std::uint32_t micro_batch);
+  std::span<float> output_grad_buffer(Chunk& chunk, std::uint32_t micro_batch);
+  std::span<std::uint8_t> label_buffer(Chunk& chunk, std::uint32_t micro_batch);
+
+  const Program* program_;
+  int rank_;
+  int stage_;
+  int dp_rank_;
+  runtime::Comm& comm_;
+  runtime::MessageTags tags_;
+  int rows_;
+  float loss_scale_;
+  std::vector<Chunk> chunks_;
+  std::vector<PendingMessage> pending_;
+  std::vector<runtime::Comm::Request> reductions_;  // BwdAllReduce's per-layer requests
+  std::vector<float> mirror_scratch_;               // the mirror partner's gradients
+  const runtime::Batcher* batcher_ = nullptr;
+  int batch_ = 0;
+};
+
+class Vm {
+ public:
+  // Executes `machine`'s rank's stream of `program` once. Throws VmError.
+  static StepResult run(const Program& program, Machine& machine,
+                        VmObserver* observer = nullptr);
+};
+
+// How many chunks each rank holds under a placement (v and mirror: two).
+int chunks_per_rank(Placement placement, const Config& config);
+
+}  // namespace pipevm

@@ -1,0 +1,180 @@
+// The epoch loop, evaluation on world rank 0 and the replica digest.
+#include "vm_training.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+namespace pipevm {
+
+namespace {
+
+std::size_t to_size(int value) { return static_cast<std::size_t>(value); }
+
+// Which of a rank's chunks contribute to the gathered model: those on lane 0
+// (under mirror placement lane 1 holds copies of the same pieces), and only
+// on the first data-parallel replica.
+bool contributes(const Machine& machine, std::size_t chunk) {
+  return machine.dp_rank() == 0 && machine.position(chunk).lane == 0;
+}
+
+}  // namespace
+
+std::uint64_t fnv1a(std::span<const float> values, std::uint64_t hash) {
+  const auto bytes = std::as_bytes(values);
+  for (const std::byte b : bytes) {
+    hash ^= static_cast<std::uint64_t>(b);
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
+bool needs_data(const Program& program, int rank) {
+  const auto stream = program.rank(rank);
+  return std::any_of(stream.begin(), stream.end(), [](const Instruction& in) {
+    return in.op == Opcode::LoadInput || in.op == Opcode::LoadTarget;
+  });
+}
+
+Trainer::Trainer(const Program& program, runtime::Comm& comm, const TrainingOptions& options,
+                 const runtime::DataSplit* data)
+    : program_(program),
+      comm_(comm),
+      options_(options),
+      data_(data),
+      machine_(program, comm.world_rank(), comm, options.machine) {
+  const Config& config = program.config;
+  if (data_ != nullptr) {
+    batcher_ = std::make_unique<runtime::Batcher>(data_->train, options.shuffle_seed,
+                                                  options.machine.global_batch, config.dp,
+                                                  config.micro_batches);
+    steps_per_epoch_ = batcher_->batches_per_epoch();
+  }
+  if (comm.world_rank() == 0) {
+    if (data_ == nullptr) throw std::invalid_argument("world rank 0 needs the data");
+    if (options.max_steps_per_epoch >= 0) {
+      steps_per_epoch_ = std::min(steps_per_epoch_, options.max_steps_per_epoch);
+    }
+    const runtime::LayerRange all{0, runtime::layer_count(options.machine.model.sizes)};
+    whole_model_ = std::make_unique<runtime::Piece>(options.machine.model, all);
+  }
+  // Ranks without data learn the epoch's length from rank 0.
+  std::int32_t steps = steps_per_epoch_;
+  comm.broadcast_from_root(std::as_writable_bytes(std::span<std::int32_t>(&steps, 1)));
+  steps_per_epoch_ = steps;
+}
+
+EpochReport Trainer::train_epoch(int epoch, const std::function<void(int, int)>& on_step,
+                                 VmObserver* observer) {
+  EpochReport report;
+  report.epoch = epoch;
+  report.steps = steps_per_epoch_;
+  if (batcher_) batcher_->start_epoch(epoch);
+
+  StepResult totals;
+  const auto start = std::chrono::steady_clock::now();
+  for (int step = 0; step < steps_per_epoch_; ++step) {
+    machine_.set_batch(batcher_.get(), step);
+    const StepResult result = Vm::run(program_, machine_, observer);
+    totals.loss += result.loss;
+    totals.correct += result.correct;
+    totals.rows += result.rows;
+    if (on_step) on_step(step + 1, steps_per_epoch_);
+  }
+  report.train_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double samples =
+      static_cast<double>(steps_per_epoch_) * options_.machine.global_batch;
+  if (report.train_seconds > 0.0) report.samples_per_second = samples / report.train_seconds;
+
+  const float mine[3] = {static_cast<float>(totals.loss), static_cast<float>(totals.correct),
+                         static_cast<float>(totals.rows)};
+  std::vector<std::size_t> counts;
+  const std::vector<float> all = gather_floats_to_root(comm_, mine, counts);
+  double loss = 0.0;
+  double correct = 0.0;
+  double rows = 0.0;
+  for (std::size_t i = 0; i + 2 < all.size(); i += 3) {
+    loss += static_cast<double>(all[i]);
+    correct += static_cast<double>(all[i + 1]);
+    rows += static_cast<double>(all[i + 2]);
+  }
+  if (steps_per_epoch_ > 0) report.train_loss = loss / steps_per_epoch_;
+  if (rows > 0.0) report.train_accuracy = correct / rows;
+
+  if (options_.evaluate) {
+    const std::vector<float> parameters = gather_parameters();
+    if (comm_.world_rank() == 0 && data_->test.samples > 0) {
+      std::copy(parameters.begin(), parameters.end(), whole_model_->parameters().begin());
+      report.test_accuracy = runtime::evaluate(*whole_model_, data_->test).accuracy;
+    }
+  }
+  return report;
+}
+
+std::vector<float> Trainer::gather_parameters() {
+  // Each rank sends its contributing chunks in chunk order; rank 0 knows
+  // from the placement where each lands in the whole model.
+  std::size_t floats = 0;
+  for (std::size_t c = 0; c < machine_.chunk_count(); ++c) {
+    if (contributes(machine_, c)) floats += machine_.piece(c).parameters().size();
+  }
+  std::vector<float> mine;
+  mine.reserve(floats);
+  for (std::size_t c = 0; c < machine_.chunk_count(); ++c) {
+    if (!contributes(machine_, c)) continue;
+    const std::span<const float> p = machine_.piece(c).parameters();
+    mine.insert(mine.end(), p.begin(), p.end());
+  }
+  std::vector<std::size_t> counts;
+  const std::vector<float> gathered = gather_floats_to_root(comm_, mine, counts);
+  if (comm_.world_rank() != 0) return {};
+
+  const Config& config = program_.config;
+  const std::vector<int>& sizes = options_.machine.model.sizes;
+  const std::vector<runtime::LayerRange> pieces =
+      runtime::split_layers(sizes, model_pieces(program_.placement, config));
+  std::vector<float> model(runtime::parameter_count(sizes, {0, runtime::layer_count(sizes)}));
+  std::size_t read = 0;
+  for (int rank = 0; rank < config.stages; ++rank) {  // replica 0 holds world ranks [0, stages)
+    const int stage = stage_of(config, rank);
+    for (int c = 0; c < chunks_per_rank(program_.placement, config); ++c) {
+      const PipelinePosition where = position_of(program_.placement, config, stage, c);
+      if (where.lane != 0) continue;
+      const runtime::LayerRange layers = pieces[to_size(piece_at(where))];
+      const std::size_t offset = runtime::parameter_count(sizes, {0, layers.begin});
+      const std::size_t count = runtime::parameter_count(sizes, layers);
+      std::copy_n(gathered.begin() + static_cast<std::ptrdiff_t>(read), count,
+                  model.begin() + static_cast<std::ptrdiff_t>(offset));
+      read += count;
+    }
+  }
+  return model;
+}
+
+std::uint64_t Trainer::local_digest() const {
+  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  for (std::size_t c = 0; c < machine_.chunk_count(); ++c) {
+    hash = fnv1a(machine_.piece(c).parameters(), hash);
+  }
+  return hash;
+}
+
+bool Trainer::replicas_agree() {
+  const std::uint64_t digest = local_digest();
+  std::vector<std::size_t> counts;
+  const std::vector<std::byte> all = comm_.gather_to_root(
+      std::as_bytes(std::span<const std::uint64_t>(&digest, 1)), counts);
+  bool agree = true;
+  if (comm_.world_rank() == 0) {
+    const Config& config = program_.config;
+    std::vector<std::uint64_t> digests(to_size(config.ranks()));
+    std::memcpy(digests.data(), all.data(), digests.size() * sizeof(std::uint64_t));
+    for (int rank = config.stages; rank < config.ranks(); ++rank) {
+      agree = agree && digests[to_size(rank)] == digests[to_size(stage_of(config, rank))];
+    }
+  }
+  return comm_.all_ok(agree);
+}
+
+}  // namespace pipevm
