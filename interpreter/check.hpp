@@ -1,0 +1,70 @@
+// The checker: the abstract interpreter of a Program. It proves, for one
+// configuration, that every rank's stream completes under rendezvous
+// semantics (a blocking send finishes only when its receive is posted), that
+// every send pairs with the receive meant for it, that collectives line up
+// over the data-parallel group, that non-blocking requests are used safely,
+// and that each stage computes what it sends in a sensible order. It also
+// measures, per stage, the peak number of stashed activations and of messages
+// in flight.
+//
+// A pure function of (Program, options): one process checks any number of
+// ranks, in time and memory linear in the number of instructions. It never
+// prints; the command line turns CheckResult into text, gcc lines, JSON or
+// SARIF with the helpers at the end of this header.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "diagnostics.hpp"
+#include "program.hpp"
+
+namespace pipevm {
+
+struct CheckOptions {
+  // The model's layer widths, input first: the default is the MLP pipevm
+  // trains. It is split into model_pieces(...) contiguous pieces, as evenly
+  // as possible by layer count, to know the size of every message.
+  std::vector<int> layer_widths = {784, 128, 127, 126, 125, 124, 123, 10};
+  // When not empty: the width at each piece boundary (pieces + 1 numbers,
+  // piece p reads piece_widths[p] and writes piece_widths[p + 1]); it
+  // replaces the split of layer_widths.
+  std::vector<int> piece_widths;
+  // Past this many diagnostics of one kind the rest are only counted.
+  std::size_t max_diagnostics_per_kind = 16;
+};
+
+// What one stage needs at its worst moment (the maximum over its dp ranks).
+struct StageMemory {
+  int stage = 0;
+  int peak_activations = 0;  // forwards whose activations are held for a backward
+  int peak_in_flight = 0;    // requests posted and not yet completed
+};
+
+struct CheckResult {
+  std::vector<Diagnostic> diagnostics;  // in a fixed order: same input, same output
+  std::vector<StageMemory> memory;      // one entry per stage
+  std::size_t suppressed = 0;           // diagnostics dropped past max_diagnostics_per_kind
+  std::uint64_t instructions = 0;       // how many instructions were checked
+  bool ok() const { return diagnostics.empty() && suppressed == 0; }
+};
+
+CheckResult check(const Program& program, const CheckOptions& options = {});
+
+// The message width at each model piece boundary that `check` uses.
+std::vector<int> piece_boundary_widths(const Program& program, const CheckOptions& options);
+
+// {"stage": s, "peak_activations": a, "peak_in_flight": f} per stage.
+nlohmann::json memory_to_json(const std::vector<StageMemory>& memory);
+// "stage 0: peak 4 activations, 1 message in flight" per stage.
+std::string memory_to_text(const std::vector<StageMemory>& memory);
+
+// SARIF 2.1.0: one run of the pipevm tool with its rules (every PV2xxx and
+// PV1xxx kind that occurs) and one result per diagnostic.
+nlohmann::json to_sarif(const std::vector<Diagnostic>& diagnostics, const std::string& version);
+
+}  // namespace pipevm

@@ -1,0 +1,80 @@
+// What the checker's passes share: the links between instructions that the
+// static passes compute and the simulation follows, and the reporter that
+// turns findings into capped, located diagnostics. Not part of the public
+// interface (check.hpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "check.hpp"
+
+namespace pipevm::check_detail {
+
+inline constexpr std::uint32_t kNone = 0xFFFF'FFFFu;
+
+// Indices are global positions in Program::code.
+struct Links {
+  // Send/ISend/Recv/IRecv: the instruction it pairs with (kNone: none).
+  // Wait: the request it completes (kNone: no pending request).
+  // WaitAll: its ordinal in waitall_ranges.
+  std::vector<std::uint32_t> link;
+  // The requests each WaitAll completes: waitall_requests[first, second).
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> waitall_ranges;
+  std::vector<std::uint32_t> waitall_requests;
+};
+
+class Reporter {
+ public:
+  Reporter(const Program& program, std::size_t max_per_kind);
+
+  // Null when the cap for this kind is reached (the diagnostic is counted).
+  Diagnostic* report(DiagnosticKind kind, std::string message, Location location);
+  void note(Diagnostic* diagnostic, std::string message, Location location);
+
+  Location at(std::size_t index) const;
+  // The last instruction of the rank's stream (or the file's start if empty).
+  Location end_of(int rank) const;
+  int rank_of_index(std::size_t index) const;
+  // "rank 1 (stage 1) x.pipe:11:9 `Recv grad 2`"
+  std::string describe(std::size_t index) const;
+  std::string rank_name(int rank) const;  // "rank 1 (stage 1)"
+
+  const Program& program() const { return program_; }
+  std::vector<Diagnostic> take_diagnostics() { return std::move(diagnostics_); }
+  std::size_t suppressed() const { return suppressed_; }
+  bool reported(DiagnosticKind kind) const;
+  std::size_t total() const { return diagnostics_.size() + suppressed_; }
+
+ private:
+  const Program& program_;
+  std::size_t max_per_kind_;
+  std::vector<Diagnostic> diagnostics_;
+  std::vector<std::size_t> per_kind_;
+  std::size_t suppressed_ = 0;
+};
+
+// Chunks a rank holds: `chunks` for looped placement, two for v and mirror.
+int chunks_per_rank(const Program& program);
+
+// Pairs every send with its receive (FIFO per rank pair and message key),
+// and reports wrong peers, size mismatches and unmatched messages.
+void match_messages(const Program& program, const std::vector<int>& widths, Links& links,
+                    Reporter& reporter);
+// Compares the data-parallel replicas of every stage: same work, same
+// collectives in the same order. Returns, per rank, whether its stream is
+// identical to its stage's dp rank 0 (whose findings then stand for both).
+std::vector<bool> check_replicas(const Program& program, Reporter& reporter);
+// Walks each rank's stream alone: resolves Wait/WaitAll to their requests,
+// reports non-blocking misuse and dataflow errors (not for `quiet` ranks),
+// measures memory.
+void check_ranks(const Program& program, Links& links, Reporter& reporter,
+                 const std::vector<bool>& quiet, std::vector<StageMemory>& memory);
+// Runs all ranks together under rendezvous semantics; reports deadlocks,
+// buffering hazards and collective cycles.
+void check_progress(const Program& program, const Links& links, Reporter& reporter);
+
+}  // namespace pipevm::check_detail

@@ -1,0 +1,355 @@
+// Progress: can every rank run to the end of its stream? A worklist runs all
+// ranks together under rendezvous semantics (a blocking send completes only
+// once its receive is posted; MPI promises no more), each rank as far as it
+// can, and wakes a blocked rank when what it waits for happens. Sends and
+// receives were paired statically (check_matching.cpp) and Waits resolved to
+// their requests (check_ranks.cpp), so each step is O(1) and the whole run is
+// linear. With no wildcards the stuck state does not depend on the order the
+// worklist picks ranks: one run covers every interleaving.
+//
+// When the run gets stuck, the wait-for graph of the stuck ranks gives the
+// shortest cycle (breadth-first). A second run with eager buffering (every
+// send completes at once) tells a buffering hazard (that run finishes, or
+// sticks only where nothing waits in a cycle) from a deadlock. Ranks that
+// wait for a message nobody sends, or for a collective a finished rank never
+// issues, are reported by the static passes instead.
+#include <algorithm>
+
+#include "check_internal.hpp"
+
+namespace pipevm::check_detail {
+
+namespace {
+
+enum class RankState : std::uint8_t { running, on_request, on_collective, finished };
+
+bool is_collective(Opcode op) { return info(op).group == OpcodeGroup::collective; }
+
+class Engine {
+ public:
+  Engine(const Program& program, const Links& links, const Reporter& reporter, bool eager)
+      : program_(program),
+        links_(links),
+        reporter_(reporter),
+        eager_(eager),
+        ranks_(static_cast<std::size_t>(program.ranks())),
+        posted_(program.code.size(), 0),
+        pc_(ranks_),
+        state_(ranks_, RankState::running),
+        blocked_on_(ranks_, kNone),
+        waitall_cursor_(ranks_, kNone),
+        collectives_done_(ranks_, 0),
+        arrived_(ranks_, false),
+        group_arrivals_(static_cast<std::size_t>(std::max(0, program.config.stages)), 0),
+        group_completed_(group_arrivals_.size(), 0) {
+    for (std::size_t r = 0; r < ranks_; ++r) pc_[r] = program.rank_begin[r];
+  }
+
+  // True when every rank reached the end of its stream.
+  bool run();
+
+  struct Edge {
+    int from = 0;
+    int to = 0;
+  };
+  // The shortest cycle of the wait-for graph of the stuck state, starting at
+  // its lowest rank; empty when there is none.
+  std::vector<Edge> shortest_cycle() const;
+  std::vector<int> stuck_ranks() const;
+  std::size_t pc(int rank) const { return pc_[static_cast<std::size_t>(rank)]; }
+  bool on_collective(int rank) const {
+    return state_[static_cast<std::size_t>(rank)] == RankState::on_collective;
+  }
+
+ private:
+  enum : std::uint8_t { kPosted = 1, kMatched = 2 };
+
+  bool satisfied(std::uint32_t request) const {
+    return (posted_[request] & kMatched) || (eager_ && is_send(program_.code[request].op));
+  }
+  void post(std::size_t index);
+  void wake(std::size_t rank) {
+    state_[rank] = RankState::running;
+    worklist_.push_back(static_cast<int>(rank));
+  }
+  void block(std::size_t rank, std::uint32_t request) {
+    state_[rank] = RankState::on_request;
+    blocked_on_[rank] = request;
+  }
+  void run_rank(std::size_t rank);
+  // False when the rank must wait for the rest of its group.
+  bool collective(std::size_t rank);
+  void successors(int rank, std::vector<int>& out) const;
+
+  const Program& program_;
+  const Links& links_;
+  const Reporter& reporter_;
+  const bool eager_;
+  const std::size_t ranks_;
+  std::vector<std::uint8_t> posted_;
+  std::vector<std::size_t> pc_;
+  std::vector<RankState> state_;
+  std::vector<std::uint32_t> blocked_on_;
+  std::vector<std::uint32_t> waitall_cursor_;
+  std::vector<std::uint32_t> collectives_done_;
+  std::vector<bool> arrived_;
+  std::vector<int> group_arrivals_;
+  std::vector<std::uint32_t> group_completed_;
+  std::vector<int> worklist_;
+};
+
+void Engine::post(std::size_t index) {
+  posted_[index] |= kPosted;
+  const std::uint32_t partner = links_.link[index];
+  if (partner == kNone || !(posted_[partner] & kPosted)) return;
+  posted_[index] |= kMatched;
+  posted_[partner] |= kMatched;
+  const auto other = static_cast<std::size_t>(reporter_.rank_of_index(partner));
+  if (state_[other] == RankState::on_request && blocked_on_[other] == partner) wake(other);
+}
+
+bool Engine::collective(std::size_t rank) {
+  const Config& c = program_.config;
+  if (c.dp <= 1) return true;
+  const auto group = static_cast<std::size_t>(stage_of(c, static_cast<int>(rank)));
+  if (!arrived_[rank]) {
+    arrived_[rank] = true;
+    if (++group_arrivals_[group] == c.dp) {
+      group_arrivals_[group] = 0;
+      ++group_completed_[group];
+      for (int d = 0; d < c.dp; ++d) {
+        const auto member = static_cast<std::size_t>(rank_of(c, d, static_cast<int>(group)));
+        if (member < ranks_ && state_[member] == RankState::on_collective) wake(member);
+      }
+    }
+  }
+  if (group_completed_[group] <= collectives_done_[rank]) {
+    state_[rank] = RankState::on_collective;
+    return false;
+  }
+  arrived_[rank] = false;
+  ++collectives_done_[rank];
+  return true;
+}
+
+void Engine::run_rank(std::size_t rank) {
+  const std::size_t end = program_.rank_begin[rank + 1];
+  std::size_t& pc = pc_[rank];
+  for (; pc < end; ++pc) {
+    const Instruction& in = program_.code[pc];
+    switch (in.op) {
+      case Opcode::Send:
+      case Opcode::Recv:
+      case Opcode::ISend:
+      case Opcode::IRecv:
+        if (!(posted_[pc] & kPosted)) post(pc);
+        if (!is_nonblocking(in.op) && !satisfied(static_cast<std::uint32_t>(pc))) {
+          block(rank, static_cast<std::uint32_t>(pc));
+          return;
+        }
+        break;
+      case Opcode::Wait: {
+        const std::uint32_t request = links_.link[pc];
+        if (request != kNone && !satisfied(request)) {
+          block(rank, request);
+          return;
+        }
+        break;
+      }
+      case Opcode::WaitAll: {
+        const auto [first, last] = links_.waitall_ranges[links_.link[pc]];
+        std::uint32_t& cursor = waitall_cursor_[rank];
+        if (cursor == kNone) cursor = first;
+        for (; cursor < last; ++cursor) {
+          const std::uint32_t request = links_.waitall_requests[cursor];
+          if (!satisfied(request)) {
+            block(rank, request);
+            return;
+          }
+        }
+        cursor = kNone;
+        break;
+      }
+      default:
+        if (is_collective(in.op) && !collective(rank)) return;
+        break;
+    }
+  }
+  state_[rank] = RankState::finished;
+}
+
+bool Engine::run() {
+  for (std::size_t r = ranks_; r-- > 0;) worklist_.push_back(static_cast<int>(r));
+  while (!worklist_.empty()) {
+    const auto rank = static_cast<std::size_t>(worklist_.back());
+    worklist_.pop_back();
+    run_rank(rank);
+  }
+  return std::all_of(state_.begin(), state_.end(),
+                     [](RankState s) { return s == RankState::finished; });
+}
+
+std::vector<int> Engine::stuck_ranks() const {
+  std::vector<int> out;
+  for (std::size_t r = 0; r < ranks_; ++r) {
+    if (state_[r] != RankState::finished) out.push_back(static_cast<int>(r));
+  }
+  return out;
+}
+
+void Engine::successors(int rank, std::vector<int>& out) const {
+  out.clear();
+  const auto r = static_cast<std::size_t>(rank);
+  if (state_[r] == RankState::on_request) {
+    const std::uint32_t partner = links_.link[blocked_on_[r]];
+    if (partner != kNone) out.push_back(reporter_.rank_of_index(partner));
+  } else if (state_[r] == RankState::on_collective) {
+    const Config& c = program_.config;
+    for (int d = 0; d < c.dp; ++d) {
+      const auto member = static_cast<std::size_t>(rank_of(c, d, stage_of(c, rank)));
+      if (member < ranks_ && !arrived_[member] && state_[member] != RankState::finished) {
+        out.push_back(static_cast<int>(member));
+      }
+    }
+  }
+}
+
+std::vector<Engine::Edge> Engine::shortest_cycle() const {
+  std::vector<Edge> best;
+  std::vector<int> distance(ranks_, -1);
+  std::vector<int> parent(ranks_, -1);
+  std::vector<int> touched, frontier, next, out;
+  for (const int start : stuck_ranks()) {
+    // Nothing shorter than a rank waiting for itself.
+    if (best.size() == 1) break;
+    const int limit = best.empty() ? static_cast<int>(ranks_) : static_cast<int>(best.size()) - 1;
+    for (const int t : touched) distance[static_cast<std::size_t>(t)] = -1;
+    touched.assign({start});
+    distance[static_cast<std::size_t>(start)] = 0;
+    frontier.assign({start});
+    int closing = -1;
+    for (int depth = 0; depth < limit && closing < 0 && !frontier.empty(); ++depth) {
+      next.clear();
+      for (const int u : frontier) {
+        successors(u, out);
+        for (const int v : out) {
+          if (v == start) {
+            closing = u;
+            break;
+          }
+          if (distance[static_cast<std::size_t>(v)] >= 0) continue;
+          distance[static_cast<std::size_t>(v)] = depth + 1;
+          parent[static_cast<std::size_t>(v)] = u;
+          touched.push_back(v);
+          next.push_back(v);
+        }
+        if (closing >= 0) break;
+      }
+      frontier.swap(next);
+    }
+    if (closing < 0) continue;
+    std::vector<int> path;
+    for (int v = closing; v != start; v = parent[static_cast<std::size_t>(v)]) path.push_back(v);
+    path.push_back(start);
+    std::reverse(path.begin(), path.end());
+    best.clear();
+    for (std::size_t i = 0; i < path.size(); ++i) {
+      best.push_back(Edge{path[i], path[(i + 1) % path.size()]});
+    }
+  }
+  return best;
+}
+
+std::string edge_text(const Engine& engine, const Reporter& reporter, const Engine::Edge& e) {
+  return reporter.describe(engine.pc(e.from)) + " waits for " + reporter.describe(engine.pc(e.to));
+}
+
+// Notes for the stuck ranks outside the cycle, a few of them.
+void note_other_stuck(const Engine& engine, const std::vector<Engine::Edge>& cycle,
+                      Reporter& reporter, Diagnostic* d) {
+  constexpr std::size_t kShown = 8;
+  std::vector<int> others;
+  for (const int r : engine.stuck_ranks()) {
+    const bool in_cycle =
+        std::any_of(cycle.begin(), cycle.end(), [r](const Engine::Edge& e) { return e.from == r; });
+    if (!in_cycle) others.push_back(r);
+  }
+  for (std::size_t i = 0; i < others.size() && i < kShown; ++i) {
+    std::string message = reporter.rank_name(others[i]) + " is stuck too";
+    if (i + 1 == kShown && others.size() > kShown) {
+      message += " (and " + std::to_string(others.size() - kShown) + " more ranks)";
+    }
+    reporter.note(d, std::move(message), reporter.at(engine.pc(others[i])));
+  }
+}
+
+void report_cycle(DiagnosticKind kind, const std::string& headline, const Engine& engine,
+                  const std::vector<Engine::Edge>& cycle, Reporter& reporter) {
+  Diagnostic* d = reporter.report(kind, headline + edge_text(engine, reporter, cycle.front()),
+                                  reporter.at(engine.pc(cycle.front().from)));
+  for (std::size_t i = 1; i < cycle.size(); ++i) {
+    reporter.note(d, "then " + edge_text(engine, reporter, cycle[i]),
+                  reporter.at(engine.pc(cycle[i].from)));
+  }
+  note_other_stuck(engine, cycle, reporter, d);
+}
+
+}  // namespace
+
+void check_progress(const Program& program, const Links& links, Reporter& reporter) {
+  std::vector<Engine::Edge> hazard;
+  {
+    Engine rendezvous(program, links, reporter, false);
+    if (rendezvous.run()) return;
+    hazard = rendezvous.shortest_cycle();
+    if (hazard.empty()) {
+      // Every chain of waits ends at a message or collective that never
+      // comes, which the static passes reported; say so if they did not.
+      if (reporter.total() == 0) {
+        const int first = rendezvous.stuck_ranks().front();
+        Diagnostic* d = reporter.report(
+            DiagnosticKind::Deadlock,
+            reporter.describe(rendezvous.pc(first)) + " waits for something that never happens",
+            reporter.at(rendezvous.pc(first)));
+        note_other_stuck(rendezvous, {Engine::Edge{first, first}}, reporter, d);
+      }
+      return;
+    }
+    Engine eager(program, links, reporter, true);
+    const bool finishes = eager.run();
+    const std::vector<Engine::Edge> cycle = finishes ? std::vector<Engine::Edge>{}
+                                                     : eager.shortest_cycle();
+    if (!cycle.empty()) {
+      const bool collective = std::any_of(cycle.begin(), cycle.end(), [&](const Engine::Edge& e) {
+        return eager.on_collective(e.from);
+      });
+      if (collective) {
+        report_cycle(DiagnosticKind::CollectiveOrder,
+                     "a collective and other operations wait for each other in a cycle: ", eager,
+                     cycle, reporter);
+      } else {
+        report_cycle(DiagnosticKind::Deadlock,
+                     "deadlock under any buffering: ", eager, cycle, reporter);
+      }
+      return;
+    }
+    // Lead with a blocking send: that is what needed the buffer.
+    const auto send_first = std::find_if(hazard.begin(), hazard.end(), [&](const Engine::Edge& e) {
+      return program.code[rendezvous.pc(e.from)].op == Opcode::Send;
+    });
+    if (send_first != hazard.end()) std::rotate(hazard.begin(), send_first, hazard.end());
+    std::string sends;
+    for (const Engine::Edge& e : hazard) {
+      const Instruction& in = program.code[rendezvous.pc(e.from)];
+      if (in.op == Opcode::Send) {
+        sends += (sends.empty() ? "`" : ", `") + disassemble(in) + "`";
+      }
+    }
+    report_cycle(DiagnosticKind::BufferingHazard,
+                 "finishes only if MPI buffers " + sends +
+                     " (without buffering, a cycle of blocking sends): ",
+                 rendezvous, hazard, reporter);
+  }
+}
+
+}  // namespace pipevm::check_detail
