@@ -1,17 +1,142 @@
-// `pipevm expand`: placeholder until the front end lands.
+// `pipevm expand`: a schedule's per-rank instruction streams, as text in the
+// language's own syntax (each rank a `stage S { ... }` block that parses back
+// to the same stream) or as JSON. Checking and running are other commands.
+#include <unistd.h>
+
 #include <iostream>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "compile.hpp"
+#include "options.hpp"
 
 namespace pipevm::cli {
 
-Command add_expand_command(CLI::App& root) {
-  Command command;
-  command.app = root.add_subcommand("expand", "(not implemented yet)");
-  command.run = [] {
-    std::cerr << "pipevm expand: not implemented yet\n";
+namespace {
+
+struct ExpandArguments {
+  std::string file;
+  Config config;
+  int rank = -1;
+  std::string format = "text";
+  std::uint64_t max_instructions = ExpandOptions{}.max_instructions;
+};
+
+void print_diagnostics(const Diagnostics& diagnostics) {
+  const bool color = isatty(STDERR_FILENO) != 0;
+  for (const Diagnostic& d : diagnostics.all()) print_text(std::cerr, d, color);
+}
+
+void print_text_program(const Program& program, int only_rank) {
+  const Config& c = program.config;
+  std::cout << "# " << program.name << " expanded for stages=" << c.stages
+            << " micro_batches=" << c.micro_batches << " chunks=" << c.chunks << " dp=" << c.dp
+            << "\nplacement " << name(program.placement) << "\n";
+  for (int r = 0; r < program.ranks(); ++r) {
+    if (only_rank >= 0 && r != only_rank) continue;
+    std::cout << disassemble_rank(program, r);
+  }
+}
+
+nlohmann::json instruction_json(const Program& program, const Instruction& in) {
+  nlohmann::json j;
+  j["op"] = name(in.op);
+  const OperandShape shape = info(in.op).shape;
+  if (shape == OperandShape::Wait) j["direction"] = name(in.direction);
+  if (shape == OperandShape::Message || shape == OperandShape::Wait) j["kind"] = name(in.kind);
+  if (shape != OperandShape::None) {
+    j["mb"] = in.micro_batch;
+    j["chunk"] = in.chunk;
+  }
+  if (shape == OperandShape::Message) {
+    j["peer"] = in.peer;
+    j["explicit_peer"] = in.explicit_peer != 0;
+  }
+  const LineColumn at = program.file->position(program.source_of(in).begin);
+  j["line"] = at.line;
+  j["column"] = at.column;
+  return j;
+}
+
+void print_json_program(const Program& program, int only_rank) {
+  const Config& c = program.config;
+  nlohmann::json out;
+  out["schedule"] = program.name;
+  out["placement"] = name(program.placement);
+  out["configuration"] = {{"stages", c.stages},
+                          {"micro_batches", c.micro_batches},
+                          {"dp", c.dp},
+                          {"chunks", c.chunks}};
+  nlohmann::json ranks = nlohmann::json::array();
+  for (int r = 0; r < program.ranks(); ++r) {
+    if (only_rank >= 0 && r != only_rank) continue;
+    nlohmann::json instructions = nlohmann::json::array();
+    for (const Instruction& in : program.rank(r)) {
+      instructions.push_back(instruction_json(program, in));
+    }
+    ranks.push_back({{"rank", r},
+                     {"stage", stage_of(c, r)},
+                     {"dp_rank", dp_rank_of(c, r)},
+                     {"instructions", std::move(instructions)}});
+  }
+  out["ranks"] = std::move(ranks);
+  std::cout << out.dump(1) << '\n';
+}
+
+int run_expand(const ExpandArguments& args) {
+  if (args.rank >= args.config.ranks()) {
+    std::cerr << "pipevm expand: --rank " << args.rank << " is not a rank: there are "
+              << args.config.ranks() << " (dp * stages)\n";
     return 2;
-  };
+  }
+  Diagnostics diagnostics;
+  const auto file = read_source(args.file, diagnostics);
+  if (!file) {
+    print_diagnostics(diagnostics);
+    return 2;
+  }
+  ExpandOptions options;
+  options.only_rank = args.rank;
+  options.max_instructions = args.max_instructions;
+  const auto program = compile(file, args.config, diagnostics, options);
+  print_diagnostics(diagnostics);
+  if (!program) return 1;
+  if (args.format == "json") {
+    print_json_program(*program, args.rank);
+  } else {
+    print_text_program(*program, args.rank);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_expand_command(CLI::App& root) {
+  auto args = std::make_shared<ExpandArguments>();
+  Command command;
+  command.app = root.add_subcommand(
+      "expand", "Print each rank's instruction stream, in the schedule language or as JSON");
+  CLI::App& app = *command.app;
+  app.footer(
+      "Example:\n"
+      "  pipevm expand schedules/1f1b.pipe --stages 4 --micro-batches 8 --rank 3\n"
+      "Each rank prints as a `stage S { ... }` block: the output is itself a\n"
+      "schedule. Exit status: 0 ok, 1 errors in the program, 2 unreadable file or usage.");
+  app.add_option("file", args->file, "The schedule (.pipe)")->required();
+  add_config_options(app, args->config);
+  app.add_option("--rank,-r", args->rank, "Expand only this world rank (dp_rank * stages + stage)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--format", args->format, "Output format")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  app.add_option("--max-instructions", args->max_instructions,
+                 "Stop with PV1010 past this many instructions (all ranks)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  command.run = [args] { return run_expand(*args); };
   return command;
 }
 

@@ -1,0 +1,19 @@
+// The configuration options every subcommand that expands a schedule shares:
+// --stages P --micro-batches M [--dp D] [--chunks V]. Values out of range are
+// usage errors (CLI11 reports them; the process exits with 2).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "program.hpp"
+
+namespace pipevm::cli {
+
+// Stages are stored as 16-bit peers in instructions, hence the bound.
+inline constexpr int kMaxStages = 32767;
+
+// Adds the four options to `app`, writing into `config`; --stages and
+// --micro-batches are required when `required` is true.
+void add_config_options(CLI::App& app, Config& config, bool required = true);
+
+}  // namespace pipevm::cli

@@ -1,0 +1,307 @@
+// expand(): evaluates a resolved Schedule once per world rank into a
+// Program. A tree walker over the flat AST: names are slots of one array,
+// procedures have fixed slots (no recursion), so the steady state neither
+// looks up strings nor allocates, except when the code array grows.
+// Errors (ranges, division by zero, overflow, runaway loops, a false
+// `require`) are reported with the rank and stop the expansion.
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "ast.hpp"
+#include "compile.hpp"
+
+namespace pipevm {
+
+namespace {
+
+// Thrown after the diagnostic is reported; unwinds to expand().
+struct ExpansionStopped {};
+
+class Expander {
+ public:
+  Expander(const Schedule& schedule, const Config& config, Diagnostics& diagnostics,
+           const ExpandOptions& options, Program& program)
+      : s_(schedule),
+        config_(config),
+        d_(diagnostics),
+        options_(options),
+        program_(program),
+        slots_(schedule.slot_count, 0) {
+    // A loop may spin without emitting; bound its iterations too.
+    const std::uint64_t limit = options.max_instructions;
+    iteration_limit_ = limit > std::numeric_limits<std::uint64_t>::max() / 16 ? limit : limit * 16;
+  }
+
+  bool run() {
+    const int ranks = config_.ranks();
+    program_.rank_begin.assign(1, 0);
+    try {
+      for (int r = 0; r < ranks; ++r) {
+        if (options_.only_rank < 0 || options_.only_rank == r) expand_rank(r);
+        program_.rank_begin.push_back(program_.code.size());
+        reserve_for_remaining(r + 1, ranks);
+      }
+    } catch (const ExpansionStopped&) {
+      return false;
+    }
+    return true;
+  }
+
+ private:
+  const Schedule& s_;
+  const Config& config_;
+  Diagnostics& d_;
+  const ExpandOptions& options_;
+  Program& program_;
+  std::vector<std::int64_t> slots_;
+  std::vector<std::uint32_t> call_stack_;  // call statements, for notes
+  std::uint64_t iterations_ = 0;
+  std::uint64_t iteration_limit_ = 0;
+  int rank_ = 0;
+  int stage_ = 0;
+
+  // Grows the code array once from the average so far instead of doubling
+  // (doubling a 300 MB array needs 900 MB at the moment of the copy).
+  void reserve_for_remaining(int done, int ranks) {
+    if (options_.only_rank >= 0 || done >= ranks) return;
+    std::vector<Instruction>& code = program_.code;
+    const std::uint64_t average = code.size() / static_cast<std::uint64_t>(done) + 1;
+    const std::uint64_t wanted = std::min<std::uint64_t>(
+        code.size() + average * static_cast<std::uint64_t>(ranks - done) * 21 / 20,
+        options_.max_instructions + 1);
+    if (code.capacity() < code.size() + average) code.reserve(wanted);
+  }
+
+  void expand_rank(int rank) {
+    rank_ = rank;
+    stage_ = stage_of(config_, rank);
+    slots_[kStage] = stage_;
+    slots_[kStages] = config_.stages;
+    slots_[kMicroBatches] = config_.micro_batches;
+    slots_[kChunks] = config_.chunks;
+    slots_[kDpRank] = dp_rank_of(config_, rank);
+    slots_[kDp] = config_.dp;
+    call_stack_.clear();
+    execute(s_.top);
+  }
+
+  [[noreturn]] void fail(DiagnosticKind kind, std::string message, SourceRange range) {
+    Diagnostic& d = d_.report(kind, std::move(message), Location{s_.file, range, rank_, stage_});
+    for (auto it = call_stack_.rbegin(); it != call_stack_.rend(); ++it) {
+      const Stmt& call = s_.stmts[*it];
+      d.notes.push_back(Note{"in '" + s_.procedures[call.procedure].name + "', called here",
+                             Location{s_.file, call.range, rank_, stage_}});
+    }
+    throw ExpansionStopped{};
+  }
+
+  [[noreturn]] void overflow(const Expr& e) {
+    fail(DiagnosticKind::IntegerOverflow, "integer overflow: the result does not fit in 64 bits",
+         e.range);
+  }
+
+  std::int64_t eval(std::uint32_t index) {
+    const Expr& e = s_.exprs[index];
+    std::int64_t result = 0;
+    switch (e.op) {
+      case ExprOp::constant: return e.value;
+      case ExprOp::variable: return slots_[static_cast<std::size_t>(e.value)];
+      case ExprOp::negate: {
+        const std::int64_t v = eval(e.lhs);
+        if (v == std::numeric_limits<std::int64_t>::min()) overflow(e);
+        return -v;
+      }
+      case ExprOp::logical_not: return eval(e.lhs) == 0 ? 1 : 0;
+      case ExprOp::logical_and: return eval(e.lhs) != 0 && eval(e.rhs) != 0 ? 1 : 0;
+      case ExprOp::logical_or: return eval(e.lhs) != 0 || eval(e.rhs) != 0 ? 1 : 0;
+      default: break;
+    }
+    const std::int64_t a = eval(e.lhs);
+    const std::int64_t b = eval(e.rhs);
+    switch (e.op) {
+      case ExprOp::add:
+        if (__builtin_add_overflow(a, b, &result)) overflow(e);
+        return result;
+      case ExprOp::subtract:
+        if (__builtin_sub_overflow(a, b, &result)) overflow(e);
+        return result;
+      case ExprOp::multiply:
+        if (__builtin_mul_overflow(a, b, &result)) overflow(e);
+        return result;
+      case ExprOp::divide: {
+        if (b == 0) division_by_zero(e);
+        if (b == -1) {
+          if (a == std::numeric_limits<std::int64_t>::min()) overflow(e);
+          return -a;
+        }
+        std::int64_t q = a / b;
+        if (a % b != 0 && ((a < 0) != (b < 0))) --q;
+        return q;
+      }
+      case ExprOp::modulo: {
+        if (b == 0) division_by_zero(e);
+        if (b == -1) return 0;
+        std::int64_t r = a % b;
+        if (r != 0 && ((r < 0) != (b < 0))) r += b;
+        return r;
+      }
+      case ExprOp::equal: return a == b ? 1 : 0;
+      case ExprOp::not_equal: return a != b ? 1 : 0;
+      case ExprOp::less: return a < b ? 1 : 0;
+      case ExprOp::less_equal: return a <= b ? 1 : 0;
+      case ExprOp::greater: return a > b ? 1 : 0;
+      case ExprOp::greater_equal: return a >= b ? 1 : 0;
+      case ExprOp::minimum: return std::min(a, b);
+      case ExprOp::maximum: return std::max(a, b);
+      default: return 0;
+    }
+  }
+
+  [[noreturn]] void division_by_zero(const Expr& e) {
+    const SourceRange divisor = s_.exprs[e.rhs].range;
+    const std::string_view text =
+        std::string_view(s_.file->text()).substr(divisor.begin, divisor.end - divisor.begin);
+    fail(DiagnosticKind::DivisionByZero,
+         "division by zero: '" + std::string(text) + "' is 0 on this rank", divisor);
+  }
+
+  void execute(Block block) {
+    for (std::uint32_t i = block.begin; i < block.end; ++i) execute(s_.stmts[s_.block_items[i]]);
+  }
+
+  void count_iteration(const Stmt& loop) {
+    if (++iterations_ > iteration_limit_) {
+      fail(DiagnosticKind::ExpansionLimit,
+           "runaway expansion: loops ran more than " + std::to_string(iteration_limit_) +
+               " iterations (16 x --max-instructions)",
+           loop.range);
+    }
+  }
+
+  void execute(const Stmt& st) {
+    switch (st.kind) {
+      case StmtKind::let: slots_[st.slot] = eval(st.first); return;
+      case StmtKind::for_range: {
+        const std::int64_t low = eval(st.first);
+        const std::int64_t high = eval(st.second);
+        if (st.reversed) {
+          for (std::int64_t i = high; i > low;) {
+            --i;
+            count_iteration(st);
+            slots_[st.slot] = i;
+            execute(st.body);
+          }
+        } else {
+          for (std::int64_t i = low; i < high; ++i) {
+            count_iteration(st);
+            slots_[st.slot] = i;
+            execute(st.body);
+          }
+        }
+        return;
+      }
+      case StmtKind::if_else:
+        execute(eval(st.first) != 0 ? st.body : st.otherwise);
+        return;
+      case StmtKind::stage_only:
+        if (st.stage == stage_) execute(st.body);
+        return;
+      case StmtKind::call: {
+        const Procedure& procedure = s_.procedures[st.procedure];
+        for (std::uint32_t a = st.args_begin; a < st.args_end; ++a) {
+          slots_[procedure.params[a - st.args_begin]] = eval(s_.call_args[a]);
+        }
+        call_stack_.push_back(static_cast<std::uint32_t>(&st - s_.stmts.data()));
+        execute(procedure.body);
+        call_stack_.pop_back();
+        return;
+      }
+      case StmtKind::instruction: emit(st); return;
+      case StmtKind::require:
+        if (eval(st.first) == 0) {
+          Diagnostic d;
+          d.kind = DiagnosticKind::RequireFailed;
+          d.message = s_.messages[st.message];
+          d.location = Location{s_.file, s_.exprs[st.first].range, rank_, stage_};
+          d.notes.push_back(Note{"with stages = " + std::to_string(config_.stages) +
+                                     ", micro_batches = " + std::to_string(config_.micro_batches) +
+                                     ", chunks = " + std::to_string(config_.chunks) +
+                                     ", dp = " + std::to_string(config_.dp),
+                                 Location{}});
+          d_.report(std::move(d));
+          throw ExpansionStopped{};
+        }
+        return;
+    }
+  }
+
+  void emit(const Stmt& st) {
+    Instruction in;
+    in.op = st.op;
+    in.kind = st.message_kind;
+    in.direction = st.direction;
+    in.source = st.source;
+    if (st.micro_batch != kNoIndex) {
+      const std::int64_t mb = eval(st.micro_batch);
+      if (mb < 0 || mb >= config_.micro_batches) {
+        fail(DiagnosticKind::MicroBatchOutOfRange,
+             "micro-batch " + std::to_string(mb) + " is out of range: micro_batches = " +
+                 std::to_string(config_.micro_batches) + ", so 0 .. " +
+                 std::to_string(config_.micro_batches - 1),
+             s_.exprs[st.micro_batch].range);
+      }
+      in.micro_batch = static_cast<std::uint32_t>(mb);
+    }
+    if (st.chunk != kNoIndex) {
+      const std::int64_t chunk = eval(st.chunk);
+      if (chunk < 0 || chunk >= config_.chunks) {
+        fail(DiagnosticKind::ChunkOutOfRange,
+             "chunk " + std::to_string(chunk) + " is out of range: chunks = " +
+                 std::to_string(config_.chunks) + ", so 0 .. " +
+                 std::to_string(config_.chunks - 1),
+             s_.exprs[st.chunk].range);
+      }
+      in.chunk = static_cast<std::uint16_t>(chunk);
+    }
+    if (info(st.op).shape == OperandShape::Message) {
+      if (st.peer != kNoIndex) {
+        const std::int64_t peer = eval(st.peer);
+        if (peer < std::numeric_limits<std::int16_t>::min() ||
+            peer > std::numeric_limits<std::int16_t>::max()) {
+          fail(DiagnosticKind::InvalidOperand,
+               "peer stage " + std::to_string(peer) + " is not a stage number (it must fit in 16 bits)",
+               s_.exprs[st.peer].range);
+        }
+        in.peer = static_cast<std::int16_t>(peer);
+        in.explicit_peer = 1;
+      } else {
+        in.peer = static_cast<std::int16_t>(
+            default_peer(s_.placement, config_, stage_, st.message_kind, in.chunk, st.sending));
+      }
+    }
+    if (program_.code.size() >= options_.max_instructions) {
+      fail(DiagnosticKind::ExpansionLimit,
+           "runaway expansion: more than " + std::to_string(options_.max_instructions) +
+               " instructions (raise --max-instructions if this is intended)",
+           st.range);
+    }
+    program_.code.push_back(in);
+  }
+};
+
+}  // namespace
+
+std::optional<Program> expand(const Schedule& schedule, const Config& config,
+                              Diagnostics& diagnostics, const ExpandOptions& options) {
+  Program program;
+  program.file = schedule.file;
+  program.name = name_of(schedule);
+  program.placement = schedule.placement;
+  program.config = config;
+  program.sources = schedule.instruction_sources;
+  if (!Expander(schedule, config, diagnostics, options, program).run()) return std::nullopt;
+  return program;
+}
+
+}  // namespace pipevm
