@@ -1,0 +1,239 @@
+// The cost model's keys, their parsing from flags and YAML, the YAML writer,
+// and medians from measured runs. The semantics of time (who waits for whom)
+// is the simulator's, not this file's.
+#include "costs.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <ostream>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+namespace pipevm {
+
+namespace {
+
+// Every key but `bwd` is a plain number; `bwd` is optional (derived when unset).
+struct KeyField {
+  CostKey key;
+  double Costs::*field;  // null for bwd
+};
+
+const std::vector<KeyField>& key_fields() {
+  static const std::vector<KeyField> fields = {
+      {{"fwd", "Fwd: forward of one micro-batch through one chunk"}, &Costs::fwd},
+      {{"bwd", "Bwd (and BwdAllReduce's compute); default bwd-input + bwd-weight"}, nullptr},
+      {{"bwd-input", "BwdInput: the input-gradient half of a backward"}, &Costs::bwd_input},
+      {{"bwd-weight", "BwdWeight: the weight-gradient half of a backward"}, &Costs::bwd_weight},
+      {{"load", "LoadInput and LoadTarget"}, &Costs::load},
+      {{"zero-grad", "ZeroGrad"}, &Costs::zero_grad},
+      {{"optimizer", "OptimizerStep"}, &Costs::optimizer},
+      {{"allreduce", "AllReduce over the data-parallel group (free when dp = 1)"},
+       &Costs::allreduce},
+      {{"send", "latency of one point-to-point message"}, &Costs::send},
+      {{"bandwidth", "bytes per time unit of a message; 0 means infinite"}, &Costs::bandwidth},
+      {{"act-bytes", "bytes of one activation message"}, &Costs::act_bytes},
+      {{"grad-bytes", "bytes of one gradient message"}, &Costs::grad_bytes},
+  };
+  return fields;
+}
+
+std::string_view trim(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) return {};
+  const auto last = text.find_last_not_of(" \t\r\n");
+  return text.substr(first, last - first + 1);
+}
+
+bool parse_number(std::string_view text, double& value) {
+  text = trim(text);
+  if (text.empty()) return false;
+  const auto [end, status] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return status == std::errc() && end == text.data() + text.size();
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+  std::nth_element(values.begin(), middle, values.end());
+  if (values.size() % 2 == 1) return *middle;
+  const double upper = *middle;
+  const double lower = *std::max_element(values.begin(), middle);
+  return (lower + upper) / 2;
+}
+
+}  // namespace
+
+double Costs::duration(const Instruction& instruction) const {
+  switch (instruction.op) {
+    case Opcode::LoadInput:
+    case Opcode::LoadTarget: return load;
+    case Opcode::Fwd: return fwd;
+    case Opcode::Bwd:
+    case Opcode::BwdAllReduce: return backward();
+    case Opcode::BwdInput: return bwd_input;
+    case Opcode::BwdWeight: return bwd_weight;
+    case Opcode::ZeroGrad: return zero_grad;
+    case Opcode::OptimizerStep: return optimizer;
+    default: return 0;  // communication: timed by its partners, not by the rank alone
+  }
+}
+
+double Costs::message_time(MessageKind kind) const {
+  const double bytes = kind == MessageKind::act ? act_bytes : grad_bytes;
+  return send + (bandwidth > 0 ? bytes / bandwidth : 0);
+}
+
+const std::vector<CostKey>& cost_keys() {
+  static const std::vector<CostKey> keys = [] {
+    std::vector<CostKey> out;
+    for (const KeyField& f : key_fields()) out.push_back(f.key);
+    return out;
+  }();
+  return keys;
+}
+
+Costs default_costs() {
+  Costs costs;
+  costs.fwd = 1;
+  costs.bwd_input = 1;
+  costs.bwd_weight = 1;
+  return costs;
+}
+
+bool set_cost(Costs& costs, std::string_view key, double value, std::string& error) {
+  if (!std::isfinite(value) || value < 0) {
+    error = "cost '" + std::string(key) + "' must be a finite number >= 0";
+    return false;
+  }
+  for (const KeyField& f : key_fields()) {
+    if (f.key.name != key) continue;
+    if (f.field == nullptr) {
+      costs.bwd = value;
+    } else {
+      costs.*(f.field) = value;
+    }
+    return true;
+  }
+  error = "unknown cost '" + std::string(key) + "' (keys:";
+  for (const KeyField& f : key_fields()) error += " " + std::string(f.key.name);
+  error += ")";
+  return false;
+}
+
+bool parse_cost_flags(std::string_view text, Costs& costs, std::string& error) {
+  while (!text.empty()) {
+    const auto comma = text.find(',');
+    const std::string_view item = trim(text.substr(0, comma));
+    text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+    if (item.empty()) continue;
+    const auto equals = item.find('=');
+    double value = 0;
+    if (equals == std::string_view::npos || !parse_number(item.substr(equals + 1), value)) {
+      error = "expected key=number in --cost, got '" + std::string(item) + "'";
+      return false;
+    }
+    if (!set_cost(costs, trim(item.substr(0, equals)), value, error)) return false;
+  }
+  return true;
+}
+
+bool parse_costs_yaml(std::string_view yaml_text, Costs& costs, std::string& error) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml_text));
+  } catch (const YAML::Exception& e) {
+    error = std::string("not YAML: ") + e.what();
+    return false;
+  }
+  if (root.IsNull()) return true;
+  if (!root.IsMap()) {
+    error = "a cost file is a mapping of keys to numbers (fwd: 1)";
+    return false;
+  }
+  for (const auto& entry : root) {
+    const auto key = entry.first.as<std::string>();
+    double value = 0;
+    if (!entry.second.IsScalar() || !parse_number(entry.second.Scalar(), value)) {
+      error = "cost '" + key + "' is not a number";
+      return false;
+    }
+    if (!set_cost(costs, key, value, error)) return false;
+  }
+  return true;
+}
+
+bool read_costs_yaml(const std::string& path, Costs& costs, std::string& error) {
+  std::ifstream in(path);
+  if (!in) {
+    error = "cannot read cost file '" + path + "'";
+    return false;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!parse_costs_yaml(text.str(), costs, error)) {
+    error = path + ": " + error;
+    return false;
+  }
+  return true;
+}
+
+void write_costs_yaml(std::ostream& out, const Costs& costs, std::string_view comment) {
+  out << "# pipevm cost model (pipevm simulate --costs FILE); time unit: microseconds\n";
+  if (!comment.empty()) out << "# " << comment << '\n';
+  for (const KeyField& f : key_fields()) {
+    if (f.field == nullptr) {
+      if (costs.bwd) out << f.key.name << ": " << *costs.bwd << '\n';
+    } else {
+      out << f.key.name << ": " << costs.*(f.field) << '\n';
+    }
+  }
+}
+
+std::string describe(const Costs& costs) {
+  std::ostringstream out;
+  const char* separator = "";
+  for (const KeyField& f : key_fields()) {
+    const double value = f.field == nullptr ? costs.backward() : costs.*(f.field);
+    if (value == 0) continue;
+    out << separator << f.key.name << '=' << value;
+    separator = " ";
+  }
+  const std::string text = out.str();
+  return text.empty() ? "all zero" : text;
+}
+
+Costs costs_from_measurements(const Program& program,
+                              const std::vector<MeasuredInstruction>& measured) {
+  std::array<std::vector<double>, kOpcodeCount> durations;
+  for (const MeasuredInstruction& m : measured) {
+    if (m.rank < 0 || m.rank >= program.ranks()) continue;
+    const auto stream = program.rank(m.rank);
+    if (m.index >= stream.size()) continue;
+    const double microseconds = static_cast<double>(m.end_ns - m.start_ns) / 1000.0;
+    durations[static_cast<std::size_t>(stream[m.index].op)].push_back(microseconds);
+  }
+  const auto median_of = [&](std::initializer_list<Opcode> ops) {
+    std::vector<double> all;
+    for (Opcode op : ops) {
+      const auto& d = durations[static_cast<std::size_t>(op)];
+      all.insert(all.end(), d.begin(), d.end());
+    }
+    return median(std::move(all));
+  };
+  Costs costs;
+  costs.fwd = median_of({Opcode::Fwd});
+  costs.bwd_input = median_of({Opcode::BwdInput});
+  costs.bwd_weight = median_of({Opcode::BwdWeight});
+  if (!durations[static_cast<std::size_t>(Opcode::Bwd)].empty()) costs.bwd = median_of({Opcode::Bwd});
+  costs.load = median_of({Opcode::LoadInput, Opcode::LoadTarget});
+  costs.zero_grad = median_of({Opcode::ZeroGrad});
+  costs.optimizer = median_of({Opcode::OptimizerStep});
+  costs.allreduce = median_of({Opcode::AllReduce});
+  return costs;
+}
+
+}  // namespace pipevm

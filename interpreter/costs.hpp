@@ -1,0 +1,87 @@
+// The simulator's cost model: how long each instruction takes, and how long a
+// message takes to travel. Costs come from command-line flags
+// (`--cost fwd=1,bwd=2`), from a YAML file of the same keys, or from a real
+// run's measurements (costs_from_measurements, which `pipevm run --profile`
+// writes with write_costs_yaml). What the simulator does with these numbers
+// lives in simulate.hpp; this file only knows durations.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "isa.hpp"
+#include "program.hpp"
+
+namespace pipevm {
+
+// Durations in one time unit of the user's choosing; traces read it as
+// microseconds, and measured profiles are written in microseconds. A cost
+// that is not given is 0, so `fwd=1,bwd=2` is the textbook model.
+struct Costs {
+  double fwd = 0;                    // Fwd
+  std::optional<double> bwd;         // Bwd and BwdAllReduce's compute; unset: bwd_input + bwd_weight
+  double bwd_input = 0;              // BwdInput
+  double bwd_weight = 0;             // BwdWeight
+  double load = 0;                   // LoadInput, LoadTarget
+  double zero_grad = 0;              // ZeroGrad
+  double optimizer = 0;              // OptimizerStep
+  double allreduce = 0;              // one data-parallel all-reduce of all gradients
+  double send = 0;                   // fixed time of one point-to-point message (latency)
+  double bandwidth = 0;              // bytes per time unit; 0: infinite
+  double act_bytes = 0;              // size of one activation message
+  double grad_bytes = 0;             // size of one gradient message
+
+  double backward() const { return bwd.value_or(bwd_input + bwd_weight); }
+  // The time `instruction` keeps its rank working, excluding waits for partners
+  // (messages and collectives are timed by message_time and allreduce).
+  double duration(const Instruction& instruction) const;
+  // The time one message of `kind` takes from the moment sender and receiver are both ready.
+  double message_time(MessageKind kind) const;
+};
+
+// One key of the cost model, as written in flags and YAML files.
+struct CostKey {
+  std::string_view name;  // "bwd-input"
+  std::string_view doc;   // one line for docs and --help
+};
+// Every key, in the order they are documented and written.
+const std::vector<CostKey>& cost_keys();
+
+// The textbook default when the user gives no cost: F = 1, B = 2 split as
+// BwdInput = BwdWeight = 1 (the zero-bubble papers' F = B = W), free messages.
+Costs default_costs();
+
+// Sets one key; false (with `error` set) for an unknown key or a negative or
+// non-finite value.
+bool set_cost(Costs& costs, std::string_view key, double value, std::string& error);
+// Applies "fwd=1,bwd=2,send=0.1" on top of `costs`.
+bool parse_cost_flags(std::string_view text, Costs& costs, std::string& error);
+// Applies a YAML mapping of the same keys (e.g. `fwd: 1`) read from `path`.
+bool read_costs_yaml(const std::string& path, Costs& costs, std::string& error);
+bool parse_costs_yaml(std::string_view yaml_text, Costs& costs, std::string& error);
+// Writes every key that is set (a flat YAML mapping, with a comment header).
+void write_costs_yaml(std::ostream& out, const Costs& costs, std::string_view comment = {});
+// "fwd=1 bwd=2 ..." with the non-zero keys only, for headers of reports.
+std::string describe(const Costs& costs);
+
+// One instruction a rank really executed: the VM's observer reports these.
+struct MeasuredInstruction {
+  int rank = 0;
+  std::size_t index = 0;  // position in the rank's stream (Program::rank(rank))
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+};
+
+// The median duration of each kind of compute, data and optimizer instruction
+// and of AllReduce in a real run, in microseconds. Message costs are left 0:
+// a blocking receive's duration is mostly waiting for its sender, not transfer.
+Costs costs_from_measurements(const Program& program,
+                              const std::vector<MeasuredInstruction>& measured);
+
+}  // namespace pipevm

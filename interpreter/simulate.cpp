@@ -1,0 +1,701 @@
+// The simulator's engine: a worklist over ranks, each running its stream in
+// order until it waits for a partner that has not arrived yet; the partner's
+// arrival puts it back on the list. Every instruction is visited a bounded
+// number of times, so a simulation is linear in the program's length.
+// Messages and collectives are paired before the run, statically (the pairing
+// under rendezvous does not depend on timing), which also finds unmatched
+// messages and collectives that do not line up before any clock ticks.
+#include "simulate.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <unordered_map>
+
+namespace pipevm {
+
+namespace {
+
+constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
+constexpr double kUnknown = -1;
+
+struct ChannelKey {
+  int source = 0;
+  int destination = 0;
+  MessageKey key;
+  friend bool operator==(const ChannelKey&, const ChannelKey&) = default;
+};
+
+struct ChannelHash {
+  std::size_t operator()(const ChannelKey& c) const {
+    std::uint64_t h = 1469598103934665603ULL;
+    const auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 1099511628211ULL; };
+    mix(static_cast<std::uint64_t>(static_cast<std::uint32_t>(c.source)));
+    mix(static_cast<std::uint64_t>(static_cast<std::uint32_t>(c.destination)));
+    mix(static_cast<std::uint64_t>(c.key.kind));
+    mix(static_cast<std::uint64_t>(static_cast<std::uint32_t>(c.key.lane)));
+    mix(static_cast<std::uint64_t>(static_cast<std::uint32_t>(c.key.producer)));
+    mix(c.key.micro_batch);
+    return static_cast<std::size_t>(h);
+  }
+};
+
+// FIFO queues of instruction indexes, one per key, linked through a single
+// `next` array indexed by instruction: no allocation per queue, which matters
+// when nearly every message has a key of its own.
+template <class Key, class Hash>
+class IndexQueues {
+ public:
+  explicit IndexQueues(std::size_t instructions) : next_(instructions, kNone) {}
+  void push(const Key& key, std::size_t i) {
+    Ends& ends = ends_[key];
+    next_[i] = kNone;
+    if (ends.tail == kNone) {
+      ends.head = i;
+    } else {
+      next_[ends.tail] = i;
+    }
+    ends.tail = i;
+  }
+  // The oldest index of `key` for which skip(index) is false, removed; kNone if none.
+  template <class Skip>
+  std::size_t pop(const Key& key, Skip skip) {
+    const auto found = ends_.find(key);
+    if (found == ends_.end()) return kNone;
+    Ends& ends = found->second;
+    while (ends.head != kNone) {
+      const std::size_t i = ends.head;
+      ends.head = next_[i];
+      if (ends.head == kNone) ends.tail = kNone;
+      if (!skip(i)) return i;
+    }
+    return kNone;
+  }
+  std::size_t pop(const Key& key) {
+    return pop(key, [](std::size_t) { return false; });
+  }
+
+ private:
+  struct Ends {
+    std::size_t head = kNone;
+    std::size_t tail = kNone;
+  };
+  std::unordered_map<Key, Ends, Hash> ends_;
+  std::vector<std::size_t> next_;
+};
+
+// A rank's pending requests of one Wait key.
+struct RequestKey {
+  int rank = 0;
+  std::uint64_t key = 0;
+  friend bool operator==(const RequestKey&, const RequestKey&) = default;
+};
+struct RequestKeyHash {
+  std::size_t operator()(const RequestKey& k) const {
+    return std::hash<std::uint64_t>{}(k.key * 1000003ULL + static_cast<std::uint32_t>(k.rank));
+  }
+};
+
+bool is_point_to_point(Opcode op) { return is_send(op) || is_recv(op); }
+bool is_collective(Opcode op) { return info(op).group == OpcodeGroup::collective; }
+
+// Whether `in`, run by `rank`, names a peer inside the pipeline other than itself.
+bool peer_is_valid(const Config& config, int rank, const Instruction& in) {
+  return in.peer >= 0 && in.peer < config.stages && in.peer != stage_of(config, rank);
+}
+
+int peer_rank(const Config& config, int rank, const Instruction& in) {
+  return rank_of(config, dp_rank_of(config, rank), in.peer);
+}
+
+// partner[i]: the instruction that receives what send i sends, or sends what
+// receive i receives; kNone when there is none (or i is no message).
+std::vector<std::size_t> pair_partners(const Program& program) {
+  const Config& config = program.config;
+  std::vector<std::size_t> partner(program.code.size(), kNone);
+  IndexQueues<ChannelKey, ChannelHash> sends(program.code.size());
+  const auto channel_of = [&](int rank, const Instruction& in) {
+    const int peer = peer_rank(config, rank, in);
+    const MessageKey key = message_key(program.placement, config, stage_of(config, rank), in);
+    return is_send(in.op) ? ChannelKey{rank, peer, key} : ChannelKey{peer, rank, key};
+  };
+  for (int r = 0; r < program.ranks(); ++r) {
+    for (std::size_t i = program.rank_begin[static_cast<std::size_t>(r)];
+         i < program.rank_begin[static_cast<std::size_t>(r) + 1]; ++i) {
+      const Instruction& in = program.code[i];
+      if (is_send(in.op) && peer_is_valid(config, r, in)) sends.push(channel_of(r, in), i);
+    }
+  }
+  for (int r = 0; r < program.ranks(); ++r) {
+    for (std::size_t i = program.rank_begin[static_cast<std::size_t>(r)];
+         i < program.rank_begin[static_cast<std::size_t>(r) + 1]; ++i) {
+      const Instruction& in = program.code[i];
+      if (!is_recv(in.op) || !peer_is_valid(config, r, in)) continue;
+      const std::size_t send = sends.pop(channel_of(r, in));
+      if (send == kNone) continue;
+      partner[i] = send;
+      partner[send] = i;
+    }
+  }
+  return partner;
+}
+
+std::vector<int> owners(const Program& program) {
+  std::vector<int> owner(program.code.size(), 0);
+  for (int r = 0; r < program.ranks(); ++r) {
+    std::fill(owner.begin() + static_cast<std::ptrdiff_t>(program.rank_begin[static_cast<std::size_t>(r)]),
+              owner.begin() + static_cast<std::ptrdiff_t>(program.rank_begin[static_cast<std::size_t>(r) + 1]),
+              r);
+  }
+  return owner;
+}
+
+// One collective as the members of its data-parallel group issue it.
+struct CollectiveSlot {
+  std::vector<std::size_t> members;  // one instruction per member rank
+  std::size_t arrived = 0;
+  double last_arrival = 0;
+  double last_compute_end = 0;  // BwdAllReduce: when the last member's backward is done
+};
+
+std::string quoted(const Instruction& in) { return "`" + disassemble(in) + "`"; }
+
+class Simulator {
+ public:
+  Simulator(const Program& program, const Costs& costs, Diagnostics& diagnostics)
+      : program_(program),
+        config_(program.config),
+        costs_(costs),
+        diagnostics_(diagnostics),
+        owner_(owners(program)) {}
+
+  std::optional<Timeline> run() {
+    if (!check_peers() || !pair_points() || !pair_collectives()) return std::nullopt;
+    const std::size_t n = program_.code.size();
+    timeline_.times.assign(n, {});
+    posted_.assign(n, kUnknown);
+    transfer_begin_.assign(n, kUnknown);
+    completion_.assign(n, kUnknown);
+    waiter_.assign(n, -1);
+    wait_all_took_.assign(n, false);
+    ranks_.assign(static_cast<std::size_t>(program_.ranks()), {});
+    for (int r = program_.ranks() - 1; r >= 0; --r) {
+      ranks_[static_cast<std::size_t>(r)].pc = program_.rank_begin[static_cast<std::size_t>(r)];
+      ranks_[static_cast<std::size_t>(r)].end = program_.rank_begin[static_cast<std::size_t>(r) + 1];
+      worklist_.push_back(r);
+    }
+    while (!worklist_.empty()) {
+      const int r = worklist_.back();
+      worklist_.pop_back();
+      advance(r);
+    }
+    if (!report_stuck_ranks()) return std::nullopt;
+    for (const RankState& s : ranks_) timeline_.makespan = std::max(timeline_.makespan, s.clock);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (is_send(program_.code[i].op)) timeline_.flows.push_back({i, partner_[i]});
+    }
+    return std::move(timeline_);
+  }
+
+ private:
+  struct RankState {
+    std::size_t pc = 0;
+    std::size_t end = 0;
+    double clock = 0;
+    bool entered = false;                // times[pc].issued is set
+    std::size_t waiting_for = kNone;     // the request a Wait took, or WaitAll's progress
+    std::size_t wait_all_cursor = 0;
+    double wait_all_end = 0;
+    std::size_t wait_all_latest = kNone;  // the request WaitAll found to finish last
+    // Requests posted since the last WaitAll. One a Wait completed stays here:
+    // WaitAll finds it complete already, which costs nothing.
+    std::vector<std::size_t> pending;
+  };
+
+  Location location_of(std::size_t i) const {
+    const int r = owner_[i];
+    return {program_.file, program_.source_of(program_.code[i]), r, stage_of(config_, r)};
+  }
+
+  bool check_peers() {
+    bool ok = true;
+    for (std::size_t i = 0; i < program_.code.size(); ++i) {
+      const Instruction& in = program_.code[i];
+      if (!is_point_to_point(in.op) || peer_is_valid(config_, owner_[i], in)) continue;
+      diagnostics_.report(DiagnosticKind::WrongPeer,
+                          quoted(in) + " names stage " + std::to_string(in.peer) +
+                              ", which is outside the pipeline or the rank itself; run `pipevm "
+                              "check` for the full analysis",
+                          location_of(i));
+      ok = false;
+    }
+    return ok;
+  }
+
+  bool pair_points() {
+    partner_ = pair_partners(program_);
+    bool ok = true;
+    for (std::size_t i = 0; i < program_.code.size(); ++i) {
+      const Instruction& in = program_.code[i];
+      if (!is_point_to_point(in.op) || partner_[i] != kNone) continue;
+      const bool sending = is_send(in.op);
+      diagnostics_.report(
+          sending ? DiagnosticKind::UnmatchedSend : DiagnosticKind::UnmatchedRecv,
+          quoted(in) + (sending ? " is never received by stage " : " is never sent by stage ") +
+              std::to_string(in.peer) + "; run `pipevm check` for the full analysis",
+          location_of(i));
+      ok = false;
+    }
+    return ok;
+  }
+
+  bool pair_collectives() {
+    slot_of_.assign(program_.code.size(), kNone);
+    bool ok = true;
+    for (int stage = 0; stage < config_.stages; ++stage) {
+      std::vector<std::vector<std::size_t>> issued(static_cast<std::size_t>(config_.dp));
+      for (int d = 0; d < config_.dp; ++d) {
+        const int r = rank_of(config_, d, stage);
+        for (std::size_t i = program_.rank_begin[static_cast<std::size_t>(r)];
+             i < program_.rank_begin[static_cast<std::size_t>(r) + 1]; ++i) {
+          if (is_collective(program_.code[i].op)) issued[static_cast<std::size_t>(d)].push_back(i);
+        }
+      }
+      const std::vector<std::size_t>& first = issued.front();
+      for (std::size_t d = 1; d < issued.size() && ok; ++d) {
+        const std::size_t common = std::min(first.size(), issued[d].size());
+        for (std::size_t k = 0; k < common; ++k) {
+          if (program_.code[first[k]].op == program_.code[issued[d][k]].op) continue;
+          diagnostics_.report(DiagnosticKind::CollectiveOrder,
+                              "collective " + quoted(program_.code[issued[d][k]]) +
+                                  " meets " + quoted(program_.code[first[k]]) +
+                                  " of its data-parallel group; run `pipevm check` for the "
+                                  "full analysis",
+                              location_of(issued[d][k]))
+              .notes.push_back({"the group's first member issues this", location_of(first[k])});
+          ok = false;
+          break;
+        }
+        if (ok && first.size() != issued[d].size()) {
+          const bool longer = issued[d].size() > first.size();
+          const std::size_t extra = longer ? issued[d][common] : first[common];
+          diagnostics_.report(DiagnosticKind::CollectiveMissing,
+                              quoted(program_.code[extra]) +
+                                  " is not issued by every member of its data-parallel group; "
+                                  "run `pipevm check` for the full analysis",
+                              location_of(extra));
+          ok = false;
+        }
+      }
+      if (!ok) continue;
+      for (std::size_t k = 0; k < first.size(); ++k) {
+        CollectiveSlot slot;
+        for (const auto& member : issued) {
+          slot.members.push_back(member[k]);
+          slot_of_[member[k]] = slots_.size();
+        }
+        slots_.push_back(std::move(slot));
+      }
+    }
+    return ok;
+  }
+
+  void complete(std::size_t i, double begin, double end) {
+    transfer_begin_[i] = begin;
+    completion_[i] = end;
+    if (waiter_[i] >= 0) {
+      worklist_.push_back(waiter_[i]);
+      waiter_[i] = -1;
+    }
+  }
+
+  void post_message(std::size_t i, double now) {
+    posted_[i] = now;
+    const std::size_t j = partner_[i];
+    if (posted_[j] == kUnknown) return;
+    const double begin = std::max(posted_[i], posted_[j]);
+    const double end = begin + costs_.message_time(program_.code[i].kind);
+    complete(i, begin, end);
+    complete(j, begin, end);
+  }
+
+  void arrive(std::size_t i, double now) {
+    posted_[i] = now;
+    CollectiveSlot& slot = slots_[slot_of_[i]];
+    const bool with_backward = program_.code[i].op == Opcode::BwdAllReduce;
+    const double compute = with_backward ? costs_.backward() : 0;
+    slot.last_arrival = slot.arrived == 0 ? now : std::max(slot.last_arrival, now);
+    slot.last_compute_end =
+        slot.arrived == 0 ? now + compute : std::max(slot.last_compute_end, now + compute);
+    if (++slot.arrived < slot.members.size()) return;
+    // A group of one has nothing to exchange. The reduction of a BwdAllReduce
+    // overlaps the backward: it ends when the slower of the two does.
+    const double reduction = slot.members.size() > 1 ? costs_.allreduce : 0;
+    const double end = std::max(slot.last_compute_end, slot.last_arrival + reduction);
+    for (std::size_t member : slot.members) complete(member, slot.last_arrival, end);
+  }
+
+  // Runs rank r until it ends or waits for a partner.
+  void advance(int r) {
+    RankState& s = ranks_[static_cast<std::size_t>(r)];
+    while (s.pc < s.end) {
+      const std::size_t i = s.pc;
+      if (!s.entered) {
+        timeline_.times[i].issued = s.clock;
+        s.entered = true;
+      }
+      if (!step(r, s, i)) return;
+      s.clock = timeline_.times[i].ended;
+      ++s.pc;
+      s.entered = false;
+      s.waiting_for = kNone;
+    }
+  }
+
+  // Blocks (false) until request `q` completes, with r woken when it does.
+  bool await(int r, std::size_t q) {
+    if (completion_[q] != kUnknown) return true;
+    waiter_[q] = r;
+    return false;
+  }
+
+  // Executes instruction i of rank r, or finds it must wait (false; it will
+  // be stepped again when woken). Sets times[i] when it completes.
+  bool step(int r, RankState& s, std::size_t i) {
+    const Instruction& in = program_.code[i];
+    InstructionTime& t = timeline_.times[i];
+    const double now = t.issued;
+    if (is_point_to_point(in.op)) {
+      if (posted_[i] == kUnknown) post_message(i, now);
+      if (is_nonblocking(in.op)) {
+        s.pending.push_back(i);
+        const auto direction = is_send(in.op) ? WaitDirection::send : WaitDirection::recv;
+        pending_by_key_.push({r, request_key(direction, in)}, i);
+        t.started = t.ended = now;
+        return true;
+      }
+      if (!await(r, i)) return false;
+      t.started = transfer_begin_[i];
+      t.ended = completion_[i];
+      return true;
+    }
+    if (in.op == Opcode::Wait) {
+      if (s.waiting_for == kNone) {
+        const std::size_t request = pending_by_key_.pop(
+            {r, request_key(in.direction, in)}, [this](std::size_t q) { return wait_all_took_[q]; });
+        if (request == kNone) {
+          diagnostics_.report(DiagnosticKind::WaitWithoutRequest,
+                              quoted(in) + " has no pending request to complete; run `pipevm "
+                                           "check` for the full analysis",
+                              location_of(i));
+          failed_ = true;
+          return false;
+        }
+        s.waiting_for = request;
+      }
+      if (!await(r, s.waiting_for)) return false;
+      t.ended = std::max(now, completion_[s.waiting_for]);
+      t.started = std::clamp(transfer_begin_[s.waiting_for], now, t.ended);
+      return true;
+    }
+    if (in.op == Opcode::WaitAll) {
+      if (s.wait_all_cursor == 0) {
+        s.wait_all_end = now;
+        s.wait_all_latest = kNone;
+      }
+      for (; s.wait_all_cursor < s.pending.size(); ++s.wait_all_cursor) {
+        const std::size_t q = s.pending[s.wait_all_cursor];
+        if (!await(r, q)) return false;
+        if (completion_[q] > s.wait_all_end) {
+          s.wait_all_end = completion_[q];
+          s.wait_all_latest = q;
+        }
+      }
+      t.ended = s.wait_all_end;
+      t.started =
+          s.wait_all_latest == kNone ? now : std::clamp(transfer_begin_[s.wait_all_latest], now, t.ended);
+      for (std::size_t q : s.pending) wait_all_took_[q] = true;
+      s.pending.clear();
+      s.wait_all_cursor = 0;
+      return true;
+    }
+    if (is_collective(in.op)) {
+      if (posted_[i] == kUnknown) arrive(i, now);
+      if (!await(r, i)) return false;
+      const bool with_backward = in.op == Opcode::BwdAllReduce;
+      t.started = with_backward ? now : transfer_begin_[i];
+      t.ended = completion_[i];
+      t.busy = with_backward ? costs_.backward() : 0;
+      return true;
+    }
+    t.busy = costs_.duration(in);
+    t.started = now;
+    t.ended = now + t.busy;
+    return true;
+  }
+
+  // True when every rank reached its end; otherwise reports who waits for whom.
+  bool report_stuck_ranks() {
+    if (failed_) return false;
+    std::vector<int> stuck;
+    for (int r = 0; r < program_.ranks(); ++r) {
+      const RankState& s = ranks_[static_cast<std::size_t>(r)];
+      if (s.pc < s.end) stuck.push_back(r);
+    }
+    if (stuck.empty()) return true;
+    const std::size_t first = ranks_[static_cast<std::size_t>(stuck.front())].pc;
+    Diagnostic& d = diagnostics_.report(
+        DiagnosticKind::Deadlock,
+        "the simulation is stuck: " + std::to_string(stuck.size()) +
+            (stuck.size() == 1 ? " rank waits" : " ranks wait") +
+            " forever (a blocking send returns only when its receive is posted); run "
+            "`pipevm check` for the full analysis",
+        location_of(first));
+    for (int r : stuck) {
+      const std::size_t i = ranks_[static_cast<std::size_t>(r)].pc;
+      d.notes.push_back({"rank " + std::to_string(r) + " waits at " + quoted(program_.code[i]) +
+                             waits_for(ranks_[static_cast<std::size_t>(r)], i),
+                         location_of(i)});
+    }
+    return false;
+  }
+
+  std::string waits_for(const RankState& s, std::size_t i) const {
+    const Instruction& in = program_.code[i];
+    std::size_t request = i;
+    if (in.op == Opcode::Wait) request = s.waiting_for;
+    if (in.op == Opcode::WaitAll && s.wait_all_cursor < s.pending.size()) {
+      request = s.pending[s.wait_all_cursor];
+    }
+    if (request != kNone && is_point_to_point(program_.code[request].op)) {
+      const std::size_t j = partner_[request];
+      return " for rank " + std::to_string(owner_[j]) + " to reach " + quoted(program_.code[j]);
+    }
+    if (slot_of_[i] != kNone) {
+      std::string missing;
+      for (std::size_t member : slots_[slot_of_[i]].members) {
+        if (posted_[member] == kUnknown) missing += " " + std::to_string(owner_[member]);
+      }
+      return " for data-parallel ranks" + missing;
+    }
+    return {};
+  }
+
+  const Program& program_;
+  const Config& config_;
+  const Costs& costs_;
+  Diagnostics& diagnostics_;
+  std::vector<int> owner_;
+  std::vector<std::size_t> partner_;
+  std::vector<std::size_t> slot_of_;
+  std::vector<CollectiveSlot> slots_;
+  std::vector<double> posted_;
+  std::vector<double> transfer_begin_;
+  std::vector<double> completion_;
+  std::vector<int> waiter_;
+  IndexQueues<RequestKey, RequestKeyHash> pending_by_key_{program_.code.size()};
+  std::vector<bool> wait_all_took_;  // requests a WaitAll completed: no Wait may take them again
+  std::vector<RankState> ranks_;
+  std::vector<int> worklist_;
+  Timeline timeline_;
+  bool failed_ = false;
+};
+
+}  // namespace
+
+std::uint64_t request_key(WaitDirection direction, const Instruction& in) {
+  return (static_cast<std::uint64_t>(direction) << 50) |
+         (static_cast<std::uint64_t>(in.kind) << 48) |
+         (static_cast<std::uint64_t>(in.chunk) << 32) | in.micro_batch;
+}
+
+Activity activity_of(Opcode op) {
+  switch (op) {
+    case Opcode::Fwd: return Activity::forward;
+    case Opcode::Bwd:
+    case Opcode::BwdAllReduce: return Activity::backward;
+    case Opcode::BwdInput: return Activity::backward_input;
+    case Opcode::BwdWeight: return Activity::backward_weight;
+    case Opcode::LoadInput:
+    case Opcode::LoadTarget: return Activity::data;
+    case Opcode::ZeroGrad:
+    case Opcode::OptimizerStep: return Activity::optimizer;
+    default: break;
+  }
+  switch (info(op).group) {
+    case OpcodeGroup::p2p:
+    case OpcodeGroup::collective: return Activity::communication;
+    case OpcodeGroup::data: return Activity::data;
+    case OpcodeGroup::optimizer: return Activity::optimizer;
+    case OpcodeGroup::compute: return Activity::forward;
+  }
+  return Activity::idle;
+}
+
+char letter_of(Activity activity) {
+  switch (activity) {
+    case Activity::idle: return '.';
+    case Activity::forward: return 'F';
+    case Activity::backward: return 'B';
+    case Activity::backward_input: return 'I';
+    case Activity::backward_weight: return 'W';
+    case Activity::data: return 'L';
+    case Activity::optimizer: return 'O';
+    case Activity::communication: return '-';
+  }
+  return '?';
+}
+
+std::string_view name(Activity activity) {
+  switch (activity) {
+    case Activity::idle: return "idle";
+    case Activity::forward: return "forward";
+    case Activity::backward: return "backward";
+    case Activity::backward_input: return "backward-input";
+    case Activity::backward_weight: return "backward-weight";
+    case Activity::data: return "load";
+    case Activity::optimizer: return "optimizer";
+    case Activity::communication: return "communication";
+  }
+  return "?";
+}
+
+std::vector<int> peak_activations(const Program& program) {
+  std::vector<int> peaks(static_cast<std::size_t>(program.ranks()), 0);
+  const bool trains = std::any_of(program.code.begin(), program.code.end(), [](const Instruction& in) {
+    return in.op == Opcode::Bwd || in.op == Opcode::BwdWeight || in.op == Opcode::BwdAllReduce ||
+           in.op == Opcode::BwdInput;
+  });
+  if (!trains) return peaks;
+  for (int r = 0; r < program.ranks(); ++r) {
+    std::unordered_map<std::uint64_t, int> held;  // (chunk, micro-batch) -> activations
+    int now = 0;
+    int peak = 0;
+    for (const Instruction& in : program.rank(r)) {
+      const std::uint64_t key = (static_cast<std::uint64_t>(in.chunk) << 32) | in.micro_batch;
+      if (in.op == Opcode::Fwd) {
+        ++held[key];
+        peak = std::max(peak, ++now);
+      } else if (in.op == Opcode::Bwd || in.op == Opcode::BwdWeight ||
+                 in.op == Opcode::BwdAllReduce) {
+        auto found = held.find(key);
+        if (found != held.end() && found->second > 0) {
+          --found->second;
+          --now;
+        }
+      }
+    }
+    peaks[static_cast<std::size_t>(r)] = peak;
+  }
+  return peaks;
+}
+
+void summarize(const Program& program, Simulation& simulation) {
+  const Config& config = program.config;
+  const Timeline& timeline = simulation.timeline;
+  const std::vector<int> peaks = peak_activations(program);
+  simulation.ranks.assign(static_cast<std::size_t>(program.ranks()), {});
+  double idle = 0;
+  for (int r = 0; r < program.ranks(); ++r) {
+    RankFigures& figures = simulation.ranks[static_cast<std::size_t>(r)];
+    for (std::size_t i = program.rank_begin[static_cast<std::size_t>(r)];
+         i < program.rank_begin[static_cast<std::size_t>(r) + 1]; ++i) {
+      const InstructionTime& t = timeline.times[i];
+      figures.busy += t.busy;
+      if (activity_of(program.code[i].op) == Activity::communication ||
+          program.code[i].op == Opcode::BwdAllReduce) {
+        figures.communication += t.ended - t.started - t.busy;
+      }
+    }
+    figures.idle = timeline.makespan - figures.busy;
+    figures.peak_activations = peaks[static_cast<std::size_t>(r)];
+    idle += figures.idle;
+  }
+  simulation.stages.assign(static_cast<std::size_t>(std::max(config.stages, 0)), {});
+  for (int stage = 0; stage < config.stages; ++stage) {
+    StageFigures& figures = simulation.stages[static_cast<std::size_t>(stage)];
+    figures.stage = stage;
+    for (int d = 0; d < config.dp; ++d) {
+      const int r = rank_of(config, d, stage);
+      if (r >= program.ranks()) continue;
+      const RankFigures& rank = simulation.ranks[static_cast<std::size_t>(r)];
+      figures.busy += rank.busy / config.dp;
+      figures.peak_activations = std::max(figures.peak_activations, rank.peak_activations);
+    }
+    figures.idle = timeline.makespan - figures.busy;
+  }
+  const double total = timeline.makespan * program.ranks();
+  simulation.bubble_fraction = total > 0 ? idle / total : 0;
+}
+
+std::optional<Simulation> simulate(const Program& program, const Costs& costs,
+                                   Diagnostics& diagnostics) {
+  Simulator simulator(program, costs, diagnostics);
+  std::optional<Timeline> timeline = simulator.run();
+  if (!timeline) return std::nullopt;
+  Simulation simulation;
+  simulation.timeline = std::move(*timeline);
+  summarize(program, simulation);
+  return simulation;
+}
+
+std::vector<std::size_t> completing_instructions(const Program& program) {
+  std::vector<std::size_t> completer(program.code.size(), kNone);
+  IndexQueues<RequestKey, RequestKeyHash> pending_by_key(program.code.size());
+  for (int r = 0; r < program.ranks(); ++r) {
+    std::vector<std::size_t> pending;
+    for (std::size_t i = program.rank_begin[static_cast<std::size_t>(r)];
+         i < program.rank_begin[static_cast<std::size_t>(r) + 1]; ++i) {
+      const Instruction& in = program.code[i];
+      if (is_nonblocking(in.op)) {
+        pending.push_back(i);
+        const auto direction = is_send(in.op) ? WaitDirection::send : WaitDirection::recv;
+        pending_by_key.push({r, request_key(direction, in)}, i);
+      } else if (in.op == Opcode::Wait) {
+        const std::size_t q = pending_by_key.pop(
+            {r, request_key(in.direction, in)}, [&](std::size_t p) { return completer[p] != kNone; });
+        if (q != kNone) completer[q] = i;
+      } else if (in.op == Opcode::WaitAll) {
+        for (std::size_t q : pending) {
+          if (completer[q] == kNone) completer[q] = i;
+        }
+        pending.clear();
+      }
+    }
+  }
+  return completer;
+}
+
+std::vector<MessageFlow> pair_messages(const Program& program, std::vector<std::size_t>* unmatched) {
+  const std::vector<std::size_t> partner = pair_partners(program);
+  std::vector<MessageFlow> flows;
+  for (std::size_t i = 0; i < program.code.size(); ++i) {
+    const Opcode op = program.code[i].op;
+    if (is_send(op) && partner[i] != kNone) flows.push_back({i, partner[i]});
+    if (unmatched != nullptr && is_point_to_point(op) && partner[i] == kNone) unmatched->push_back(i);
+  }
+  return flows;
+}
+
+Timeline timeline_from_measurements(const Program& program,
+                                    const std::vector<MeasuredInstruction>& measured) {
+  Timeline timeline;
+  timeline.times.assign(program.code.size(), {});
+  std::int64_t origin = std::numeric_limits<std::int64_t>::max();
+  for (const MeasuredInstruction& m : measured) origin = std::min(origin, m.start_ns);
+  for (const MeasuredInstruction& m : measured) {
+    if (m.rank < 0 || m.rank >= program.ranks()) continue;
+    const std::size_t begin = program.rank_begin[static_cast<std::size_t>(m.rank)];
+    if (m.index >= program.rank_begin[static_cast<std::size_t>(m.rank) + 1] - begin) continue;
+    InstructionTime& t = timeline.times[begin + m.index];
+    t.issued = t.started = static_cast<double>(m.start_ns - origin) / 1000.0;
+    t.ended = static_cast<double>(m.end_ns - origin) / 1000.0;
+    if (is_busy(activity_of(program.code[begin + m.index].op))) t.busy = t.ended - t.started;
+    timeline.makespan = std::max(timeline.makespan, t.ended);
+  }
+  timeline.flows = pair_messages(program);
+  return timeline;
+}
+
+}  // namespace pipevm

@@ -1,0 +1,166 @@
+// The simulator: a Program's timeline under a cost model.
+//
+// Semantics are the checker's, with clocks. Each rank runs its stream in
+// order; a compute, data or optimizer instruction starts when its rank is free
+// and lasts Costs::duration. Point-to-point messages pair exactly as the
+// checker pairs them: on (source rank, destination rank, message_key), first
+// send with first receive. A transfer starts when both sides have posted (a
+// blocking Send is a rendezvous: it returns only when its receive is there)
+// and lasts Costs::message_time; blocking operations return at its end,
+// non-blocking ones post a request that Wait/WaitAll complete. Collectives
+// pair the k-th collective of every rank of a data-parallel group (same
+// stage, every dp_rank); they begin when the last member arrives.
+//
+// The simulator finds a deadlock and a few malformed programs only to stop:
+// it reports them as diagnostics that point at `pipevm check`, which explains
+// them properly. Rendering (grid, JSON, SVG, trace) lives in the sibling files.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "costs.hpp"
+#include "diagnostics.hpp"
+#include "program.hpp"
+
+namespace pipevm {
+
+// When one instruction ran. [issued, started) is a wait for partners (a
+// blocking receive waiting for its sender); [started, started + busy) is
+// compute; the rest, up to `ended`, is communication (a transfer, a
+// reduction). A compute instruction has issued == started and ends at
+// started + busy; a message has busy 0; a BwdAllReduce computes first and then
+// waits for its reduction.
+struct InstructionTime {
+  double issued = 0;   // the rank reached the instruction
+  double started = 0;  // its work (compute, transfer, reduction) began
+  double ended = 0;    // the rank moved on
+  double busy = 0;     // how much of [started, ended) is compute, data or optimizer work
+};
+
+// A message from the instruction that sent it to the one that received it
+// (indexes into Program::code).
+struct MessageFlow {
+  std::size_t send = 0;
+  std::size_t recv = 0;
+};
+
+// Times of every instruction and the messages between them: what a trace or
+// a picture shows, from a simulation or from a real run.
+struct Timeline {
+  std::vector<InstructionTime> times;  // one per Program::code entry
+  std::vector<MessageFlow> flows;
+  double makespan = 0;
+};
+
+// What kind of work a rank does in an instruction, for pictures and figures.
+enum class Activity : std::uint8_t {
+  idle,            // waiting for a partner, or an instruction that costs nothing
+  forward,         // Fwd
+  backward,        // Bwd, BwdAllReduce's compute
+  backward_input,  // BwdInput
+  backward_weight, // BwdWeight
+  data,            // LoadInput, LoadTarget
+  optimizer,       // ZeroGrad, OptimizerStep
+  communication,   // a message in flight or a reduction
+};
+Activity activity_of(Opcode op);
+// One letter per activity, as the terminal grid draws it: . F B I W L O -
+char letter_of(Activity activity);
+std::string_view name(Activity activity);
+// Whether the activity counts as busy (compute, data, optimizer).
+constexpr bool is_busy(Activity a) {
+  return a != Activity::idle && a != Activity::communication;
+}
+
+struct RankFigures {
+  double busy = 0;           // compute, data and optimizer time
+  double communication = 0;  // time in transfers and reductions
+  double idle = 0;           // makespan - busy
+  int peak_activations = 0;  // activations stashed at once for a later backward
+};
+
+struct StageFigures {
+  int stage = 0;
+  double busy = 0;  // mean over the stage's data-parallel replicas
+  double idle = 0;
+  int peak_activations = 0;  // maximum over the replicas
+};
+
+struct Simulation {
+  Timeline timeline;
+  std::vector<RankFigures> ranks;
+  std::vector<StageFigures> stages;
+  double bubble_fraction = 0;  // sum of idle / (ranks * makespan); 0 for an empty program
+};
+
+// Null when the program cannot run to its end (a deadlock under rendezvous,
+// an unmatched message, a peer outside the pipeline, collectives that do not
+// pair up): the reasons go to `diagnostics`.
+std::optional<Simulation> simulate(const Program& program, const Costs& costs,
+                                   Diagnostics& diagnostics);
+
+// Peak activations of each rank, from the order of its stream alone: a Fwd
+// stashes an activation until the Bwd, BwdWeight or BwdAllReduce of the same
+// chunk and micro-batch. A forward-only program stashes nothing.
+std::vector<int> peak_activations(const Program& program);
+
+// What a Wait matches pending requests on: direction, kind, chunk, micro-batch.
+std::uint64_t request_key(WaitDirection direction, const Instruction& instruction);
+
+// For each non-blocking request (ISend, IRecv), the Wait or WaitAll that
+// completes it, from the order of the rank's stream alone (a Wait takes the
+// oldest pending request of its key, WaitAll all of them); SIZE_MAX where
+// none does and for every other instruction.
+std::vector<std::size_t> completing_instructions(const Program& program);
+
+// Figures (busy, idle, per stage, bubble) of a timeline, simulated or measured.
+void summarize(const Program& program, Simulation& simulation);
+
+// Pairs every send with its receive, as the simulator and the checker do:
+// per (source rank, destination rank, message_key), in stream order. Sends
+// or receives without a partner are left out (`unmatched` lists them).
+std::vector<MessageFlow> pair_messages(const Program& program,
+                                       std::vector<std::size_t>* unmatched = nullptr);
+
+// The timeline of a real run: instruction `index` of `rank` ran from start_ns
+// to end_ns (nanoseconds from any common origin; the earliest becomes 0).
+// Times become microseconds; flows pair as in pair_messages.
+Timeline timeline_from_measurements(const Program& program,
+                                    const std::vector<MeasuredInstruction>& measured);
+
+// --- Reports (simulate_report.cpp) ------------------------------------------
+
+// A stretch of time a rank spends on one activity of one instruction.
+struct Segment {
+  double begin = 0;
+  double end = 0;
+  Activity activity = Activity::idle;
+  std::size_t instruction = 0;  // index into Program::code
+};
+// Rank r's compute and communication stretches in time order; idle is the gaps.
+std::vector<Segment> segments_of(const Program& program, const Timeline& timeline, int rank);
+// The smallest of 1, 2, 5 x 10^k that is at least `value` (> 0).
+double nice_step(double value);
+// A time for people: up to 4 significant digits, no trailing zeros.
+std::string format_time(double value);
+
+// The rank x time grid: one character per time slot, a letter per activity
+// (letter_of; lowercase for odd chunks), the micro-batch's digits after the
+// letter where the block is wide enough, '.' idle. A slot is the smallest of
+// 1, 2, 5 x 10^k time units that fits the makespan in `width` columns.
+std::string render_grid(const Program& program, const Timeline& timeline, int width = 100);
+// The grid with a header, a time axis, a legend, the makespan, the bubble and
+// a table of figures per stage: what `pipevm simulate` prints by default.
+std::string render_text(const Program& program, const Simulation& simulation,
+                        const Costs& costs, int width = 100);
+// {"makespan", "bubble_fraction", "per_stage": [{"stage", "busy", "idle",
+// "peak_activations"}]}: `pipevm simulate --format json`.
+nlohmann::json to_json(const Simulation& simulation);
+
+}  // namespace pipevm

@@ -1,0 +1,167 @@
+// What `pipevm simulate` prints: the terminal grid, the figures and the JSON
+// summary. Pictures (SVG) and traces live in svg.cpp and trace.cpp; all of
+// them read time through segments_of so they agree on what a rank was doing.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "simulate.hpp"
+
+namespace pipevm {
+
+namespace {
+
+std::string row_label(const Config& config, int rank) {
+  if (config.dp == 1) return "stage " + std::to_string(rank);
+  return "rank " + std::to_string(rank) + " (stage " + std::to_string(stage_of(config, rank)) +
+         ", dp " + std::to_string(dp_rank_of(config, rank)) + ")";
+}
+
+// The time axis under the grid: a label every ten columns where it fits.
+std::string axis_line(std::size_t indent, std::size_t columns, double slot) {
+  std::string line(indent, ' ');
+  for (std::size_t column = 0; column <= columns; column += 10) {
+    const std::size_t at = indent + column;
+    if (line.size() > at) continue;
+    line.resize(at, ' ');
+    line += format_time(static_cast<double>(column) * slot);
+    line += ' ';
+  }
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  return line;
+}
+
+std::string percent(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f%%", fraction * 100);
+  return text;
+}
+
+}  // namespace
+
+double nice_step(double value) {
+  if (!(value > 0)) return 1;
+  const double decade = std::pow(10.0, std::floor(std::log10(value)));
+  for (double multiple : {1.0, 2.0, 5.0, 10.0}) {
+    // A little slack so that 0.1 / 1 does not round up to 0.2.
+    if (multiple * decade >= value * (1 - 1e-9)) return multiple * decade;
+  }
+  return 10 * decade;
+}
+
+std::string format_time(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4g", value);
+  return text;
+}
+
+std::vector<Segment> segments_of(const Program& program, const Timeline& timeline, int rank) {
+  std::vector<Segment> segments;
+  for (std::size_t i = program.rank_begin[static_cast<std::size_t>(rank)];
+       i < program.rank_begin[static_cast<std::size_t>(rank) + 1]; ++i) {
+    const InstructionTime& t = timeline.times[i];
+    const Activity activity = activity_of(program.code[i].op);
+    const double compute_end = t.started + t.busy;
+    if (t.busy > 0) {
+      segments.push_back({t.started, compute_end, activity, i});
+    }
+    if (t.ended > compute_end && (activity == Activity::communication || t.busy > 0)) {
+      segments.push_back({compute_end, t.ended, Activity::communication, i});
+    }
+  }
+  return segments;
+}
+
+std::string render_grid(const Program& program, const Timeline& timeline, int width) {
+  const double slot = nice_step(timeline.makespan / std::max(width, 1));
+  const auto columns =
+      timeline.makespan > 0 ? static_cast<std::size_t>(std::ceil(timeline.makespan / slot - 1e-9)) : 0;
+  std::vector<std::string> labels;
+  std::size_t label_width = 0;
+  for (int r = 0; r < program.ranks(); ++r) {
+    labels.push_back(row_label(program.config, r));
+    label_width = std::max(label_width, labels.back().size());
+  }
+  std::string out;
+  for (int r = 0; r < program.ranks(); ++r) {
+    const std::vector<Segment> segments = segments_of(program, timeline, r);
+    // Each column shows the segment under its midpoint.
+    constexpr std::size_t kIdle = static_cast<std::size_t>(-1);
+    std::vector<std::size_t> owner(columns, kIdle);
+    std::size_t k = 0;
+    for (std::size_t c = 0; c < columns; ++c) {
+      const double middle = (static_cast<double>(c) + 0.5) * slot;
+      while (k < segments.size() && segments[k].end <= middle) ++k;
+      if (k < segments.size() && segments[k].begin <= middle) owner[c] = k;
+    }
+    std::string row(columns, letter_of(Activity::idle));
+    for (std::size_t c = 0; c < columns;) {
+      std::size_t run_end = c + 1;
+      while (run_end < columns && owner[run_end] == owner[c]) ++run_end;
+      if (owner[c] != kIdle) {
+        const Segment& segment = segments[owner[c]];
+        const Instruction& in = program.code[segment.instruction];
+        char letter = letter_of(segment.activity);
+        if (segment.activity != Activity::communication && in.chunk % 2 == 1) {
+          letter = static_cast<char>(letter - 'A' + 'a');
+        }
+        std::fill(row.begin() + static_cast<std::ptrdiff_t>(c),
+                  row.begin() + static_cast<std::ptrdiff_t>(run_end), letter);
+        const std::string digits = std::to_string(in.micro_batch);
+        if (segment.activity != Activity::communication && run_end - c >= 1 + digits.size()) {
+          row.replace(c + 1, digits.size(), digits);
+        }
+      }
+      c = run_end;
+    }
+    out += labels[static_cast<std::size_t>(r)];
+    out.append(label_width - labels[static_cast<std::size_t>(r)].size(), ' ');
+    out += " |" + row + "|\n";
+  }
+  out += axis_line(label_width + 2, columns, slot) + '\n';
+  return out;
+}
+
+std::string render_text(const Program& program, const Simulation& simulation, const Costs& costs,
+                        int width) {
+  const Config& c = program.config;
+  const Timeline& timeline = simulation.timeline;
+  std::ostringstream out;
+  out << program.name << ": " << c.stages << " stages, " << c.micro_batches << " micro-batches";
+  if (c.chunks > 1) out << ", " << c.chunks << " chunks";
+  if (c.dp > 1) out << ", dp " << c.dp;
+  out << "; costs " << describe(costs) << '\n';
+  const double slot = nice_step(timeline.makespan / std::max(width, 1));
+  out << "one column = " << format_time(slot) << " time units\n\n";
+  out << render_grid(program, timeline, width) << '\n';
+  out << "F forward  B backward  I backward-input  W backward-weight  L load  O optimizer\n"
+         "- communication  . idle; digits: micro-batch; lowercase: odd chunk\n\n";
+  out << "makespan " << format_time(timeline.makespan) << "   bubble "
+      << percent(simulation.bubble_fraction) << " (idle / (ranks x makespan))\n\n";
+  out << "stage      busy      idle  peak activations\n";
+  for (const StageFigures& s : simulation.stages) {
+    char line[96];
+    std::snprintf(line, sizeof line, "%5d %9s %9s %17d\n", s.stage, format_time(s.busy).c_str(),
+                  format_time(s.idle).c_str(), s.peak_activations);
+    out << line;
+  }
+  return out.str();
+}
+
+nlohmann::json to_json(const Simulation& simulation) {
+  nlohmann::json stages = nlohmann::json::array();
+  for (const StageFigures& s : simulation.stages) {
+    stages.push_back({{"stage", s.stage},
+                      {"busy", s.busy},
+                      {"idle", s.idle},
+                      {"peak_activations", s.peak_activations}});
+  }
+  return {{"makespan", simulation.timeline.makespan},
+          {"bubble_fraction", simulation.bubble_fraction},
+          {"per_stage", std::move(stages)}};
+}
+
+}  // namespace pipevm

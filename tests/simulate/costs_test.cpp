@@ -1,0 +1,99 @@
+// The cost model: flags, YAML files, derived keys, and medians of measured runs.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "costs.hpp"
+#include "programs.hpp"
+
+namespace pipevm {
+namespace {
+
+TEST(simulate_costs, flags_set_keys_and_leave_the_rest_zero) {
+  Costs costs;
+  std::string error;
+  ASSERT_TRUE(parse_cost_flags("fwd=1, bwd=2,send=0.1", costs, error)) << error;
+  EXPECT_EQ(costs.fwd, 1);
+  EXPECT_EQ(costs.backward(), 2);
+  EXPECT_EQ(costs.send, 0.1);
+  EXPECT_EQ(costs.bwd_input, 0);
+  EXPECT_EQ(costs.allreduce, 0);
+}
+
+TEST(simulate_costs, backward_defaults_to_its_two_halves) {
+  Costs costs;
+  std::string error;
+  ASSERT_TRUE(parse_cost_flags("bwd-input=1.5,bwd-weight=0.5", costs, error)) << error;
+  EXPECT_EQ(costs.backward(), 2);
+  ASSERT_TRUE(parse_cost_flags("bwd=3", costs, error)) << error;
+  EXPECT_EQ(costs.backward(), 3);
+  const auto bwd = testing::op(Opcode::Bwd);
+  const auto input = testing::op(Opcode::BwdInput);
+  EXPECT_EQ(costs.duration(bwd), 3);
+  EXPECT_EQ(costs.duration(input), 1.5);
+  EXPECT_EQ(default_costs().backward(), 2);
+}
+
+TEST(simulate_costs, bad_flags_say_what_is_wrong) {
+  Costs costs;
+  std::string error;
+  EXPECT_FALSE(parse_cost_flags("fwdd=1", costs, error));
+  EXPECT_NE(error.find("unknown cost 'fwdd'"), std::string::npos) << error;
+  EXPECT_NE(error.find("bwd-weight"), std::string::npos) << error;
+  EXPECT_FALSE(parse_cost_flags("fwd=x", costs, error));
+  EXPECT_FALSE(parse_cost_flags("fwd", costs, error));
+  EXPECT_FALSE(parse_cost_flags("fwd=-1", costs, error));
+  EXPECT_NE(error.find(">= 0"), std::string::npos) << error;
+}
+
+TEST(simulate_costs, yaml_round_trips_every_key) {
+  Costs costs;
+  std::string error;
+  ASSERT_TRUE(parse_cost_flags("fwd=1.25,bwd=2,bwd-input=1,bwd-weight=1,load=0.01,zero-grad=0.02,"
+                               "optimizer=0.5,allreduce=3,send=0.1,bandwidth=1000,act-bytes=4096,"
+                               "grad-bytes=8192",
+                               costs, error))
+      << error;
+  std::ostringstream out;
+  write_costs_yaml(out, costs, "measured by a test");
+  EXPECT_NE(out.str().find("# measured by a test"), std::string::npos);
+  Costs read;
+  ASSERT_TRUE(parse_costs_yaml(out.str(), read, error)) << error;
+  EXPECT_EQ(read.fwd, 1.25);
+  EXPECT_EQ(read.backward(), 2);
+  EXPECT_EQ(read.load, 0.01);
+  EXPECT_EQ(read.zero_grad, 0.02);
+  EXPECT_EQ(read.optimizer, 0.5);
+  EXPECT_EQ(read.allreduce, 3);
+  EXPECT_EQ(read.bandwidth, 1000);
+  EXPECT_EQ(read.grad_bytes, 8192);
+  EXPECT_DOUBLE_EQ(read.message_time(MessageKind::act), 0.1 + 4.096);
+}
+
+TEST(simulate_costs, yaml_errors_name_the_key) {
+  Costs costs;
+  std::string error;
+  EXPECT_FALSE(parse_costs_yaml("fwd: fast\n", costs, error));
+  EXPECT_NE(error.find("'fwd'"), std::string::npos) << error;
+  EXPECT_FALSE(parse_costs_yaml("- 1\n- 2\n", costs, error));
+  EXPECT_FALSE(parse_costs_yaml("fwd: [1\n", costs, error));
+  EXPECT_FALSE(read_costs_yaml("/nonexistent/costs.yaml", costs, error));
+  EXPECT_TRUE(parse_costs_yaml("", costs, error));
+}
+
+TEST(simulate_costs, measurements_give_medians_in_microseconds) {
+  const Program program = testing::make_program(
+      {1, 3, 1, 1}, {{testing::op(Opcode::Fwd, 0), testing::op(Opcode::Fwd, 1),
+                      testing::op(Opcode::Fwd, 2), testing::op(Opcode::Bwd, 0),
+                      testing::op(Opcode::Bwd, 1)}});
+  const std::vector<MeasuredInstruction> measured = {
+      {0, 0, 0, 1000},      {0, 1, 1000, 4000},   {0, 2, 4000, 6000},
+      {0, 3, 6000, 10000},  {0, 4, 10000, 16000}, {0, 9, 0, 1}};  // index 9: ignored
+  const Costs costs = costs_from_measurements(program, measured);
+  EXPECT_DOUBLE_EQ(costs.fwd, 2);
+  EXPECT_DOUBLE_EQ(costs.backward(), 5);
+  EXPECT_DOUBLE_EQ(costs.optimizer, 0);
+}
+
+}  // namespace
+}  // namespace pipevm
