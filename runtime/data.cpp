@@ -124,11 +124,14 @@ DataSplit load_directory(const std::string& directory, double validation_fractio
   if (!(validation_fraction >= 0.0 && validation_fraction < 1.0)) {
     throw std::invalid_argument("the validation fraction must lie in [0, 1)");
   }
-  Dataset full_train = load_idx(find_file(directory, "train-images-idx3-ubyte"),
-                                find_file(directory, "train-labels-idx1-ubyte"));
+  // Looked up one by one, in order, so that the first missing file is the one named.
+  const std::string train_images = find_file(directory, "train-images-idx3-ubyte");
+  const std::string train_labels = find_file(directory, "train-labels-idx1-ubyte");
+  const std::string test_images = find_file(directory, "t10k-images-idx3-ubyte");
+  const std::string test_labels = find_file(directory, "t10k-labels-idx1-ubyte");
+  Dataset full_train = load_idx(train_images, train_labels);
   DataSplit split;
-  split.test = load_idx(find_file(directory, "t10k-images-idx3-ubyte"),
-                        find_file(directory, "t10k-labels-idx1-ubyte"));
+  split.test = load_idx(test_images, test_labels);
   const int classes = std::max(full_train.classes, split.test.classes);
   full_train.classes = classes;
   split.test.classes = classes;
