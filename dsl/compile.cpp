@@ -9,6 +9,7 @@
 
 #include "ast.hpp"
 #include "compile.hpp"
+#include "quote.hpp"
 
 namespace pipevm {
 
@@ -28,7 +29,7 @@ std::shared_ptr<const SourceFile> read_source(const std::string& path, Diagnosti
   std::string contents = std::move(text).str();
   // Source offsets are 32-bit.
   if (contents.size() >= std::numeric_limits<std::uint32_t>::max()) {
-    diagnostics.report(DiagnosticKind::UnreadableFile, "'" + path + "' is too large (4 GiB or more)");
+    diagnostics.report(DiagnosticKind::UnreadableFile, quote(path) + " is too large (4 GiB or more)");
     return nullptr;
   }
   return std::make_shared<const SourceFile>(path, std::move(contents));

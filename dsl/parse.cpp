@@ -15,6 +15,7 @@
 #include "compile.hpp"
 #include "errors.hpp"
 #include "grammar.hpp"
+#include "quote.hpp"
 #include "resolve.hpp"
 
 namespace pipevm {
@@ -374,12 +375,12 @@ std::optional<std::uint32_t> Builder::instruction(const Node& n, Stmt st) {
     const Node& part = *n.children[i];
     statement_range.end = range_of(part).end;
     if (part.is_type<g::direction>()) {
-      if (shape != OperandShape::Wait) return misuse(part, "'" + std::string(part.string_view()) + "' is not an operand of " + std::string(word));
+      if (shape != OperandShape::Wait) return misuse(part, quote(part.string_view()) + " is not an operand of " + std::string(word));
       st.direction = part.string_view() == "send" ? WaitDirection::send : WaitDirection::recv;
       has_direction = true;
     } else if (part.is_type<g::message_kind>()) {
       if (shape != OperandShape::Message && shape != OperandShape::Wait) {
-        return misuse(part, "'" + std::string(part.string_view()) + "' is not an operand of " + std::string(word));
+        return misuse(part, quote(part.string_view()) + " is not an operand of " + std::string(word));
       }
       st.message_kind = part.string_view() == "act" ? MessageKind::act : MessageKind::grad;
       has_kind = true;

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <string>
 
+#include "quote.hpp"
+
 namespace pipevm {
 
 namespace {
@@ -38,14 +40,14 @@ bool Resolver::check_bindable(SourceRange name) {
   const std::string_view word = text(name);
   if (builtin_slot(word)) {
     error(DiagnosticKind::Redefinition,
-          "'" + std::string(word) + "' is a built-in name and cannot be redefined", name);
+          quote(word) + " is a built-in name and cannot be redefined", name);
     return false;
   }
   const auto it = visible_.find(word);
   if (it != visible_.end() && !it->second.empty() &&
       it->second.back().depth + 1 == scopes_.size()) {
     error(DiagnosticKind::Redefinition,
-          "'" + std::string(word) + "' is already defined in this scope", name);
+          quote(word) + " is already defined in this scope", name);
     return false;
   }
   return true;
@@ -81,13 +83,13 @@ void Resolver::declare_global(SourceRange name) {
   global_slots_.push_back(slot);
   if (builtin_slot(word)) {
     error(DiagnosticKind::Redefinition,
-          "'" + std::string(word) + "' is a built-in name and cannot be redefined", name);
+          quote(word) + " is a built-in name and cannot be redefined", name);
     return;
   }
   const auto [it, inserted] = globals_.emplace(word, Global{order, slot, name});
   if (!inserted) {
     Diagnostic& d = d_.report(DiagnosticKind::Redefinition,
-                              "'" + std::string(word) + "' is already defined at the top level",
+                              quote(word) + " is already defined at the top level",
                               Location{s_.file, name, -1, -1});
     d.notes.push_back(Note{"first defined here", Location{s_.file, it->second.range, -1, -1}});
   }
@@ -142,7 +144,7 @@ std::uint32_t Resolver::lookup(SourceRange name) {
     }
     const LineColumn defined = s_.file->position(it->second.range.begin);
     Diagnostic& d = d_.report(DiagnosticKind::UnknownName,
-                              "'" + std::string(word) + "' is used before its definition",
+                              quote(word) + " is used before its definition",
                               Location{s_.file, name, -1, -1});
     d.notes.push_back(Note{"defined here, line " + std::to_string(defined.line),
                            Location{s_.file, it->second.range, -1, -1}});
@@ -169,7 +171,7 @@ std::optional<std::uint32_t> Resolver::call(SourceRange name, SourceRange statem
     const auto expected = procedure.params.size();
     Diagnostic& d = d_.report(
         DiagnosticKind::WrongArgumentCount,
-        "'" + std::string(word) + "' takes " + std::to_string(expected) +
+        quote(word) + " takes " + std::to_string(expected) +
             (expected == 1 ? " argument, " : " arguments, ") + std::to_string(arguments) +
             " given",
         Location{s_.file, statement, -1, -1});
@@ -207,7 +209,7 @@ void Resolver::visit(std::uint32_t procedure, std::vector<std::uint32_t>& path,
         // the call from *p to next
         for (const CallSite& edge : facts_[*p].calls) {
           if (edge.callee != next) continue;
-          d.notes.push_back(Note{"'" + s_.procedures[*p].name + "' calls '" +
+          d.notes.push_back(Note{quote(s_.procedures[*p].name) + " calls '" +
                                      s_.procedures[next].name + "' here",
                                  Location{s_.file, edge.range, -1, -1}});
           break;
@@ -253,7 +255,7 @@ void Resolver::finish() {
     if (use.needed <= site.globals_defined) continue;
     const std::string_view global = text(use.range);
     Diagnostic& d = d_.report(DiagnosticKind::UnknownName,
-                              "'" + s_.procedures[site.callee].name + "' reads '" +
+                              quote(s_.procedures[site.callee].name) + " reads '" +
                                   std::string(global) + "', which is defined after this call",
                               Location{s_.file, site.range, -1, -1});
     d.notes.push_back(Note{"read here", Location{s_.file, use.range, -1, -1}});
