@@ -2,8 +2,9 @@
 // a small synthetic set, and the Batcher that slices a shuffled epoch into
 // global batches, data-parallel shares and micro-batches.
 //
-// Inputs are pixel / 255 as floats, no standardisation (the same for every
-// dataset, so synthetic bytes and IDX bytes mean the same thing).
+// Inputs are floats pixel * 2 / 255 - 1, in [-1, 1] (the same for every
+// dataset, so synthetic bytes and IDX bytes mean the same thing; no
+// per-dataset standardisation).
 // Leaves out: augmentation, anything not 8-bit images with 8-bit labels.
 #pragma once
 
@@ -49,7 +50,7 @@ DataSplit load_directory(const std::string& directory = kFashionMnistDirectory,
 DataSplit synthetic(int train_samples, int test_samples, int features, int classes,
                     std::uint64_t seed);
 
-// pixel / 255 for every byte; out.size() must equal pixels.size().
+// pixel * 2 / 255 - 1 for every byte; out.size() must equal pixels.size().
 void to_inputs(std::span<const std::uint8_t> pixels, std::span<float> out);
 
 // Slices epochs into batches. Epoch e visits the samples in a permutation

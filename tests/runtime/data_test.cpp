@@ -147,6 +147,15 @@ TEST(runtime, data_synthetic_is_deterministic_and_balanced) {
   for (const int count : counts) EXPECT_GT(count, 60);
 }
 
+TEST(runtime, data_inputs_span_minus_one_to_one) {
+  const std::vector<std::uint8_t> pixels = {0, 255, 51};
+  std::vector<float> inputs(3);
+  to_inputs(pixels, inputs);
+  EXPECT_FLOAT_EQ(inputs[0], -1.0f);
+  EXPECT_FLOAT_EQ(inputs[1], 1.0f);
+  EXPECT_FLOAT_EQ(inputs[2], -0.6f);
+}
+
 // A dataset whose first two pixels spell the sample's index.
 Dataset indexed(int samples) {
   Dataset data;
@@ -166,10 +175,10 @@ std::vector<int> slice_samples(const Batcher& batcher, int batch, int dp_rank, i
   std::vector<std::uint8_t> labels(static_cast<std::size_t>(batcher.micro_batch_rows()));
   batcher.input(batch, dp_rank, micro_batch, input);
   batcher.labels(batch, dp_rank, micro_batch, labels);
+  const auto byte = [](float value) { return static_cast<int>(std::lround((value + 1.0f) * 127.5f)); };
   std::vector<int> samples;
   for (std::size_t row = 0; row < labels.size(); ++row) {
-    const int sample = static_cast<int>(std::lround(input[2 * row] * 255.0f)) * 256 +
-                       static_cast<int>(std::lround(input[2 * row + 1] * 255.0f));
+    const int sample = byte(input[2 * row]) * 256 + byte(input[2 * row + 1]);
     EXPECT_EQ(labels[row], sample % 256) << "labels travel with their images";
     samples.push_back(sample);
   }

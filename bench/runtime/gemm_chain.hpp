@@ -1,0 +1,107 @@
+// The GEMM work of the MLP as the runtime runs it, for the benchmarks: one
+// layer's buffers and kernels, and the chain of one micro-batch's training
+// step. Shared by the Google Benchmark suite and the epoch benchmark (which
+// takes its compute bound from the chain's rate measured in the same run).
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "layers.hpp"
+#include "random.hpp"
+
+namespace pipevm::runtime {
+
+inline std::vector<float> filled(std::size_t count, std::uint64_t seed) {
+  SplitMix64 random(seed);
+  std::vector<float> values(count);
+  for (float& value : values) value = random.uniform() - 0.5f;
+  return values;
+}
+
+enum class Kernel { forward, input_gradient, weight_gradient };
+
+// One layer's buffers at `rows` rows.
+struct LayerBuffers {
+  int rows;
+  int in;
+  int out;
+  std::vector<float> x, weight, bias, y, d_y, d_x, d_weight, d_bias;
+  LayerBuffers(int rows_, int in_, int out_)
+      : rows(rows_), in(in_), out(out_),
+        x(filled(static_cast<std::size_t>(rows_) * static_cast<std::size_t>(in_), 1)),
+        weight(filled(static_cast<std::size_t>(out_) * static_cast<std::size_t>(in_), 2)),
+        bias(filled(static_cast<std::size_t>(out_), 3)),
+        y(static_cast<std::size_t>(rows_) * static_cast<std::size_t>(out_)),
+        d_y(filled(static_cast<std::size_t>(rows_) * static_cast<std::size_t>(out_), 4)),
+        d_x(static_cast<std::size_t>(rows_) * static_cast<std::size_t>(in_)),
+        d_weight(static_cast<std::size_t>(out_) * static_cast<std::size_t>(in_)),
+        d_bias(static_cast<std::size_t>(out_)) {}
+
+  void run(Kernel kernel) {
+    switch (kernel) {
+      case Kernel::forward:
+        linear_forward(as_matrix(std::span(y), rows, out), as_matrix(std::span<const float>(x), rows, in),
+                       as_matrix(std::span<const float>(weight), out, in),
+                       as_row_vector(std::span<const float>(bias)));
+        break;
+      case Kernel::input_gradient:
+        linear_backward_input(as_matrix(std::span(d_x), rows, in),
+                              as_matrix(std::span<const float>(d_y), rows, out),
+                              as_matrix(std::span<const float>(weight), out, in));
+        break;
+      case Kernel::weight_gradient:
+        linear_backward_weight(as_matrix(std::span(d_weight), out, in), as_row_vector(std::span(d_bias)),
+                               as_matrix(std::span<const float>(d_y), rows, out),
+                               as_matrix(std::span<const float>(x), rows, in));
+        break;
+    }
+  }
+};
+
+// The GEMMs of one micro-batch's training step: every layer's forward and
+// weight gradient, every input gradient but the first layer's (the runtime
+// skips it).
+class TrainingStepChain {
+ public:
+  TrainingStepChain(const std::vector<int>& sizes, int rows) {
+    for (std::size_t l = 0; l + 1 < sizes.size(); ++l) {
+      layers_.emplace_back(rows, sizes[l], sizes[l + 1]);
+      flops_ += 2.0 * rows * sizes[l] * sizes[l + 1] * (l == 0 ? 2 : 3);
+    }
+  }
+  void run() {
+    for (auto& layer : layers_) layer.run(Kernel::forward);
+    for (std::size_t l = layers_.size(); l-- > 0;) {
+      if (l > 0) layers_[l].run(Kernel::input_gradient);
+      layers_[l].run(Kernel::weight_gradient);
+    }
+  }
+  double flops() const { return flops_; }
+  // Best rate (FLOP/s) of `repetitions` runs of about `seconds` each.
+  double measure_rate(double seconds, int repetitions) {
+    using Clock = std::chrono::steady_clock;
+    double best = 0.0;
+    for (int repetition = 0; repetition < repetitions; ++repetition) {
+      const auto start = Clock::now();
+      long runs = 0;
+      double elapsed = 0.0;
+      do {
+        run();
+        ++runs;
+        elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+      } while (elapsed < seconds);
+      best = std::max(best, flops_ * static_cast<double>(runs) / elapsed);
+    }
+    return best;
+  }
+
+ private:
+  std::vector<LayerBuffers> layers_;
+  double flops_ = 0.0;
+};
+
+}  // namespace pipevm::runtime
