@@ -1,17 +1,143 @@
-// `pipevm simulate`: placeholder until its issue lands.
+// `pipevm simulate`: a schedule's timeline under a cost model, as a terminal
+// grid with makespan, bubble and memory per stage, or as JSON; optionally an
+// SVG picture and a Chrome/Perfetto trace. Proving the schedule correct is
+// `pipevm check`'s job: the simulator only stops where it cannot go on.
+#include <unistd.h>
+
 #include <iostream>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "compile.hpp"
+#include "costs.hpp"
+#include "options.hpp"
+#include "simulate.hpp"
+#include "svg.hpp"
+#include "trace.hpp"
 
 namespace pipevm::cli {
 
-Command add_simulate_command(CLI::App& root) {
-  Command command;
-  command.app = root.add_subcommand("simulate", "(not implemented yet)");
-  command.run = [] {
-    std::cerr << "pipevm simulate: not implemented yet\n";
+namespace {
+
+struct SimulateArguments {
+  std::string file;
+  Config config;
+  std::string cost_flags;
+  std::string cost_file;
+  std::string format = "text";
+  std::string svg;
+  std::string trace;
+  int width = 100;
+};
+
+void print_diagnostics(const Diagnostics& diagnostics) {
+  const bool color = isatty(STDERR_FILENO) != 0;
+  for (const Diagnostic& d : diagnostics.all()) print_text(std::cerr, d, color);
+}
+
+// The cost model the user asked for; the textbook default when they gave none.
+bool costs_of(const SimulateArguments& args, Costs& costs) {
+  if (args.cost_file.empty() && args.cost_flags.empty()) {
+    costs = default_costs();
+    return true;
+  }
+  costs = Costs{};
+  std::string error;
+  if ((!args.cost_file.empty() && !read_costs_yaml(args.cost_file, costs, error)) ||
+      !parse_cost_flags(args.cost_flags, costs, error)) {
+    std::cerr << "pipevm simulate: " << error << '\n';
+    return false;
+  }
+  return true;
+}
+
+std::string title_of(const Program& program, const Simulation& simulation) {
+  const Config& c = program.config;
+  std::string title = program.name + ": " + std::to_string(c.stages) + " stages, " +
+                      std::to_string(c.micro_batches) + " micro-batches";
+  if (c.chunks > 1) title += ", " + std::to_string(c.chunks) + " chunks";
+  if (c.dp > 1) title += ", dp " + std::to_string(c.dp);
+  return title + "; makespan " + format_time(simulation.timeline.makespan) + ", bubble " +
+         format_time(simulation.bubble_fraction * 100) + "%";
+}
+
+int run_simulate(const SimulateArguments& args) {
+  Costs costs;
+  if (!costs_of(args, costs)) return 2;
+  Diagnostics diagnostics;
+  const auto file = read_source(args.file, diagnostics);
+  if (!file) {
+    print_diagnostics(diagnostics);
     return 2;
-  };
+  }
+  const auto program = compile(file, args.config, diagnostics);
+  if (!program) {
+    print_diagnostics(diagnostics);
+    return 1;
+  }
+  const auto simulation = simulate(*program, costs, diagnostics);
+  print_diagnostics(diagnostics);
+  if (!simulation) return 1;
+
+  if (args.format == "json") {
+    std::cout << to_json(*simulation).dump(2) << '\n';
+  } else {
+    std::cout << render_text(*program, *simulation, costs, args.width);
+  }
+  std::string error;
+  if (!args.svg.empty() &&
+      !write_svg(args.svg, *program, simulation->timeline, title_of(*program, *simulation), error)) {
+    std::cerr << "pipevm simulate: " << error << '\n';
+    return 2;
+  }
+  if (!args.trace.empty() && !write_chrome_trace(args.trace, *program, simulation->timeline, error)) {
+    std::cerr << "pipevm simulate: " << error << '\n';
+    return 2;
+  }
+  return 0;
+}
+
+std::string cost_keys_help() {
+  std::string text = "Cost keys (--cost k=v,... and --costs YAML files; unset keys cost 0):\n";
+  for (const CostKey& key : cost_keys()) {
+    text += "  " + std::string(key.name) + std::string(12 - std::min<std::size_t>(key.name.size(), 11), ' ') +
+            std::string(key.doc) + "\n";
+  }
+  return text;
+}
+
+}  // namespace
+
+Command add_simulate_command(CLI::App& root) {
+  auto args = std::make_shared<SimulateArguments>();
+  Command command;
+  command.app = root.add_subcommand(
+      "simulate", "Simulate a schedule: timeline, makespan, bubble and memory per stage");
+  CLI::App& app = *command.app;
+  app.footer(
+      "Example:\n"
+      "  pipevm simulate schedules/1f1b.pipe --stages 4 --micro-batches 8 --cost fwd=1,bwd=2\n"
+      "Without --cost or --costs: fwd=1, bwd-input=1, bwd-weight=1 (so bwd=2), free messages.\n" +
+      cost_keys_help() +
+      "Exit status: 0 ok, 1 program errors or a deadlock (run `pipevm check`), 2 usage.");
+  app.add_option("file", args->file, "The schedule (.pipe)")->required();
+  add_config_options(app, args->config);
+  app.add_option("--cost", args->cost_flags, "Costs as key=value pairs, e.g. fwd=1,bwd=2,send=0.1");
+  app.add_option("--costs", args->cost_file, "A YAML file of costs (key: value); --cost overrides it")
+      ->check(CLI::ExistingFile);
+  app.add_option("--format", args->format, "Output format")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  app.add_option("--svg", args->svg, "Also write the timeline as an SVG picture to this file");
+  app.add_option("--trace", args->trace,
+                 "Also write a Chrome/Perfetto trace (JSON; costs read as microseconds)");
+  app.add_option("--width", args->width, "Columns of the terminal grid")
+      ->check(CLI::Range(10, 100000))
+      ->capture_default_str();
+  command.run = [args] { return run_simulate(*args); };
   return command;
 }
 

@@ -197,11 +197,12 @@ std::string describe(const Costs& costs) {
   std::ostringstream out;
   const char* separator = "";
   for (const KeyField& f : key_fields()) {
-    const double value = f.field == nullptr ? costs.backward() : costs.*(f.field);
+    const double value = f.field == nullptr ? costs.bwd.value_or(0) : costs.*(f.field);
     if (value == 0) continue;
     out << separator << f.key.name << '=' << value;
     separator = " ";
   }
+  if (!costs.bwd && costs.backward() > 0) out << " (bwd=" << costs.backward() << ")";
   const std::string text = out.str();
   return text.empty() ? "all zero" : text;
 }
