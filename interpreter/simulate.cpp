@@ -563,11 +563,6 @@ std::string_view name(Activity activity) {
 
 std::vector<int> peak_activations(const Program& program) {
   std::vector<int> peaks(static_cast<std::size_t>(program.ranks()), 0);
-  const bool trains = std::any_of(program.code.begin(), program.code.end(), [](const Instruction& in) {
-    return in.op == Opcode::Bwd || in.op == Opcode::BwdWeight || in.op == Opcode::BwdAllReduce ||
-           in.op == Opcode::BwdInput;
-  });
-  if (!trains) return peaks;
   for (int r = 0; r < program.ranks(); ++r) {
     std::unordered_map<std::uint64_t, int> held;  // (chunk, micro-batch) -> activations
     int now = 0;

@@ -107,7 +107,8 @@ std::optional<Simulation> simulate(const Program& program, const Costs& costs,
 
 // Peak activations of each rank, from the order of its stream alone: a Fwd
 // stashes an activation until the Bwd, BwdWeight or BwdAllReduce of the same
-// chunk and micro-batch. A forward-only program stashes nothing.
+// chunk and micro-batch, or to the end of the step when none comes (as the
+// checker counts them: a forward-only program's peak is its forwards).
 std::vector<int> peak_activations(const Program& program);
 
 // What a Wait matches pending requests on: direction, kind, chunk, micro-batch.

@@ -1,0 +1,129 @@
+// `pipevm simulate` as a user runs it: exit codes, JSON alone on stdout,
+// stable output, and the files --svg and --trace write.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Outcome {
+  int status = -1;
+  std::string out;
+};
+
+// Runs `pipevm simulate ARGS` from the source directory; stderr goes to `err_file`.
+Outcome simulate(const std::string& args, const fs::path& err_file = "/dev/null") {
+  const std::string command = "cd '" PIPEVM_SOURCE_DIR "' && '" PIPEVM_BINARY_DIR
+                              "/pipevm' simulate " + args + " 2>'" + err_file.string() + "'";
+  Outcome outcome;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return outcome;
+  char buffer[4096];
+  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) outcome.out.append(buffer, n);
+  const int status = pclose(pipe);
+  outcome.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return outcome;
+}
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+class simulate_cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("pipevm-simulate-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(simulate_cli, json_is_alone_on_stdout_and_stable) {
+  const std::string args = "schedules/1f1b.pipe --stages 4 --micro-batches 8 --cost fwd=1,bwd=2 --format json";
+  const Outcome first = simulate(args);
+  const Outcome second = simulate(args);
+  ASSERT_EQ(first.status, 0) << first.out;
+  EXPECT_EQ(first.out, second.out);
+  const auto json = nlohmann::json::parse(first.out);  // throws if anything else is on stdout
+  EXPECT_DOUBLE_EQ(json.at("makespan").get<double>(), 33);
+  EXPECT_NEAR(json.at("bubble_fraction").get<double>(), 3.0 / 11, 1e-12);
+  EXPECT_EQ(json.at("per_stage").size(), 4u);
+}
+
+TEST_F(simulate_cli, text_shows_the_grid_and_files_are_written) {
+  const fs::path svg = dir_ / "gpipe.svg";
+  const fs::path trace = dir_ / "gpipe.json";
+  const Outcome outcome = simulate("schedules/gpipe.pipe -p 2 -m 2 --cost fwd=1,bwd=2 --width 18 --svg '" +
+                                   svg.string() + "' --trace '" + trace.string() + "'");
+  ASSERT_EQ(outcome.status, 0);
+  EXPECT_NE(outcome.out.find("stage 0 |F0F1......B0BBB1BB|\n"), std::string::npos) << outcome.out;
+  EXPECT_NE(outcome.out.find("makespan 9 "), std::string::npos) << outcome.out;
+  EXPECT_NE(slurp(svg).find("</svg>"), std::string::npos);
+  const auto events = nlohmann::json::parse(slurp(trace)).at("traceEvents");
+  EXPECT_GT(events.size(), 10u);
+}
+
+TEST_F(simulate_cli, costs_come_from_yaml_and_flags_override_them) {
+  const fs::path costs = dir_ / "costs.yaml";
+  std::ofstream(costs) << "fwd: 2\nbwd: 4\n";
+  const Outcome from_file =
+      simulate("schedules/gpipe.pipe -p 2 -m 2 --format json --costs '" + costs.string() + "'");
+  ASSERT_EQ(from_file.status, 0);
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(from_file.out).at("makespan").get<double>(), 18);
+  const Outcome overridden = simulate("schedules/gpipe.pipe -p 2 -m 2 --format json --costs '" +
+                                      costs.string() + "' --cost fwd=1,bwd=2");
+  ASSERT_EQ(overridden.status, 0);
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(overridden.out).at("makespan").get<double>(), 9);
+}
+
+TEST_F(simulate_cli, a_hang_exits_1_and_points_at_check) {
+  const fs::path file = dir_ / "hang.pipe";
+  std::ofstream(file) << "# 1F1B with blocking sends: stages wait on each other\n"
+                         "let warmup = min(stages - stage - 1, micro_batches)\n"
+                         "proc f(mb) {\n"
+                         "  if stage == 0 { LoadInput mb } else { Recv act mb }\n"
+                         "  Fwd mb\n"
+                         "  if stage == stages - 1 { LoadTarget mb } else { Send act mb }\n"
+                         "}\n"
+                         "proc b(mb) {\n"
+                         "  if stage < stages - 1 { Recv grad mb }\n"
+                         "  Bwd mb\n"
+                         "  if stage > 0 { Send grad mb }\n"
+                         "}\n"
+                         "ZeroGrad\n"
+                         "for i in 0 .. warmup { f(i) }\n"
+                         "for i in 0 .. micro_batches - warmup { f(i + warmup)\n b(i) }\n"
+                         "for i in micro_batches - warmup .. micro_batches { b(i) }\n"
+                         "OptimizerStep\n";
+  const fs::path err = dir_ / "err.txt";
+  const Outcome outcome = simulate("'" + file.string() + "' -p 4 -m 8 --format json", err);
+  EXPECT_EQ(outcome.status, 1);
+  EXPECT_EQ(outcome.out, "");
+  const std::string message = slurp(err);
+  EXPECT_NE(message.find("[PV2001]"), std::string::npos) << message;
+  EXPECT_NE(message.find("pipevm check"), std::string::npos) << message;
+}
+
+TEST_F(simulate_cli, usage_errors_exit_2) {
+  EXPECT_EQ(simulate("schedules/gpipe.pipe -p 2 -m 2 --cost fwd=fast").status, 2);
+  EXPECT_EQ(simulate("schedules/gpipe.pipe -p 2 -m 2 --cost speed=1").status, 2);
+  EXPECT_EQ(simulate("schedules/gpipe.pipe -p 2").status, 2);
+  EXPECT_EQ(simulate("no/such/file.pipe -p 2 -m 2").status, 2);
+  EXPECT_EQ(simulate("schedules/gpipe.pipe -p 2 -m 2 --format xml").status, 2);
+}
+
+}  // namespace

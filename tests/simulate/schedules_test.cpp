@@ -1,0 +1,185 @@
+// The shipped schedules (schedules/*.pipe, found at test time) against their
+// published bubble formulas, and the simulator's memory figures against the
+// checker's. A schedule that is not shipped yet is skipped, not failed.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "check.hpp"
+#include "compile.hpp"
+#include "programs.hpp"
+#include "simulate.hpp"
+
+namespace pipevm {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path schedule_path(const std::string& name) {
+  return fs::path(PIPEVM_SOURCE_DIR) / "schedules" / (name + ".pipe");
+}
+
+bool shipped(const std::string& name) { return fs::exists(schedule_path(name)); }
+
+// Null when the schedule's `require` rejects the configuration; fails the
+// test on any other error.
+std::optional<Program> compile_schedule(const std::string& name, Config config) {
+  Diagnostics diagnostics;
+  const auto file = read_source(schedule_path(name).string(), diagnostics);
+  if (!file) {
+    ADD_FAILURE() << "cannot read " << name;
+    return std::nullopt;
+  }
+  auto program = compile(file, config, diagnostics);
+  if (!program) {
+    for (const Diagnostic& d : diagnostics.all()) {
+      EXPECT_EQ(d.kind, DiagnosticKind::RequireFailed) << name << ": " << d.message;
+    }
+  }
+  return program;
+}
+
+Simulation simulate_ok(const Program& program, const Costs& costs) {
+  Diagnostics diagnostics;
+  auto simulation = simulate(program, costs, diagnostics);
+  EXPECT_TRUE(simulation.has_value()) << program.name << ": "
+                                      << (diagnostics.empty() ? "" : diagnostics.all()[0].message);
+  return simulation.value_or(Simulation{});
+}
+
+// Idle time of the busiest-idle rank: the pipeline bubble in time units.
+double bubble_time(const Simulation& s) {
+  double idle = 0;
+  for (const RankFigures& r : s.ranks) idle = std::max(idle, r.idle);
+  return idle;
+}
+
+Costs costs_of(std::initializer_list<std::pair<const char*, double>> keys) {
+  Costs costs;
+  std::string error;
+  for (const auto& [key, value] : keys) EXPECT_TRUE(set_cost(costs, key, value, error)) << error;
+  return costs;
+}
+
+TEST(simulate_schedules, gpipe_and_1f1b_match_the_textbook_bubble) {
+  for (const std::string name : {"gpipe", "1f1b"}) {
+    if (!shipped(name)) continue;
+    for (int p : {2, 4, 8}) {
+      for (int m : {1, 4, 8, 16}) {
+        const auto program = compile_schedule(name, {p, m, 1, 1});
+        if (!program) continue;
+        const double expected = static_cast<double>(p - 1) / (m + p - 1);
+        const Simulation s = simulate_ok(*program, testing::textbook());
+        EXPECT_NEAR(s.bubble_fraction, expected, 0.01 * expected)
+            << name << " p=" << p << " m=" << m;
+      }
+    }
+  }
+}
+
+TEST(simulate_schedules, naive_keeps_one_stage_busy_at_a_time) {
+  if (!shipped("naive")) GTEST_SKIP() << "schedules/naive.pipe is not shipped";
+  for (int p : {2, 4, 8}) {
+    const auto program = compile_schedule("naive", {p, 4, 1, 1});
+    ASSERT_TRUE(program.has_value());
+    const double expected = static_cast<double>(p - 1) / p;
+    EXPECT_NEAR(simulate_ok(*program, testing::textbook()).bubble_fraction, expected, 0.01 * expected);
+  }
+}
+
+TEST(simulate_schedules, grid_of_gpipe_two_stages_two_micro_batches) {
+  if (!shipped("gpipe")) GTEST_SKIP() << "schedules/gpipe.pipe is not shipped";
+  const auto program = compile_schedule("gpipe", {2, 2, 1, 1});
+  ASSERT_TRUE(program.has_value());
+  const Simulation s = simulate_ok(*program, testing::textbook());
+  EXPECT_EQ(render_grid(*program, s.timeline, 18),
+            "stage 0 |F0F1......B0BBB1BB|\n"
+            "stage 1 |..F0F1B0BBB1BB....|\n"
+            "         0         5\n");
+}
+
+// Megatron's interleaved 1F1B: with per-chunk costs F = 1, B = 2 the bubble
+// is (p-1)(F+B) against an ideal v*m*(F+B): it shrinks by the factor v.
+TEST(simulate_schedules, interleaved_bubble_shrinks_by_the_chunks) {
+  if (!shipped("interleaved-1f1b")) GTEST_SKIP() << "schedules/interleaved-1f1b.pipe is not shipped";
+  for (int p : {2, 4}) {
+    for (int v : {2, 3}) {
+      for (int m : {8, 16}) {
+        const auto program = compile_schedule("interleaved-1f1b", {p, m, v, 1});
+        if (!program) continue;
+        const double expected = static_cast<double>(p - 1) / (v * m + p - 1);
+        EXPECT_NEAR(simulate_ok(*program, testing::textbook()).bubble_fraction, expected,
+                    0.01 * expected)
+            << "p=" << p << " v=" << v << " m=" << m;
+      }
+    }
+  }
+}
+
+// ZB-H1 (Qi et al., 2024) with F = B = W = 1: a bubble of (p-1)(F+B-W),
+// a third of 1F1B's (p-1)(F+B+W).
+TEST(simulate_schedules, zb_h1_bubble_is_a_third_of_1f1b) {
+  if (!shipped("zb-h1")) GTEST_SKIP() << "schedules/zb-h1.pipe is not shipped";
+  const Costs costs = costs_of({{"fwd", 1}, {"bwd-input", 1}, {"bwd-weight", 1}});
+  for (int p : {2, 4, 8}) {
+    for (int m : {8, 16}) {
+      const auto program = compile_schedule("zb-h1", {p, m, 1, 1});
+      if (!program) continue;
+      const double bubble = bubble_time(simulate_ok(*program, costs));
+      EXPECT_NEAR(bubble, p - 1.0, 0.01 * (p - 1)) << "p=" << p << " m=" << m;
+      if (const auto baseline = compile_schedule("1f1b", {p, m, 1, 1})) {
+        EXPECT_NEAR(bubble / bubble_time(simulate_ok(*baseline, costs)), 1.0 / 3, 0.01)
+            << "p=" << p << " m=" << m;
+      }
+    }
+  }
+}
+
+// DualPipe (DeepSeek-V3 report): bubble (p/2-1)(F&B + B - 3W), B a full
+// backward, F&B a forward and a backward overlapped. With F = 1, B = 2 (input
+// 1 + weight 1) and no overlap (F&B = 3) that is (p/2-1) * 2.
+TEST(simulate_schedules, dualpipe_bubble_formula) {
+  if (!shipped("dualpipe")) GTEST_SKIP() << "schedules/dualpipe.pipe is not shipped";
+  const Costs costs = costs_of({{"fwd", 1}, {"bwd-input", 1}, {"bwd-weight", 1}});
+  for (int p : {4, 8}) {
+    for (int m : {2 * p, 4 * p}) {
+      const auto program = compile_schedule("dualpipe", {p, m, 2, 1});
+      if (!program) continue;
+      const double expected = (p / 2 - 1) * (3.0 + 2 - 3);
+      EXPECT_NEAR(bubble_time(simulate_ok(*program, costs)), expected, 0.01 * expected + 1e-9)
+          << "p=" << p << " m=" << m;
+    }
+  }
+}
+
+// Every shipped schedule that the checker accepts simulates to its end, and
+// both count the same peak of stashed activations per stage.
+TEST(simulate_schedules, every_checked_schedule_simulates_with_the_checkers_memory) {
+  std::size_t simulated = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(PIPEVM_SOURCE_DIR) / "schedules")) {
+    if (entry.path().extension() != ".pipe") continue;
+    const std::string name = entry.path().stem().string();
+    for (const Config config : {Config{4, 8, 1, 1}, Config{4, 8, 2, 1}, Config{2, 4, 1, 2}}) {
+      Diagnostics diagnostics;
+      const auto file = read_source(entry.path().string(), diagnostics);
+      ASSERT_TRUE(file) << name;
+      const auto program = compile(file, config, diagnostics);
+      if (!program) continue;
+      const CheckResult checked = check(*program);
+      if (!checked.ok()) continue;
+      const Simulation s = simulate_ok(*program, default_costs());
+      ASSERT_EQ(s.stages.size(), checked.memory.size()) << name;
+      for (std::size_t stage = 0; stage < s.stages.size(); ++stage) {
+        EXPECT_EQ(s.stages[stage].peak_activations, checked.memory[stage].peak_activations)
+            << name << " stage " << stage << " chunks " << config.chunks << " dp " << config.dp;
+      }
+      ++simulated;
+    }
+  }
+  EXPECT_GT(simulated, 0u);
+}
+
+}  // namespace
+}  // namespace pipevm
