@@ -275,7 +275,7 @@ void note_other_stuck(const Engine& engine, const std::vector<Engine::Edge>& cyc
     if (!in_cycle) others.push_back(r);
   }
   for (std::size_t i = 0; i < others.size() && i < kShown; ++i) {
-    std::string message = reporter.rank_name(others[i]) + " is stuck too";
+    std::string message = reporter.describe(engine.pc(others[i])) + " is stuck too";
     if (i + 1 == kShown && others.size() > kShown) {
       message += " (and " + std::to_string(others.size() - kShown) + " more ranks)";
     }
