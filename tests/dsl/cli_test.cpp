@@ -1,0 +1,106 @@
+// `pipevm expand` as a user runs it: exit codes 0/1/2, text and JSON output.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct Result {
+  int status = -1;
+  std::string out;  // stdout; stderr goes to err
+  std::string err;
+};
+
+Result pipevm(const std::string& arguments) {
+  const std::string err_path = std::string(PIPEVM_BINARY_DIR) + "/dsl_cli_test.stderr";
+  const std::string command = std::string(PIPEVM_BINARY_DIR) + "/pipevm " + arguments + " 2>" + err_path;
+  Result r;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buffer{};
+  std::size_t n = 0;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) r.out.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(err_path);
+  r.err.assign(std::istreambuf_iterator<char>(err), std::istreambuf_iterator<char>());
+  return r;
+}
+
+const std::string kSchedules = std::string(PIPEVM_SOURCE_DIR) + "/schedules/";
+const std::string kGolden = std::string(PIPEVM_SOURCE_DIR) + "/tests/dsl/golden/";
+
+TEST(dsl_cli, expand_prints_each_rank_as_a_flat_program) {
+  const Result r = pipevm("expand " + kSchedules + "gpipe.pipe --stages 2 --micro-batches 3");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  EXPECT_NE(r.out.find("stage 0 {\n    ZeroGrad\n    LoadInput 0\n    Fwd 0\n    Send act 0\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("stage 1 {\n    ZeroGrad\n    Recv act 0\n"), std::string::npos);
+}
+
+TEST(dsl_cli, expand_one_rank) {
+  const Result r = pipevm("expand " + kSchedules + "1f1b.pipe -p 4 -m 8 --rank 3");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.find("stage 0 {"), std::string::npos);
+  EXPECT_NE(r.out.find("stage 3 {\n    ZeroGrad\n    Recv act 0\n    Fwd 0\n    LoadTarget 0\n"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(dsl_cli, expand_json) {
+  const Result r =
+      pipevm("expand " + kSchedules + "1f1b.pipe --stages 2 --micro-batches 2 --format json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schedule"], "1f1b");
+  EXPECT_EQ(j["placement"], "looped");
+  EXPECT_EQ(j["configuration"]["stages"], 2);
+  ASSERT_EQ(j["ranks"].size(), 2u);
+  const auto& first = j["ranks"][0]["instructions"];
+  EXPECT_EQ(first[0]["op"], "ZeroGrad");
+  EXPECT_EQ(first[3]["op"], "ISend");
+  EXPECT_EQ(first[3]["kind"], "act");
+  EXPECT_EQ(first[3]["peer"], 1);
+  EXPECT_EQ(first[3]["line"], 19);
+  EXPECT_EQ(first[3]["column"], 53);
+}
+
+TEST(dsl_cli, program_errors_exit_1_with_a_located_message) {
+  const Result r = pipevm("expand " + kGolden + "unknown_opcode.pipe --stages 2 --micro-batches 2");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_NE(r.err.find("unknown_opcode.pipe:3:5: error: unknown instruction 'Fdw'; did you mean "
+                       "'Fwd'? [PV1002]"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("    Fdw mb\n"), std::string::npos) << r.err;
+}
+
+TEST(dsl_cli, a_failed_require_exits_1) {
+  const Result r = pipevm("expand " + kSchedules + "1f1b.pipe --stages 4 --micro-batches 2");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("[PV1100]"), std::string::npos) << r.err;
+}
+
+TEST(dsl_cli, unreadable_files_and_bad_usage_exit_2) {
+  EXPECT_EQ(pipevm("expand /nonexistent/x.pipe --stages 2 --micro-batches 2").status, 2);
+  EXPECT_EQ(pipevm("expand " + kSchedules + "gpipe.pipe --stages 0 --micro-batches 2").status, 2);
+  EXPECT_EQ(pipevm("expand " + kSchedules + "gpipe.pipe --micro-batches 2").status, 2);
+  EXPECT_EQ(pipevm("expand " + kSchedules + "gpipe.pipe -p 2 -m 2 --rank 2").status, 2);
+  EXPECT_EQ(pipevm("expand " + kSchedules + "gpipe.pipe -p 2 -m 2 --format xml").status, 2);
+}
+
+TEST(dsl_cli, help_shows_an_example) {
+  const Result r = pipevm("expand --help");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("pipevm expand schedules/1f1b.pipe"), std::string::npos) << r.out;
+}
+
+}  // namespace
