@@ -47,7 +47,9 @@ struct ChannelHash {
 template <class Key, class Hash>
 class IndexQueues {
  public:
-  explicit IndexQueues(std::size_t instructions) : next_(instructions, kNone) {}
+  IndexQueues(std::size_t instructions, std::size_t expected_keys) : next_(instructions, kNone) {
+    ends_.reserve(expected_keys);
+  }
   void push(const Key& key, std::size_t i) {
     Ends& ends = ends_[key];
     next_[i] = kNone;
@@ -114,7 +116,9 @@ int peer_rank(const Config& config, int rank, const Instruction& in) {
 std::vector<std::size_t> pair_partners(const Program& program) {
   const Config& config = program.config;
   std::vector<std::size_t> partner(program.code.size(), kNone);
-  IndexQueues<ChannelKey, ChannelHash> sends(program.code.size());
+  const auto send_count = static_cast<std::size_t>(std::count_if(
+      program.code.begin(), program.code.end(), [](const Instruction& in) { return is_send(in.op); }));
+  IndexQueues<ChannelKey, ChannelHash> sends(program.code.size(), send_count);
   const auto channel_of = [&](int rank, const Instruction& in) {
     const int peer = peer_rank(config, rank, in);
     const MessageKey key = message_key(program.placement, config, stage_of(config, rank), in);
@@ -139,6 +143,12 @@ std::vector<std::size_t> pair_partners(const Program& program) {
     }
   }
   return partner;
+}
+
+// How many non-blocking requests the program posts.
+std::size_t requests(const Program& program) {
+  return static_cast<std::size_t>(std::count_if(program.code.begin(), program.code.end(),
+                                                 [](const Instruction& in) { return is_nonblocking(in.op); }));
 }
 
 std::vector<int> owners(const Program& program) {
@@ -494,7 +504,7 @@ class Simulator {
   std::vector<double> transfer_begin_;
   std::vector<double> completion_;
   std::vector<int> waiter_;
-  IndexQueues<RequestKey, RequestKeyHash> pending_by_key_{program_.code.size()};
+  IndexQueues<RequestKey, RequestKeyHash> pending_by_key_{program_.code.size(), requests(program_)};
   std::vector<bool> wait_all_took_;  // requests a WaitAll completed: no Wait may take them again
   std::vector<RankState> ranks_;
   std::vector<int> worklist_;
@@ -563,8 +573,9 @@ std::string_view name(Activity activity) {
 
 std::vector<int> peak_activations(const Program& program) {
   std::vector<int> peaks(static_cast<std::size_t>(program.ranks()), 0);
+  std::unordered_map<std::uint64_t, int> held;  // (chunk, micro-batch) -> activations
   for (int r = 0; r < program.ranks(); ++r) {
-    std::unordered_map<std::uint64_t, int> held;  // (chunk, micro-batch) -> activations
+    held.clear();
     int now = 0;
     int peak = 0;
     for (const Instruction& in : program.rank(r)) {
@@ -637,7 +648,7 @@ std::optional<Simulation> simulate(const Program& program, const Costs& costs,
 
 std::vector<std::size_t> completing_instructions(const Program& program) {
   std::vector<std::size_t> completer(program.code.size(), kNone);
-  IndexQueues<RequestKey, RequestKeyHash> pending_by_key(program.code.size());
+  IndexQueues<RequestKey, RequestKeyHash> pending_by_key(program.code.size(), requests(program));
   for (int r = 0; r < program.ranks(); ++r) {
     std::vector<std::size_t> pending;
     for (std::size_t i = program.rank_begin[static_cast<std::size_t>(r)];
