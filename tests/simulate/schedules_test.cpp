@@ -138,18 +138,30 @@ TEST(simulate_schedules, zb_h1_bubble_is_a_third_of_1f1b) {
 }
 
 // DualPipe (DeepSeek-V3 report): bubble (p/2-1)(F&B + B - 3W), B a full
-// backward, F&B a forward and a backward overlapped. With F = 1, B = 2 (input
-// 1 + weight 1) and no overlap (F&B = 3) that is (p/2-1) * 2.
-TEST(simulate_schedules, dualpipe_bubble_formula) {
+// backward, F&B a forward and a backward overlapped. pipevm has no overlapped
+// pair, so F&B = F + B here, where the formula is the bound the schedule must
+// meet (it beats it: with F = I = W = 1 the bubble is p/2-1, half the bound).
+TEST(simulate_schedules, dualpipe_bubble_meets_the_published_bound) {
   if (!shipped("dualpipe")) GTEST_SKIP() << "schedules/dualpipe.pipe is not shipped";
-  const Costs costs = costs_of({{"fwd", 1}, {"bwd-input", 1}, {"bwd-weight", 1}});
-  for (int p : {4, 8}) {
-    for (int m : {2 * p, 4 * p}) {
-      const auto program = compile_schedule("dualpipe", {p, m, 2, 1});
-      if (!program) continue;
-      const double expected = (p / 2 - 1) * (3.0 + 2 - 3);
-      EXPECT_NEAR(bubble_time(simulate_ok(*program, costs)), expected, 0.01 * expected + 1e-9)
-          << "p=" << p << " m=" << m;
+  struct Point {
+    double f, i, w;
+  };
+  for (const Point c : {Point{1, 1, 1}, Point{1, 2, 1}, Point{2, 1, 1}, Point{1, 1, 2}, Point{2, 3, 1}}) {
+    const Costs costs = costs_of({{"fwd", c.f}, {"bwd-input", c.i}, {"bwd-weight", c.w}});
+    for (int p : {4, 8}) {
+      for (int m : {2 * p, 4 * p}) {
+        const auto program = compile_schedule("dualpipe", {p, m, 2, 1});
+        if (!program) continue;
+        const double b = c.i + c.w;
+        const double bound = (p / 2 - 1) * ((c.f + b) + b - 3 * c.w);
+        const double bubble = bubble_time(simulate_ok(*program, costs));
+        EXPECT_LE(bubble, bound + 1e-9) << "p=" << p << " m=" << m << " F=" << c.f << " I=" << c.i
+                                        << " W=" << c.w;
+        EXPECT_GT(bubble, 0) << "p=" << p << " m=" << m;
+        if (c.f == c.i && c.i == c.w) {
+          EXPECT_DOUBLE_EQ(bubble, (p / 2 - 1) * c.f);
+        }
+      }
     }
   }
 }
