@@ -406,12 +406,24 @@ void RankWalker::finish() {
            what(r) + " is never completed by a Wait or WaitAll", r);
   }
   if (!loud_) return;
-  for (int chunk = 0; chunk < chunks_; ++chunk) {
-    std::vector<std::uint32_t> unforwarded, unbackwarded, no_weight;
+  // Under mirror placement a micro-batch travels one of the two lanes, so on
+  // every rank exactly one of the two chunks runs it: the chunks are judged
+  // together.
+  const bool one_lane_each = program_.placement == Placement::mirror;
+  const int groups = one_lane_each ? 1 : chunks_;
+  for (int chunk = 0; chunk < groups; ++chunk) {
+    std::vector<std::uint32_t> unforwarded, twice, unbackwarded, no_weight;
     for (int mb = 0; mb < micro_batches_; ++mb) {
-      const std::uint16_t f = flags_[static_cast<std::size_t>(chunk * micro_batches_ + mb)];
+      std::uint16_t f = 0;
+      int forwarded_by = 0;
+      for (int c = one_lane_each ? 0 : chunk; c < (one_lane_each ? chunks_ : chunk + 1); ++c) {
+        const std::uint16_t g = flags_[static_cast<std::size_t>(c * micro_batches_ + mb)];
+        f |= g;
+        if (g & kForwarded) ++forwarded_by;
+      }
       const auto m = static_cast<std::uint32_t>(mb);
       if (!(f & kForwarded)) unforwarded.push_back(m);
+      if (forwarded_by > 1) twice.push_back(m);
       if (!training_) continue;
       if (!(f & kInputGradDone)) {
         unbackwarded.push_back(m);
@@ -419,7 +431,9 @@ void RankWalker::finish() {
         no_weight.push_back(m);
       }
     }
-    const std::string of_chunk = chunks_ > 1 ? " of chunk " + std::to_string(chunk) : "";
+    const std::string of_chunk = one_lane_each ? " in either chunk"
+                                 : chunks_ > 1  ? " of chunk " + std::to_string(chunk)
+                                                : "";
     const auto say = [&](const std::vector<std::uint32_t>& mbs, const std::string& verb) {
       if (mbs.empty()) return;
       reporter_.report(DiagnosticKind::DataflowNotExactlyOnce,
@@ -428,6 +442,13 @@ void RankWalker::finish() {
                        reporter_.end_of(rank_));
     };
     say(unforwarded, "forwards");
+    if (!twice.empty()) {
+      reporter_.report(DiagnosticKind::DataflowNotExactlyOnce,
+                       reporter_.rank_name(rank_) + " runs " + list_micro_batches(twice) +
+                           " in both chunks; under mirror placement each micro-batch travels "
+                           "one lane",
+                       reporter_.end_of(rank_));
+    }
     say(unbackwarded, "backwards");
     say(no_weight, "computes the weight gradient (BwdWeight) of");
   }
