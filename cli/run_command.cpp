@@ -1,17 +1,335 @@
-// `pipevm run`: placeholder until its issue lands.
-#include <iostream>
+// `pipevm run FILE` (also `pipevm FILE`): train the MLP with a schedule on
+// the MPI ranks mpiexec started. Every rank reads the configuration, compiles
+// the schedule for the whole world and checks it; what depends only on the
+// command line and files fails the same way on every rank, so rank 0 prints
+// it once and all ranks return. A failure during training (one rank only)
+// prints its message with its position in the schedule, then MPI_Abort
+// brings every rank down: never a hang.
+//
+// Output on rank 0: a header, one line per epoch (mean training loss, test
+// accuracy of the whole model gathered to rank 0, samples/s, elapsed), a
+// progress bar when stdout is a terminal, the model digest at the end.
+// Not here: the VM (interpreter/vm.hpp), the epoch loop (vm_training.hpp).
+#include <unistd.h>
 
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "check.hpp"
 #include "commands.hpp"
+#include "compile.hpp"
+#include "mpi_comm.hpp"
+#include "run_config.hpp"
+#include "safetensors.hpp"
+#include "tensor.hpp"
+#include "vm_training.hpp"
 
 namespace pipevm::cli {
 
-Command add_run_command(CLI::App& root) {
-  Command command;
-  command.app = root.add_subcommand("run", "(not implemented yet)");
-  command.run = [] {
-    std::cerr << "pipevm run: not implemented yet\n";
-    return 2;
+namespace {
+
+// Exit codes: 0 trained, 1 the schedule or the training failed, 2 bad
+// configuration, flags or input files.
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+
+struct RunFlags {
+  std::string file;
+  std::string config_file;
+  RunConfig flags;  // values of the flags that were given
+  CLI::Option* dp = nullptr;
+  CLI::Option* micro_batches = nullptr;
+  CLI::Option* batch_size = nullptr;
+  CLI::Option* epochs = nullptr;
+  CLI::Option* lr = nullptr;
+  CLI::Option* optimizer = nullptr;
+  CLI::Option* seed = nullptr;
+  CLI::Option* data = nullptr;
+  CLI::Option* chunks = nullptr;
+  CLI::Option* loss = nullptr;
+  CLI::Option* save = nullptr;
+  std::string loss_name;
+  bool no_progress = false;
+};
+
+bool given(const CLI::Option* option) { return option != nullptr && option->count() > 0; }
+
+RunConfig resolve_config(const RunFlags& f) {
+  RunConfig config;
+  if (!f.config_file.empty()) apply_yaml_file(f.config_file, config);
+  if (given(f.dp)) config.dp = f.flags.dp;
+  if (given(f.micro_batches)) config.micro_batches = f.flags.micro_batches;
+  if (given(f.batch_size)) config.batch_size = f.flags.batch_size;
+  if (given(f.epochs)) config.epochs = f.flags.epochs;
+  if (given(f.lr)) config.optimizer.lr = f.flags.optimizer.lr;
+  if (given(f.optimizer)) config.optimizer.kind = f.flags.optimizer.kind;
+  if (given(f.seed)) config.seed = f.flags.seed;
+  if (given(f.data)) config.data = f.flags.data;
+  if (given(f.chunks)) config.chunks = f.flags.chunks;
+  if (given(f.loss)) config.model.loss = parse_loss(f.loss_name);
+  if (given(f.save)) config.save = f.flags.save;
+  validate(config);
+  return config;
+}
+
+std::string widths(const std::vector<int>& sizes) {
+  std::string text;
+  for (const int size : sizes) text += (text.empty() ? "" : "-") + std::to_string(size);
+  return text;
+}
+
+// The data this rank needs, or the reason it cannot have it.
+runtime::DataSplit load_data(const RunConfig& config) {
+  runtime::DataSplit data;
+  if (config.data == "synthetic") {
+    data = runtime::synthetic(config.synthetic_train, config.synthetic_test,
+                              config.model.sizes.front(), config.model.sizes.back(),
+                              config.model.seed + 1);
+  } else {
+    const std::string directory =
+        config.data == "fashion-mnist" ? runtime::kFashionMnistDirectory : config.data;
+    data = runtime::load_directory(directory);
+  }
+  if (data.train.features != config.model.sizes.front()) {
+    throw std::runtime_error("the data has " + std::to_string(data.train.features) +
+                             " features per sample, the model's input width is " +
+                             std::to_string(config.model.sizes.front()));
+  }
+  if (data.train.classes > config.model.sizes.back()) {
+    throw std::runtime_error("the data has " + std::to_string(data.train.classes) +
+                             " classes, the model's output width is only " +
+                             std::to_string(config.model.sizes.back()));
+  }
+  return data;
+}
+
+// Redraws "epoch 2/3 [#####.....] 120/398" in place on a terminal, only
+// when the bar grows, so that a log of it stays short.
+class ProgressBar {
+ public:
+  explicit ProgressBar(bool enabled) : enabled_(enabled) {}
+  void show(int epoch, int epochs, int done, int total) {
+    if (!enabled_ || total <= 0) return;
+    const int filled = done * kWidth / total;
+    if (filled == drawn_ && done != total) return;
+    drawn_ = filled;
+    std::printf("\repoch %d/%d [%s%s] %d/%d", epoch, epochs,
+                std::string(static_cast<std::size_t>(filled), '#').c_str(),
+                std::string(static_cast<std::size_t>(kWidth - filled), '.').c_str(), done, total);
+    std::fflush(stdout);
+  }
+  void clear() {
+    if (!enabled_) return;
+    drawn_ = -1;
+    std::printf("\r%*s\r", 60, "");
+    std::fflush(stdout);
+  }
+
+ private:
+  static constexpr int kWidth = 30;
+  bool enabled_;
+  int drawn_ = -1;
+};
+
+int run(const RunFlags& flags) {
+  runtime::MpiSession session(nullptr, nullptr);
+  const int world_rank = session.world_rank();
+  const bool root = world_rank == 0;
+  // For failures every rank meets alike: rank 0 says it, all return.
+  const auto everyone_fails = [&](int status, const std::string& message) {
+    if (root) std::cerr << "pipevm run: error: " << message << "\n";
+    return status;
   };
+
+  RunConfig config;
+  try {
+    config = resolve_config(flags);
+  } catch (const ConfigError& error) {
+    return everyone_fails(kExitUsage, error.what());
+  }
+  const int world = session.world_size();
+  if (world % config.dp != 0) {
+    return everyone_fails(kExitUsage, "the world size " + std::to_string(world) +
+                                          " is not divisible by dp = " +
+                                          std::to_string(config.dp) +
+                                          " (stages = world size / dp)");
+  }
+  const int stages = world / config.dp;
+  if (config.batch_size % (config.dp * config.micro_batches) != 0) {
+    return everyone_fails(kExitUsage, "the batch size " + std::to_string(config.batch_size) +
+                                          " is not divisible by dp x micro-batches = " +
+                                          std::to_string(config.dp) + " x " +
+                                          std::to_string(config.micro_batches));
+  }
+
+  // Compile for the whole world: the checker needs every rank's stream.
+  Diagnostics diagnostics;
+  const Config shape{stages, config.micro_batches, config.chunks, config.dp};
+  const std::shared_ptr<const SourceFile> source = read_source(flags.file, diagnostics);
+  std::optional<Program> program;
+  if (source) program = compile(source, shape, diagnostics);
+  if (!program || diagnostics.has_errors()) {
+    if (root) {
+      for (const Diagnostic& d : diagnostics.all()) print_text(std::cerr, d, isatty(2) != 0);
+    }
+    return source ? kExitFailed : kExitUsage;
+  }
+  const int pieces = model_pieces(program->placement, shape);
+  const int layers = runtime::layer_count(config.model.sizes);
+  if (pieces > layers) {
+    return everyone_fails(kExitUsage, "the schedule cuts the model into " +
+                                          std::to_string(pieces) + " pieces (" +
+                                          std::to_string(stages) + " stages), more than the " +
+                                          std::to_string(layers) + " layer(s) of the model " +
+                                          widths(config.model.sizes));
+  }
+  CheckOptions check_options;
+  check_options.layer_widths = config.model.sizes;
+  for (const runtime::LayerRange& piece : runtime::split_layers(config.model.sizes, pieces)) {
+    check_options.piece_widths.push_back(config.model.sizes[static_cast<std::size_t>(piece.begin)]);
+  }
+  check_options.piece_widths.push_back(config.model.sizes.back());
+  const CheckResult checked = check(*program, check_options);
+  if (!checked.ok()) {
+    if (root) {
+      for (const Diagnostic& d : checked.diagnostics) print_text(std::cerr, d, isatty(2) != 0);
+      std::cerr << "pipevm run: error: the schedule fails the checker for " << stages
+                << " stages x " << config.dp << " dp, " << config.micro_batches
+                << " micro-batches; it does not start\n";
+    }
+    return kExitFailed;
+  }
+
+  // Data: only ranks that load inputs or targets (and rank 0, which evaluates).
+  std::unique_ptr<runtime::DataSplit> data;
+  std::string data_error;
+  if (root || needs_data(*program, world_rank)) {
+    try {
+      data = std::make_unique<runtime::DataSplit>(load_data(config));
+    } catch (const std::exception& error) {
+      data_error = error.what();
+    }
+  }
+  const bool root_loaded = session.all_ok(!root || data_error.empty());
+  if (!session.all_ok(data_error.empty())) {
+    if (root || root_loaded) {
+      if (!data_error.empty()) std::cerr << "pipevm run: error: rank " << world_rank << ": " << data_error << "\n";
+    }
+    return kExitUsage;
+  }
+
+  runtime::tune_eigen_for_one_core();
+  TrainingOptions options;
+  options.machine.model = config.model;
+  options.machine.optimizer = config.optimizer;
+  options.machine.global_batch = config.batch_size;
+  options.shuffle_seed = config.seed;
+
+  std::unique_ptr<runtime::MpiComm> comm;
+  std::unique_ptr<Trainer> trainer;
+  try {
+    comm = std::make_unique<runtime::MpiComm>(
+        session, stages, runtime::MessageTags(program->placement, shape).max_tag());
+    trainer = std::make_unique<Trainer>(*program, *comm, options, data.get());
+  } catch (const std::exception& error) {
+    return everyone_fails(kExitUsage, error.what());
+  }
+
+  if (root) {
+    std::printf("pipevm run: %s, %d stage(s) x %d dp, %d micro-batches of %d, model %s (%s), %s lr %g, data %s (%d train, %d test)\n",
+                program->name.c_str(), stages, config.dp, config.micro_batches,
+                trainer->machine().micro_batch_rows(), widths(config.model.sizes).c_str(),
+                std::string(runtime::name(config.model.loss)).c_str(),
+                config.optimizer.kind.c_str(), static_cast<double>(config.optimizer.lr),
+                config.data.c_str(), data->train.samples, data->test.samples);
+    std::fflush(stdout);
+  }
+
+  ProgressBar bar(root && !flags.no_progress && isatty(1) != 0);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    for (int epoch = 0; epoch < config.epochs; ++epoch) {
+      const EpochReport report = trainer->train_epoch(
+          epoch, [&](int done, int total) { bar.show(epoch + 1, config.epochs, done, total); });
+      bar.clear();
+      if (!root) continue;
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::string test = "n/a";
+      if (report.test_accuracy) {
+        std::ostringstream out;
+        out.precision(2);
+        out << std::fixed << 100.0 * *report.test_accuracy << "%";
+        test = out.str();
+      }
+      std::printf("epoch %d/%d  loss %.4f  test accuracy %s  %.0f samples/s  %.1f s/epoch  elapsed %.1f s\n",
+                  epoch + 1, config.epochs, report.train_loss, test.c_str(),
+                  report.samples_per_second, report.train_seconds, elapsed);
+      std::fflush(stdout);
+    }
+  } catch (const VmError& error) {
+    std::ostringstream message;
+    print_text(message, to_diagnostic(error, *program, world_rank));
+    comm->abort(message.str());
+  } catch (const std::exception& error) {
+    comm->abort("pipevm run: error: rank " + std::to_string(world_rank) + ": " + error.what());
+  }
+
+  const bool replicas_agree = trainer->replicas_agree();
+  const std::vector<float> model = trainer->gather_parameters();
+  if (!replicas_agree) {
+    return everyone_fails(kExitFailed, "the data-parallel replicas hold different weights");
+  }
+  if (root) {
+    std::printf("model digest fnv1a64 %016" PRIx64 " (%zu parameters%s)\n", fnv1a(model),
+                model.size(), config.dp > 1 ? ", data-parallel replicas identical" : "");
+  }
+  if (root && !config.save.empty()) {
+    try {
+      runtime::save_model(config.save, config.model.sizes, model);
+      std::printf("saved %s\n", config.save.c_str());
+    } catch (const std::exception& error) {
+      std::cerr << "pipevm run: error: " << error.what() << "\n";
+      return kExitFailed;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_run_command(CLI::App& root) {
+  auto flags = std::make_shared<RunFlags>();
+  Command command;
+  CLI::App* app = root.add_subcommand(
+      "run", "Train the MLP with a schedule on the MPI ranks (the default command):\n"
+             "  mpirun -n 4 pipevm run schedules/gpipe.pipe [--config FILE.yaml] [flags]\n"
+             "stages = number of ranks / dp; flags override the YAML file.");
+  command.app = app;
+  app->add_option("file", flags->file, "The schedule (.pipe)")->required();
+  app->add_option("--config", flags->config_file, "YAML configuration (see examples/)");
+  RunConfig& f = flags->flags;
+  flags->dp = app->add_option("--dp", f.dp, "Data-parallel replicas (default 1)");
+  flags->micro_batches =
+      app->add_option("--micro-batches", f.micro_batches, "Micro-batches per batch (default 4)");
+  flags->batch_size = app->add_option("--batch-size", f.batch_size, "Global batch size (default 128)");
+  flags->epochs = app->add_option("--epochs", f.epochs, "Epochs (default 3)");
+  flags->lr = app->add_option("--lr", f.optimizer.lr, "Learning rate (default 0.001)");
+  flags->optimizer =
+      app->add_option("--optimizer", f.optimizer.kind, "adam or sgd (default adam)");
+  flags->seed = app->add_option("--seed", f.seed, "Shuffling seed (default 0)");
+  flags->data = app->add_option("--data", f.data,
+                                "fashion-mnist, synthetic or a directory of IDX files");
+  flags->chunks = app->add_option("--chunks", f.chunks, "Model chunks per rank (default 1)");
+  flags->loss = app->add_option("--loss", flags->loss_name, "cross-entropy or softmax-mse");
+  flags->save = app->add_option("--save", f.save, "Write the trained model (.safetensors)");
+  app->add_flag("--no-progress", flags->no_progress,
+                "No progress bar (mpiexec shows ranks a terminal even when piped)");
+  command.run = [flags] { return run(*flags); };
   return command;
 }
 

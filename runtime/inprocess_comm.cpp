@@ -1,11 +1,11 @@
 // InProcessComm: Comm between threads (see inprocess_comm.hpp). One mutex
 // and one condition variable guard the whole world: it serves tests, where
-// simplicity beats contention. Message vectors are recycled per mailbox.
+// simplicity beats contention. Message storage is recycled per mailbox, so
+// a steady state allocates nothing.
 #include "inprocess_comm.hpp"
 
 #include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <exception>
 #include <map>
 #include <mutex>
@@ -22,13 +22,44 @@ struct Message {
   bool taken = false;
 };
 
-// The messages from one rank to another with one tag, in sending order.
+// The messages from one rank to another with one tag, in sending order, in
+// a ring that grows to the most messages ever waiting and is then reused.
 // Receives claim sequence numbers in posting order, as MPI matches them.
 struct Mailbox {
-  std::deque<Message> messages;  // messages[i] has sequence number first_sequence + i
+  std::vector<Message> ring;
+  std::size_t head = 0;                // ring index of sequence number first_sequence
+  std::size_t count = 0;               // messages held, taken or not
   std::uint64_t first_sequence = 0;
   std::uint64_t next_claim = 0;
-  std::vector<std::vector<float>> spare;  // storage of taken messages, for reuse
+
+  Message& at(std::uint64_t sequence) {
+    return ring[(head + static_cast<std::size_t>(sequence - first_sequence)) % ring.size()];
+  }
+  bool holds(std::uint64_t sequence) const { return first_sequence + count > sequence; }
+
+  void push(std::span<const float> data) {
+    if (count == ring.size()) {
+      std::vector<Message> grown(ring.empty() ? 4 : 2 * ring.size());
+      for (std::size_t i = 0; i < count; ++i) grown[i] = std::move(ring[(head + i) % ring.size()]);
+      ring = std::move(grown);
+      head = 0;
+    }
+    Message& slot = ring[(head + count) % ring.size()];
+    slot.data.assign(data.begin(), data.end());  // reuses the slot's capacity
+    slot.taken = false;
+    ++count;
+  }
+
+  void drop_taken_front() {
+    while (count > 0 && ring[head].taken) {
+      head = (head + 1) % ring.size();
+      --count;
+      ++first_sequence;
+    }
+    // Start over at slot 0 when empty, so that the slots (and the storage
+    // they keep) in use stay the same from one step to the next.
+    if (count == 0) head = 0;
+  }
 };
 
 // The members of a collective meet here; the last to arrive combines.
@@ -157,14 +188,7 @@ Comm::Request InProcessComm::isend(int peer_stage, int tag, std::span<const floa
   {
     std::lock_guard lock(s.mutex);
     if (s.aborted) throw CommError("rank " + std::to_string(world_rank_) + ": " + s.abort_message);
-    Mailbox& box = s.mailboxes[{world_rank_, peer, tag}];
-    Message message;
-    if (!box.spare.empty()) {
-      message.data = std::move(box.spare.back());
-      box.spare.pop_back();
-    }
-    message.data.assign(data.begin(), data.end());
-    box.messages.push_back(std::move(message));
+    s.mailboxes[{world_rank_, peer, tag}].push(data);
     s.changed.notify_all();
   }
   return take_slot();
@@ -197,9 +221,8 @@ void InProcessComm::complete(Request id) {
     std::unique_lock lock(s.mutex);
     Mailbox& box = *request.mailbox;
     const std::uint64_t sequence = request.sequence;
-    s.wait_for(lock, world_rank_, "a message",
-               [&] { return box.first_sequence + box.messages.size() > sequence; });
-    Message& message = box.messages[static_cast<std::size_t>(sequence - box.first_sequence)];
+    s.wait_for(lock, world_rank_, "a message", [&] { return box.holds(sequence); });
+    Message& message = box.at(sequence);
     if (message.data.size() != request.into.size()) {
       const std::string text = "rank " + std::to_string(world_rank_) + " expected a message of " +
                                std::to_string(request.into.size()) + " floats, got " +
@@ -209,11 +232,7 @@ void InProcessComm::complete(Request id) {
     }
     std::memcpy(request.into.data(), message.data.data(), message.data.size() * sizeof(float));
     message.taken = true;
-    while (!box.messages.empty() && box.messages.front().taken) {
-      box.spare.push_back(std::move(box.messages.front().data));
-      box.messages.pop_front();
-      ++box.first_sequence;
-    }
+    box.drop_taken_front();
   }
   request = PendingReceive{};
   free_slots_.push_back(id);

@@ -1,0 +1,164 @@
+// Reading `pipevm run`'s YAML configuration with yaml-cpp: every error names
+// the file, line and column (yaml-cpp counts from 0; we print from 1).
+#include "run_config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+namespace pipevm::cli {
+
+namespace {
+
+[[noreturn]] void fail_at(const std::string& name, const YAML::Mark& mark,
+                          const std::string& message) {
+  std::string where = name;
+  if (!mark.is_null()) {
+    where += ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+  }
+  throw ConfigError(where + ": " + message);
+}
+
+// One section's keys: each known key is read once; any other is an error.
+class Section {
+ public:
+  Section(const YAML::Node& node, std::string section, const std::string& file)
+      : node_(node), section_(std::move(section)), file_(file) {
+    if (!node_.IsMap()) fail_at(file_, node_.Mark(), "'" + section_ + "' must be a mapping");
+  }
+
+  template <typename T>
+  void read(const char* key, T& value) {
+    known_.emplace_back(key);
+    const YAML::Node item = node_[key];
+    if (!item) return;
+    try {
+      value = item.as<T>();
+    } catch (const YAML::Exception&) {
+      fail_at(file_, item.Mark(), "'" + section_ + "." + key + "' has the wrong type");
+    }
+  }
+
+  YAML::Mark mark_of(const char* key) const { return node_[key].Mark(); }
+
+  void reject_unknown() const {
+    for (const auto& entry : node_) {
+      const std::string key = entry.first.as<std::string>();
+      if (std::find(known_.begin(), known_.end(), key) == known_.end()) {
+        std::string expected;
+        for (const std::string& k : known_) expected += (expected.empty() ? "" : ", ") + k;
+        fail_at(file_, entry.first.Mark(),
+                "unknown key '" + section_ + "." + key + "' (expected one of: " + expected + ")");
+      }
+    }
+  }
+
+ private:
+  YAML::Node node_;
+  std::string section_;
+  const std::string& file_;
+  std::vector<std::string> known_;
+};
+
+}  // namespace
+
+runtime::Loss parse_loss(const std::string& text) {
+  std::string normalized = text;
+  std::replace(normalized.begin(), normalized.end(), '-', '_');
+  const std::optional<runtime::Loss> loss = runtime::loss_from_name(normalized);
+  if (!loss) {
+    throw ConfigError("unknown loss '" + text + "' (expected cross-entropy or softmax-mse)");
+  }
+  return *loss;
+}
+
+void apply_yaml_text(const std::string& text, const std::string& name, RunConfig& config) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& error) {
+    fail_at(name, error.mark, error.msg);
+  }
+  if (root.IsNull()) return;  // an empty file changes nothing
+  if (!root.IsMap()) fail_at(name, root.Mark(), "the configuration must be a mapping of sections");
+
+  for (const auto& entry : root) {
+    const std::string section = entry.first.as<std::string>();
+    const YAML::Node& node = entry.second;
+    if (section == "model") {
+      Section s(node, section, name);
+      std::string loss = std::string(runtime::name(config.model.loss));
+      s.read("sizes", config.model.sizes);
+      s.read("loss", loss);
+      s.read("seed", config.model.seed);
+      s.reject_unknown();
+      try {
+        config.model.loss = parse_loss(loss);
+      } catch (const ConfigError& error) {
+        fail_at(name, s.mark_of("loss"), error.what());
+      }
+    } else if (section == "data") {
+      Section s(node, section, name);
+      s.read("source", config.data);
+      s.read("synthetic_train", config.synthetic_train);
+      s.read("synthetic_test", config.synthetic_test);
+      s.reject_unknown();
+    } else if (section == "training") {
+      Section s(node, section, name);
+      s.read("epochs", config.epochs);
+      s.read("batch_size", config.batch_size);
+      s.read("micro_batches", config.micro_batches);
+      s.read("optimizer", config.optimizer.kind);
+      s.read("lr", config.optimizer.lr);
+      s.read("momentum", config.optimizer.momentum);
+      s.read("seed", config.seed);
+      s.reject_unknown();
+    } else if (section == "parallel") {
+      Section s(node, section, name);
+      s.read("dp", config.dp);
+      s.read("chunks", config.chunks);
+      s.reject_unknown();
+    } else {
+      fail_at(name, entry.first.Mark(),
+              "unknown section '" + section + "' (expected model, data, training or parallel)");
+    }
+  }
+}
+
+void apply_yaml_file(const std::string& path, RunConfig& config) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(path + ": cannot open the configuration file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  apply_yaml_text(text.str(), path, config);
+}
+
+void validate(const RunConfig& config) {
+  const auto positive = [](int value, const char* what) {
+    if (value <= 0) throw ConfigError(std::string(what) + " must be positive, not " + std::to_string(value));
+  };
+  positive(config.epochs, "epochs");
+  positive(config.batch_size, "the batch size");
+  positive(config.micro_batches, "micro-batches");
+  positive(config.dp, "dp");
+  positive(config.chunks, "chunks");
+  if (config.model.sizes.size() < 2) {
+    throw ConfigError("model.sizes needs at least an input and an output width");
+  }
+  for (const int size : config.model.sizes) positive(size, "every model width");
+  if (config.model.sizes.back() > 256) {
+    throw ConfigError("the output width (classes) must be at most 256: labels are bytes");
+  }
+  if (!(config.optimizer.lr > 0.0F)) throw ConfigError("the learning rate must be positive");
+  if (config.optimizer.kind != "adam" && config.optimizer.kind != "sgd") {
+    throw ConfigError("unknown optimizer '" + config.optimizer.kind + "' (expected adam or sgd)");
+  }
+  if (config.data == "synthetic") {
+    positive(config.synthetic_train, "data.synthetic_train");
+    positive(config.synthetic_test, "data.synthetic_test");
+  }
+}
+
+}  // namespace pipevm::cli

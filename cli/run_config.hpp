@@ -1,0 +1,54 @@
+// The configuration of `pipevm run`: defaults, a YAML file (`--config`) on
+// top, command-line flags on top of that. The YAML has four sections, every
+// key optional, unknown keys an error:
+//
+//   model:    {sizes: [784, 128, ..., 10], loss: cross-entropy | softmax-mse, seed: 0}
+//   data:     {source: fashion-mnist | synthetic | DIR, synthetic_train: N, synthetic_test: N}
+//   training: {epochs, batch_size, micro_batches, optimizer: adam | sgd, lr, momentum, seed}
+//   parallel: {dp, chunks}
+//
+// Not here: validation against the world size or the schedule (run_command.cpp).
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "model.hpp"
+#include "optimizer.hpp"
+
+namespace pipevm::cli {
+
+// A configuration file that cannot be used; the message names file:line:col.
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct RunConfig {
+  runtime::ModelConfig model;
+  std::string data = "fashion-mnist";  // fashion-mnist, synthetic, or a directory of IDX files
+  int synthetic_train = 4096;
+  int synthetic_test = 1024;
+  int epochs = 3;
+  int batch_size = 128;
+  int micro_batches = 4;
+  runtime::OptimizerConfig optimizer;  // Adam, lr 1e-3
+  std::uint64_t seed = 0;              // shuffling of the training set
+  int dp = 1;
+  int chunks = 1;
+  std::string save;  // --save FILE.safetensors
+};
+
+// Applies the YAML file at `path` onto `config`. Throws ConfigError.
+void apply_yaml_file(const std::string& path, RunConfig& config);
+// Same, from text (`name` appears in messages).
+void apply_yaml_text(const std::string& text, const std::string& name, RunConfig& config);
+
+// A loss given as cross-entropy, cross_entropy, softmax-mse or softmax_mse.
+runtime::Loss parse_loss(const std::string& text);
+
+// Throws ConfigError when a value is out of its range (sizes, counts, lr...).
+void validate(const RunConfig& config);
+
+}  // namespace pipevm::cli

@@ -1,0 +1,299 @@
+// The VM through the in-process Comm: every shipped schedule, split over 1, 2
+// and 4 stages, 1 and 2 data-parallel replicas, 1 and 4 micro-batches,
+// trains the same weights as sequential training on the same global batch;
+// BwdInput + BwdWeight equals Bwd; mirror placement sums its gradients; and
+// what the runtime cannot execute is reported at its source position.
+#include <gtest/gtest.h>
+
+#include <mutex>
+
+#include "inprocess_comm.hpp"
+#include "vm.hpp"
+#include "vm_test_support.hpp"
+
+namespace pipevm {
+namespace {
+
+using vm_test::compile_file;
+using vm_test::compile_text;
+using vm_test::relative_difference;
+using vm_test::schedule_path;
+using vm_test::sequential_reference;
+using vm_test::train_steps;
+using vm_test::training_options;
+
+constexpr int kGlobalBatch = 16;
+constexpr int kSteps = 3;
+
+// Trains `program` in-process on stages x dp threads; rank 0's model.
+std::vector<float> train_in_process(const Program& program, const TrainingOptions& options) {
+  std::vector<float> model;
+  std::mutex mutex;
+  runtime::run_in_process(program.config.stages, program.config.dp, [&](runtime::Comm& comm) {
+    std::vector<float> mine = train_steps(program, comm, options);
+    if (comm.world_rank() == 0) {
+      std::lock_guard lock(mutex);
+      model = std::move(mine);
+    }
+  });
+  return model;
+}
+
+struct Shape {
+  const char* schedule;
+  int stages;
+  int dp;
+  int micro_batches;
+};
+
+std::string shape_name(const testing::TestParamInfo<Shape>& info) {
+  const Shape& s = info.param;
+  return std::string(s.schedule) + "_stages" + std::to_string(s.stages) + "_dp" +
+         std::to_string(s.dp) + "_mb" + std::to_string(s.micro_batches);
+}
+
+std::vector<Shape> all_shapes() {
+  std::vector<Shape> shapes;
+  for (const char* schedule : {"naive", "gpipe", "1f1b"}) {
+    for (const int stages : {1, 2, 4}) {
+      for (const int dp : {1, 2}) {
+        for (const int micro_batches : {1, 4}) {
+          // 1F1B requires a micro-batch per stage.
+          if (std::string(schedule) == "1f1b" && micro_batches < stages) continue;
+          shapes.push_back({schedule, stages, dp, micro_batches});
+        }
+      }
+    }
+  }
+  return shapes;
+}
+
+class vm_equivalence : public testing::TestWithParam<Shape> {};
+
+TEST_P(vm_equivalence, trains_the_sequential_weights) {
+  const Shape& s = GetParam();
+  const Program program =
+      compile_file(schedule_path(s.schedule), Config{s.stages, s.micro_batches, 1, s.dp});
+  const TrainingOptions options = training_options(kGlobalBatch, kSteps);
+  const std::vector<float> reference = sequential_reference(options);
+  const std::vector<float> trained = train_in_process(program, options);
+  ASSERT_EQ(trained.size(), reference.size());
+  EXPECT_LE(relative_difference(trained, reference), 1e-5);
+  // The steps did move the weights: the comparison is not of two initial states.
+  const std::vector<float> untouched = [&] {
+    TrainingOptions none = options;
+    none.max_steps_per_epoch = 0;
+    return sequential_reference(none);
+  }();
+  EXPECT_GT(relative_difference(untouched, reference), 1e-3);
+}
+
+INSTANTIATE_TEST_SUITE_P(vm, vm_equivalence, testing::ValuesIn(all_shapes()), shape_name);
+
+constexpr const char* kGpipeSplitBackward = R"(schedule gpipe-split
+ZeroGrad
+for mb in 0 .. micro_batches {
+    if stage == 0 { LoadInput mb } else { Recv act mb }
+    Fwd mb
+    if stage < stages - 1 { Send act mb }
+}
+for mb in 0 .. micro_batches {
+    if stage == stages - 1 { LoadTarget mb } else { Recv grad mb }
+    BwdInput mb
+    if stage > 0 { Send grad mb }
+    BwdWeight mb
+}
+AllReduce
+OptimizerStep
+)";
+
+TEST(vm, split_backward_equals_bwd) {
+  for (const int dp : {1, 2}) {
+    const Config config{2, 4, 1, dp};
+    const TrainingOptions options = training_options(kGlobalBatch, kSteps);
+    const std::vector<float> whole =
+        train_in_process(compile_file(schedule_path("gpipe"), config), options);
+    const std::vector<float> split =
+        train_in_process(compile_text(kGpipeSplitBackward, config), options);
+    ASSERT_FALSE(whole.empty());
+    // Same operations in the same order: the very same bits.
+    EXPECT_EQ(whole, split) << "dp " << dp;
+  }
+}
+
+// DualPipe's placement without its overlap: lane 0 carries the first half of
+// the micro-batches from stage 0, lane 1 the second half from the last stage.
+constexpr const char* kMirrorGpipe = R"(schedule mirror-gpipe
+placement mirror
+let half = micro_batches / 2
+ZeroGrad
+for mb in 0 .. half {
+    if stage == 0 { LoadInput mb } else { Recv act mb }
+    Fwd mb
+    if stage < stages - 1 { Send act mb }
+}
+for mb in half .. micro_batches {
+    if stage == stages - 1 { LoadInput mb chunk 1 } else { Recv act mb chunk 1 }
+    Fwd mb chunk 1
+    if stage > 0 { Send act mb chunk 1 }
+}
+for mb in 0 .. half {
+    if stage == stages - 1 { LoadTarget mb } else { Recv grad mb }
+    Bwd mb
+    if stage > 0 { Send grad mb }
+}
+for mb in half .. micro_batches {
+    if stage == 0 { LoadTarget mb chunk 1 } else { Recv grad mb chunk 1 }
+    Bwd mb chunk 1
+    if stage < stages - 1 { Send grad mb chunk 1 }
+}
+AllReduce
+OptimizerStep
+)";
+
+TEST(vm, mirror_placement_sums_the_two_holders_gradients) {
+  for (const int stages : {2, 3}) {
+    const Config config{stages, 4, 2, 1};
+    const TrainingOptions options = training_options(kGlobalBatch, kSteps);
+    const std::vector<float> trained = train_in_process(compile_text(kMirrorGpipe, config), options);
+    EXPECT_LE(relative_difference(trained, sequential_reference(options)), 1e-5)
+        << stages << " stages";
+  }
+}
+
+// Runs one step of a one-stage program and returns the VM's error.
+std::optional<VmError> first_error(const std::string& text) {
+  const Config config{1, 2, 1, 1};
+  const Program program = compile_text(text, config);
+  std::optional<VmError> error;
+  runtime::run_in_process(1, 1, [&](runtime::Comm& comm) {
+    MachineOptions options;
+    options.model = vm_test::small_model();
+    options.optimizer = vm_test::sgd();
+    options.global_batch = 4;
+    Machine machine(program, 0, comm, options);
+    runtime::Batcher batcher(vm_test::small_data().train, 1, 4, 1, 2);
+    batcher.start_epoch(0);
+    machine.set_batch(&batcher, 0);
+    try {
+      Vm::run(program, machine);
+    } catch (const VmError& e) {
+      error = e;
+    }
+  });
+  return error;
+}
+
+TEST(vm, forward_without_input_is_reported_at_its_position) {
+  const auto error = first_error("ZeroGrad\nLoadInput 0\n  Fwd 1\n");
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(error->kind(), DiagnosticKind::RuntimeUnsupported);
+  EXPECT_EQ(error->instruction(), 2U);
+  EXPECT_NE(std::string(error->what()).find("neither loaded nor received"), std::string::npos)
+      << error->what();
+  const Config config{1, 2, 1, 1};
+  const Program program = compile_text("ZeroGrad\nLoadInput 0\n  Fwd 1\n", config);
+  const Diagnostic diagnostic = to_diagnostic(*error, program, 0);
+  ASSERT_TRUE(diagnostic.location.file);
+  const LineColumn where = diagnostic.location.file->position(diagnostic.location.range.begin);
+  EXPECT_EQ(where.line, 3U);
+  EXPECT_EQ(where.column, 3U);
+  EXPECT_EQ(diagnostic.location.rank, 0);
+}
+
+TEST(vm, backward_without_target_is_reported) {
+  const auto error = first_error("ZeroGrad\nLoadInput 0\nFwd 0\nBwd 0\n");
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(error->instruction(), 3U);
+  EXPECT_NE(std::string(error->what()).find("LoadTarget"), std::string::npos) << error->what();
+}
+
+TEST(vm, send_to_itself_is_reported) {
+  const auto error = first_error("ZeroGrad\nLoadInput 0\nFwd 0\nSend act 0 to 0\n");
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(error->instruction(), 3U);
+  EXPECT_NE(std::string(error->what()).find("peer stage 0"), std::string::npos) << error->what();
+}
+
+TEST(vm, wait_without_request_is_reported) {
+  const auto error = first_error("ZeroGrad\nWait recv act 1\n");
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(error->instruction(), 1U);
+}
+
+TEST(vm, a_request_never_waited_is_reported) {
+  const Config config{2, 1, 1, 1};
+  const Program program = compile_text(
+      "stage 0 { ZeroGrad\n LoadInput 0\n Fwd 0\n ISend act 0 }\n"
+      "stage 1 { ZeroGrad\n Recv act 0\n Fwd 0\n }\n",
+      config);
+  std::optional<VmError> error;
+  std::mutex mutex;
+  runtime::run_in_process(2, 1, [&](runtime::Comm& comm) {
+    MachineOptions options;
+    options.model = vm_test::small_model();
+    options.optimizer = vm_test::sgd();
+    options.global_batch = 4;
+    Machine machine(program, comm.world_rank(), comm, options);
+    runtime::Batcher batcher(vm_test::small_data().train, 1, 4, 1, 1);
+    batcher.start_epoch(0);
+    machine.set_batch(&batcher, 0);
+    try {
+      Vm::run(program, machine);
+    } catch (const VmError& e) {
+      std::lock_guard lock(mutex);
+      error = e;
+    }
+  });
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(error->kind(), DiagnosticKind::RuntimeComm);
+  EXPECT_EQ(error->instruction(), 3U);  // the ISend
+}
+
+TEST(vm, more_pieces_than_layers_is_refused) {
+  const Program program = compile_file(schedule_path("gpipe"), Config{8, 8, 1, 1});
+  EXPECT_THROW(runtime::run_in_process(8, 1,
+                                       [&](runtime::Comm& comm) {
+                                         MachineOptions options;
+                                         options.model = vm_test::small_model();
+                                         Machine machine(program, comm.world_rank(), comm, options);
+                                       }),
+               std::invalid_argument);
+}
+
+// Records every instruction the observer sees.
+class CountingObserver : public VmObserver {
+ public:
+  void on_instruction(int, std::size_t index, std::int64_t start, std::int64_t end) override {
+    ++calls;
+    last_index = index;
+    ordered = ordered && end >= start;
+  }
+  int calls = 0;
+  std::size_t last_index = 0;
+  bool ordered = true;
+};
+
+TEST(vm, observer_sees_every_instruction) {
+  const Config config{1, 4, 1, 1};
+  const Program program = compile_file(schedule_path("gpipe"), config);
+  CountingObserver observer;
+  runtime::run_in_process(1, 1, [&](runtime::Comm& comm) {
+    MachineOptions options;
+    options.model = vm_test::small_model();
+    options.global_batch = 16;
+    Machine machine(program, 0, comm, options);
+    runtime::Batcher batcher(vm_test::small_data().train, 1, 16, 1, 4);
+    batcher.start_epoch(0);
+    machine.set_batch(&batcher, 0);
+    const StepResult result = Vm::run(program, machine, &observer);
+    EXPECT_EQ(result.rows, 16);
+    EXPECT_GT(result.loss, 0.0);
+  });
+  EXPECT_EQ(observer.calls, static_cast<int>(program.rank(0).size()));
+  EXPECT_EQ(observer.last_index, program.rank(0).size() - 1);
+  EXPECT_TRUE(observer.ordered);
+}
+
+}  // namespace
+}  // namespace pipevm

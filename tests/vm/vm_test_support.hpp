@@ -1,0 +1,121 @@
+// Shared by the VM's tests: a small model and data set, compiling a shipped
+// schedule (or a schedule given as text), training a few steps with the VM
+// through any Comm, and the sequential reference the VM must reproduce.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "comm.hpp"
+#include "compile.hpp"
+#include "data.hpp"
+#include "model.hpp"
+#include "optimizer.hpp"
+#include "sequential.hpp"
+#include "vm_training.hpp"
+
+namespace pipevm::vm_test {
+
+// Five layers (so four stages get a piece each), few features: fast.
+inline runtime::ModelConfig small_model() {
+  runtime::ModelConfig model;
+  model.sizes = {24, 20, 18, 16, 14, 6};
+  model.seed = 7;
+  return model;
+}
+
+inline runtime::OptimizerConfig sgd() {
+  runtime::OptimizerConfig optimizer;
+  optimizer.kind = "sgd";
+  optimizer.lr = 0.05F;
+  optimizer.momentum = 0.9F;
+  return optimizer;
+}
+
+inline const runtime::DataSplit& small_data() {
+  static const runtime::DataSplit data = runtime::synthetic(512, 64, 24, 6, 3);
+  return data;
+}
+
+inline std::string schedule_path(const std::string& name) {
+  return std::string(PIPEVM_SOURCE_DIR) + "/schedules/" + name + ".pipe";
+}
+
+// Compiles a schedule file for `config`; throws with the diagnostics' text.
+inline Program compile_file(const std::string& path, const Config& config) {
+  Diagnostics diagnostics;
+  const auto file = read_source(path, diagnostics);
+  std::optional<Program> program;
+  if (file) program = compile(file, config, diagnostics);
+  if (!program || diagnostics.has_errors()) {
+    std::string text = "cannot compile " + path + ":";
+    for (const Diagnostic& d : diagnostics.all()) text += " " + d.message;
+    throw std::runtime_error(text);
+  }
+  return std::move(*program);
+}
+
+inline Program compile_text(const std::string& text, const Config& config) {
+  Diagnostics diagnostics;
+  auto file = std::make_shared<SourceFile>("test.pipe", text);
+  std::optional<Program> program = compile(file, config, diagnostics);
+  if (!program || diagnostics.has_errors()) {
+    std::string message = "cannot compile the test schedule:";
+    for (const Diagnostic& d : diagnostics.all()) message += " " + d.message;
+    throw std::runtime_error(message);
+  }
+  return std::move(*program);
+}
+
+inline TrainingOptions training_options(int global_batch, int steps,
+                                        runtime::OptimizerConfig optimizer = sgd()) {
+  TrainingOptions options;
+  options.machine.model = small_model();
+  options.machine.optimizer = optimizer;
+  options.machine.global_batch = global_batch;
+  options.shuffle_seed = 11;
+  options.max_steps_per_epoch = steps;
+  options.evaluate = false;
+  return options;
+}
+
+// `steps` steps of `program` through `comm`; the whole model on world rank 0.
+inline std::vector<float> train_steps(const Program& program, runtime::Comm& comm,
+                                      const TrainingOptions& options) {
+  Trainer trainer(program, comm, options, &small_data());
+  trainer.train_epoch(0);
+  return trainer.gather_parameters();
+}
+
+// The same steps, trained sequentially on one whole-model piece.
+inline std::vector<float> sequential_reference(const TrainingOptions& options) {
+  runtime::SequentialTrainer reference(options.machine.model, options.machine.optimizer,
+                                       options.machine.global_batch, 1);
+  runtime::Batcher batcher(small_data().train, options.shuffle_seed,
+                           options.machine.global_batch, 1, 1);
+  batcher.start_epoch(0);
+  for (int step = 0; step < options.max_steps_per_epoch; ++step) {
+    reference.train_batch(batcher, step);
+  }
+  const auto parameters = reference.model().parameters();
+  return {parameters.begin(), parameters.end()};
+}
+
+// Largest |a - b| relative to the largest |b|; infinity when sizes differ.
+inline double relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size() || b.empty()) return INFINITY;
+  double worst = 0.0;
+  double scale = 0.0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    worst = std::max(worst, std::abs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
+    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+  }
+  return worst / scale;
+}
+
+}  // namespace pipevm::vm_test
