@@ -102,9 +102,16 @@ struct RequestKeyHash {
 bool is_point_to_point(Opcode op) { return is_send(op) || is_recv(op); }
 bool is_collective(Opcode op) { return info(op).group == OpcodeGroup::collective; }
 
-// Whether `in`, run by `rank`, names a peer inside the pipeline other than itself.
-bool peer_is_valid(const Config& config, int rank, const Instruction& in) {
-  return in.peer >= 0 && in.peer < config.stages && in.peer != stage_of(config, rank);
+// Whether `in`, run by `rank`, names a peer inside the pipeline: another
+// stage, or the rank itself at the turn of a V placement, where the lane's
+// next position is on the same rank.
+bool peer_is_valid(const Program& program, int rank, const Instruction& in) {
+  const int stage = stage_of(program.config, rank);
+  if (in.peer == stage) {
+    return default_peer(program.placement, program.config, stage, in.kind, in.chunk,
+                        is_send(in.op)) == stage;
+  }
+  return in.peer >= 0 && in.peer < program.config.stages;
 }
 
 int peer_rank(const Config& config, int rank, const Instruction& in) {
@@ -128,14 +135,14 @@ std::vector<std::size_t> pair_partners(const Program& program) {
     for (std::size_t i = program.rank_begin[static_cast<std::size_t>(r)];
          i < program.rank_begin[static_cast<std::size_t>(r) + 1]; ++i) {
       const Instruction& in = program.code[i];
-      if (is_send(in.op) && peer_is_valid(config, r, in)) sends.push(channel_of(r, in), i);
+      if (is_send(in.op) && peer_is_valid(program, r, in)) sends.push(channel_of(r, in), i);
     }
   }
   for (int r = 0; r < program.ranks(); ++r) {
     for (std::size_t i = program.rank_begin[static_cast<std::size_t>(r)];
          i < program.rank_begin[static_cast<std::size_t>(r) + 1]; ++i) {
       const Instruction& in = program.code[i];
-      if (!is_recv(in.op) || !peer_is_valid(config, r, in)) continue;
+      if (!is_recv(in.op) || !peer_is_valid(program, r, in)) continue;
       const std::size_t send = sends.pop(channel_of(r, in));
       if (send == kNone) continue;
       partner[i] = send;
@@ -232,7 +239,7 @@ class Simulator {
     bool ok = true;
     for (std::size_t i = 0; i < program_.code.size(); ++i) {
       const Instruction& in = program_.code[i];
-      if (!is_point_to_point(in.op) || peer_is_valid(config_, owner_[i], in)) continue;
+      if (!is_point_to_point(in.op) || peer_is_valid(program_, owner_[i], in)) continue;
       diagnostics_.report(DiagnosticKind::WrongPeer,
                           quoted(in) + " names stage " + std::to_string(in.peer) +
                               ", which is outside the pipeline or the rank itself; run `pipevm "
