@@ -119,7 +119,10 @@ bool set_cost(Costs& costs, std::string_view key, double value, std::string& err
     return true;
   }
   error = "unknown cost '" + std::string(key) + "' (keys:";
-  for (const KeyField& f : key_fields()) error += " " + std::string(f.key.name);
+  for (const KeyField& f : key_fields()) {
+    error += ' ';
+    error += f.key.name;
+  }
   error += ")";
   return false;
 }

@@ -176,7 +176,13 @@ struct CollectiveSlot {
   double last_compute_end = 0;  // BwdAllReduce: when the last member's backward is done
 };
 
-std::string quoted(const Instruction& in) { return "`" + disassemble(in) + "`"; }
+// Appended piece by piece: GCC 12's -Wrestrict misfires on "`" + std::string.
+std::string quoted(const Instruction& in) {
+  std::string text(1, '`');
+  text += disassemble(in);
+  text += '`';
+  return text;
+}
 
 class Simulator {
  public:
@@ -492,7 +498,10 @@ class Simulator {
     if (slot_of_[i] != kNone) {
       std::string missing;
       for (std::size_t member : slots_[slot_of_[i]].members) {
-        if (posted_[member] == kUnknown) missing += " " + std::to_string(owner_[member]);
+        if (posted_[member] == kUnknown) {
+          missing += ' ';
+          missing += std::to_string(owner_[member]);
+        }
       }
       return " for data-parallel ranks" + missing;
     }
