@@ -5,6 +5,7 @@
 // what the runtime cannot execute is reported at its source position.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <mutex>
 
 #include "inprocess_comm.hpp"
@@ -89,6 +90,54 @@ TEST_P(vm_equivalence, trains_the_sequential_weights) {
 }
 
 INSTANTIATE_TEST_SUITE_P(vm, vm_equivalence, testing::ValuesIn(all_shapes()), shape_name);
+
+// Every schedule in schedules/, in the first configurations its requires
+// accept: they train the sequential weights (a forward-only schedule leaves
+// the initial ones).
+std::vector<std::string> shipped_schedules() {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(PIPEVM_SOURCE_DIR) + "/schedules")) {
+    if (entry.path().extension() == ".pipe") names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string schedule_test_name(const testing::TestParamInfo<std::string>& info) {
+  std::string name = info.param;
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
+
+class vm_shipped : public testing::TestWithParam<std::string> {};
+
+TEST_P(vm_shipped, trains_the_sequential_weights) {
+  const std::vector<Config> candidates = {{2, 8, 1, 1}, {4, 8, 1, 1}, {2, 8, 2, 1}, {4, 8, 2, 1},
+                                          {2, 4, 1, 2}, {2, 4, 2, 2}, {1, 4, 1, 2}, {1, 4, 1, 4}};
+  int trained_configs = 0;
+  for (const Config& config : candidates) {
+    Diagnostics diagnostics;
+    const auto file = read_source(schedule_path(GetParam()), diagnostics);
+    ASSERT_TRUE(file);
+    const std::optional<Program> program = compile(file, config, diagnostics);
+    if (!program) continue;  // a require excludes this configuration
+    const TrainingOptions options =
+        training_options(kGlobalBatch, kSteps, vm_test::sgd(), vm_test::deep_model());
+    const bool trains = std::any_of(program->code.begin(), program->code.end(),
+                                    [](const Instruction& in) { return in.op == Opcode::OptimizerStep; });
+    TrainingOptions expected_options = options;
+    if (!trains) expected_options.max_steps_per_epoch = 0;
+    const std::vector<float> trained = train_in_process(*program, options);
+    EXPECT_LE(relative_difference(trained, sequential_reference(expected_options)), 1e-5)
+        << config.stages << " stages x " << config.dp << " dp, " << config.chunks << " chunks, "
+        << config.micro_batches << " micro-batches";
+    ++trained_configs;
+  }
+  EXPECT_GE(trained_configs, 1) << "no candidate configuration satisfies the schedule's requires";
+}
+
+INSTANTIATE_TEST_SUITE_P(vm, vm_shipped, testing::ValuesIn(shipped_schedules()),
+                         schedule_test_name);
 
 constexpr const char* kGpipeSplitBackward = R"(schedule gpipe-split
 ZeroGrad

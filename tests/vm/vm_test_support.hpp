@@ -29,6 +29,14 @@ inline runtime::ModelConfig small_model() {
   return model;
 }
 
+// Eight layers: enough pieces for 4 stages x 2 chunks.
+inline runtime::ModelConfig deep_model() {
+  runtime::ModelConfig model;
+  model.sizes = {24, 22, 20, 18, 16, 14, 12, 10, 6};
+  model.seed = 5;
+  return model;
+}
+
 inline runtime::OptimizerConfig sgd() {
   runtime::OptimizerConfig optimizer;
   optimizer.kind = "sgd";
@@ -73,9 +81,10 @@ inline Program compile_text(const std::string& text, const Config& config) {
 }
 
 inline TrainingOptions training_options(int global_batch, int steps,
-                                        runtime::OptimizerConfig optimizer = sgd()) {
+                                        runtime::OptimizerConfig optimizer = sgd(),
+                                        runtime::ModelConfig model = small_model()) {
   TrainingOptions options;
-  options.machine.model = small_model();
+  options.machine.model = std::move(model);
   options.machine.optimizer = optimizer;
   options.machine.global_batch = global_batch;
   options.shuffle_seed = 11;
