@@ -1,0 +1,269 @@
+// The schedule library (schedules/*.pipe) against what its headers promise:
+// the activation-memory peak the checker reports equals each header's
+// formula on every stage of every configuration its `require` lines allow;
+// every schedule passes the checker with two data-parallel replicas (the
+// checker's own sweep, tests/check/schedules_test.cpp, covers one) and the
+// interleaved one with 1..3 chunks; every file carries the header the
+// library's conventions ask for and is listed in docs/schedules.md; and
+// `pipevm check --format json` prints the same memory figures.
+// Training equivalence is tests/schedules/mpi_equivalence.cpp (mpiexec).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "check.hpp"
+#include "compile.hpp"
+
+namespace pipevm {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kSource(PIPEVM_SOURCE_DIR);
+
+// p stages, m micro-batches, v chunks, stage s -> peak activations held.
+using MemoryFormula = std::function<int(int p, int m, int v, int s)>;
+
+struct Entry {
+  const char* name;
+  int chunks;  // per rank, as the schedule requires
+  MemoryFormula memory;
+};
+
+// The library, with the memory formula each header states.
+const std::vector<Entry>& library() {
+  static const std::vector<Entry> entries = {
+      {"naive", 1, [](int, int, int, int) { return 1; }},
+      {"gpipe", 1, [](int, int m, int, int) { return m; }},
+      {"1f1b", 1, [](int p, int m, int, int s) { return std::min(p - s, m); }},
+      {"1f1b-nonblocking", 1, [](int p, int m, int, int s) { return std::min(p - s, m); }},
+      {"interleaved-1f1b", 2,
+       [](int p, int m, int v, int s) { return std::min(v * m, 2 * (p - s - 1) + (v - 1) * p + 1); }},
+      {"zb-h1", 1, [](int p, int, int, int) { return p; }},
+      {"dualpipev", 2, [](int p, int, int, int) { return 2 * p + 1; }},
+      {"dualpipe", 2, [](int p, int, int, int) { return p + 1; }},
+      {"inference", 1, [](int, int m, int, int) { return m; }},
+      {"dp", 1, [](int, int, int, int) { return 1; }},
+      {"gpipe-allreduce", 1, [](int, int m, int, int) { return m; }},
+  };
+  return entries;
+}
+
+fs::path path_of(const std::string& name) { return kSource / "schedules" / (name + ".pipe"); }
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+Config config(int stages, int micro_batches, int chunks, int dp = 1) {
+  Config c;
+  c.stages = stages;
+  c.micro_batches = micro_batches;
+  c.chunks = chunks;
+  c.dp = dp;
+  return c;
+}
+
+// The program, or nothing when a `require` excludes the configuration; any
+// other failure to expand fails the test.
+std::optional<Program> expand_if_allowed(const Schedule& schedule, const Config& c,
+                                         const std::string& what) {
+  Diagnostics diagnostics;
+  std::optional<Program> program = expand(schedule, c, diagnostics);
+  if (!program) {
+    const bool excluded = std::all_of(diagnostics.all().begin(), diagnostics.all().end(),
+                                      [](const Diagnostic& d) {
+                                        return d.kind == DiagnosticKind::RequireFailed;
+                                      });
+    EXPECT_TRUE(excluded && !diagnostics.empty()) << what << ": expansion failed";
+  }
+  return program;
+}
+
+std::shared_ptr<const Schedule> parse_file(const fs::path& path) {
+  Diagnostics diagnostics;
+  const auto file = read_source(path.string(), diagnostics);
+  if (!file) return nullptr;
+  return parse(file, diagnostics);
+}
+
+std::string describe(const std::string& name, const Config& c) {
+  return name + " P=" + std::to_string(c.stages) + " M=" + std::to_string(c.micro_batches) +
+         " V=" + std::to_string(c.chunks) + " D=" + std::to_string(c.dp);
+}
+
+std::string first_message(const CheckResult& result) {
+  return result.diagnostics.empty() ? std::string("(suppressed)")
+                                    : result.diagnostics.front().message;
+}
+
+// Every stage's peak, for stages 1..8 x micro-batches 1..16.
+void expect_memory_formula(const Entry& entry) {
+  const auto schedule = parse_file(path_of(entry.name));
+  ASSERT_TRUE(schedule) << entry.name;
+  int compared = 0;
+  for (int p = 1; p <= 8; ++p) {
+    for (int m = 1; m <= 16; ++m) {
+      const Config c = config(p, m, entry.chunks);
+      const std::string what = describe(entry.name, c);
+      const auto program = expand_if_allowed(*schedule, c, what);
+      if (!program) continue;
+      const CheckResult result = check(*program);
+      ASSERT_TRUE(result.ok()) << what << ": " << first_message(result);
+      ASSERT_EQ(result.memory.size(), static_cast<std::size_t>(p)) << what;
+      for (int s = 0; s < p; ++s) {
+        EXPECT_EQ(result.memory[static_cast<std::size_t>(s)].peak_activations,
+                  entry.memory(p, m, entry.chunks, s))
+            << what << " stage " << s;
+      }
+      ++compared;
+    }
+  }
+  EXPECT_GT(compared, 0) << entry.name << ": no configuration satisfies its requires";
+}
+
+const Entry& entry(const std::string& name) {
+  const auto& all = library();
+  const auto it = std::find_if(all.begin(), all.end(), [&](const Entry& e) { return name == e.name; });
+  if (it == all.end()) throw std::invalid_argument("no schedule " + name);
+  return *it;
+}
+
+TEST(schedules, memory_naive) { expect_memory_formula(entry("naive")); }
+TEST(schedules, memory_gpipe) { expect_memory_formula(entry("gpipe")); }
+TEST(schedules, memory_1f1b) { expect_memory_formula(entry("1f1b")); }
+TEST(schedules, memory_1f1b_nonblocking) { expect_memory_formula(entry("1f1b-nonblocking")); }
+TEST(schedules, memory_interleaved_1f1b) { expect_memory_formula(entry("interleaved-1f1b")); }
+TEST(schedules, memory_zb_h1) { expect_memory_formula(entry("zb-h1")); }
+TEST(schedules, memory_dualpipev) { expect_memory_formula(entry("dualpipev")); }
+TEST(schedules, memory_dualpipe) { expect_memory_formula(entry("dualpipe")); }
+TEST(schedules, memory_inference) { expect_memory_formula(entry("inference")); }
+TEST(schedules, memory_dp) { expect_memory_formula(entry("dp")); }
+TEST(schedules, memory_gpipe_allreduce) { expect_memory_formula(entry("gpipe-allreduce")); }
+
+TEST(schedules, interleaved_memory_with_three_chunks) {
+  Entry three = entry("interleaved-1f1b");
+  three.chunks = 3;
+  expect_memory_formula(three);
+}
+
+// The checker's sweep runs dp = 1; here every schedule runs with two
+// replicas (AllReduce or BwdAllReduce must cover every chunk's gradients).
+TEST(schedules, every_schedule_passes_the_checker_with_two_replicas) {
+  for (const Entry& e : library()) {
+    const auto schedule = parse_file(path_of(e.name));
+    ASSERT_TRUE(schedule) << e.name;
+    int checked = 0;
+    for (int p = 1; p <= 8; ++p) {
+      for (int m = 1; m <= 16; ++m) {
+        const Config c = config(p, m, e.chunks, 2);
+        const std::string what = describe(e.name, c);
+        const auto program = expand_if_allowed(*schedule, c, what);
+        if (!program) continue;
+        const CheckResult result = check(*program);
+        EXPECT_TRUE(result.ok()) << what << ": " << first_message(result);
+        ++checked;
+      }
+    }
+    EXPECT_GT(checked, 0) << e.name;
+  }
+}
+
+TEST(schedules, interleaved_passes_with_one_to_three_chunks) {
+  const auto schedule = parse_file(path_of("interleaved-1f1b"));
+  ASSERT_TRUE(schedule);
+  for (int v = 1; v <= 3; ++v) {
+    for (int p = 1; p <= 8; ++p) {
+      for (int m = p; m <= 16; m += p) {
+        const Config c = config(p, m, v);
+        const auto program = expand_if_allowed(*schedule, c, describe("interleaved-1f1b", c));
+        ASSERT_TRUE(program) << describe("interleaved-1f1b", c);
+        const CheckResult result = check(*program);
+        EXPECT_TRUE(result.ok()) << describe("interleaved-1f1b", c) << ": "
+                                 << first_message(result);
+      }
+    }
+  }
+}
+
+// The sweeps skip what a `require` excludes, so a missing require would go
+// unnoticed there: each schedule's preconditions are pinned here.
+TEST(schedules, requires_exclude_what_the_headers_say) {
+  const std::map<std::string, std::vector<Config>> excluded = {
+      {"1f1b", {config(4, 3, 1)}},
+      {"zb-h1", {config(4, 3, 1)}},
+      {"interleaved-1f1b", {config(4, 6, 2)}},
+      {"dualpipe", {config(3, 6, 2), config(4, 6, 2), config(4, 9, 2), config(4, 8, 1)}},
+      {"dualpipev", {config(4, 7, 2), config(4, 8, 1)}},
+      {"dp", {config(2, 4, 1)}},
+      {"gpipe", {config(2, 4, 2)}},
+  };
+  for (const auto& [name, configs] : excluded) {
+    const auto schedule = parse_file(path_of(name));
+    ASSERT_TRUE(schedule) << name;
+    for (const Config& c : configs) {
+      Diagnostics diagnostics;
+      EXPECT_FALSE(expand(*schedule, c, diagnostics)) << describe(name, c);
+      ASSERT_FALSE(diagnostics.empty()) << describe(name, c);
+      EXPECT_EQ(diagnostics.all().front().kind, DiagnosticKind::RequireFailed) << describe(name, c);
+    }
+  }
+}
+
+TEST(schedules, every_file_has_the_library_header_and_a_docs_entry) {
+  const std::string docs = slurp(kSource / "docs" / "schedules.md");
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(kSource / "schedules")) {
+    if (e.path().extension() == ".pipe") files.push_back(e.path().stem().string());
+  }
+  EXPECT_EQ(files.size(), library().size()) << "a schedule without a memory formula here";
+  for (const std::string& name : files) {
+    const std::string text = slurp(path_of(name));
+    EXPECT_EQ(text.rfind("# ", 0), 0u) << name << ": starts without a header comment";
+    EXPECT_NE(text.find("\nschedule " + name + "\n"), std::string::npos)
+        << name << ": `schedule NAME` differs from the file name";
+    for (const char* word : {"Idea:", "Bubble", "Memory:"}) {
+      EXPECT_NE(text.find(word), std::string::npos) << name << ": header lacks " << word;
+    }
+    EXPECT_NE(docs.find("`" + name + ".pipe`"), std::string::npos)
+        << name << " is missing from docs/schedules.md";
+  }
+}
+
+// The figures as a user reads them, through the command line.
+TEST(schedules, check_json_reports_the_memory_formula) {
+  const std::string command = "cd '" PIPEVM_SOURCE_DIR "' && '" PIPEVM_BINARY_DIR
+                              "/pipevm' check schedules/zb-h1.pipe --stages 4 --micro-batches 8 "
+                              "--format json";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buffer[4096];
+  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
+  const int status = pclose(pipe);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+  const nlohmann::json j = nlohmann::json::parse(out);
+  ASSERT_EQ(j["results"].size(), 1u);
+  EXPECT_EQ(j["results"][0]["verdict"], "ok");
+  const nlohmann::json& memory = j["results"][0]["memory"];
+  ASSERT_EQ(memory.size(), 4u);
+  for (int s = 0; s < 4; ++s) EXPECT_EQ(memory[static_cast<std::size_t>(s)]["peak_activations"], 4);
+}
+
+}  // namespace
+}  // namespace pipevm
