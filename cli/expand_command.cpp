@@ -61,29 +61,35 @@ nlohmann::json instruction_json(const Program& program, const Instruction& in) {
   return j;
 }
 
+// Streams one instruction object per line: a whole Program can hold tens of
+// millions of instructions, too many to build as one JSON value first.
 void print_json_program(const Program& program, int only_rank) {
   const Config& c = program.config;
-  nlohmann::json out;
-  out["schedule"] = program.name;
-  out["placement"] = name(program.placement);
-  out["configuration"] = {{"stages", c.stages},
-                          {"micro_batches", c.micro_batches},
-                          {"dp", c.dp},
-                          {"chunks", c.chunks}};
-  nlohmann::json ranks = nlohmann::json::array();
+  nlohmann::json head;
+  head["schedule"] = program.name;
+  head["placement"] = name(program.placement);
+  head["configuration"] = {{"stages", c.stages},
+                           {"micro_batches", c.micro_batches},
+                           {"dp", c.dp},
+                           {"chunks", c.chunks}};
+  std::string text = head.dump();
+  text.pop_back();  // reopen the object to append "ranks"
+  std::cout << text << ",\n\"ranks\": [";
+  bool first_rank = true;
   for (int r = 0; r < program.ranks(); ++r) {
     if (only_rank >= 0 && r != only_rank) continue;
-    nlohmann::json instructions = nlohmann::json::array();
+    std::cout << (first_rank ? "\n" : ",\n") << "{\"rank\": " << r
+              << ", \"stage\": " << stage_of(c, r) << ", \"dp_rank\": " << dp_rank_of(c, r)
+              << ", \"instructions\": [";
+    first_rank = false;
+    bool first = true;
     for (const Instruction& in : program.rank(r)) {
-      instructions.push_back(instruction_json(program, in));
+      std::cout << (first ? "\n  " : ",\n  ") << instruction_json(program, in).dump();
+      first = false;
     }
-    ranks.push_back({{"rank", r},
-                     {"stage", stage_of(c, r)},
-                     {"dp_rank", dp_rank_of(c, r)},
-                     {"instructions", std::move(instructions)}});
+    std::cout << "]}";
   }
-  out["ranks"] = std::move(ranks);
-  std::cout << out.dump(1) << '\n';
+  std::cout << "]}\n";
 }
 
 int run_expand(const ExpandArguments& args) {

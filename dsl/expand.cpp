@@ -18,6 +18,8 @@ namespace {
 // Thrown after the diagnostic is reported; unwinds to expand().
 struct ExpansionStopped {};
 
+constexpr int kMaxExecutionDepth = 4000;
+
 class Expander {
  public:
   Expander(const Schedule& schedule, const Config& config, Diagnostics& diagnostics,
@@ -57,6 +59,7 @@ class Expander {
   std::vector<std::int64_t> slots_;
   std::vector<std::uint32_t> call_stack_;  // call statements, for notes
   std::uint64_t iterations_ = 0;
+  int depth_ = 0;  // blocks being executed, procedure bodies included
   std::uint64_t longest_rank_ = 0;
   std::uint64_t iteration_limit_ = 0;
   int rank_ = 0;
@@ -86,6 +89,7 @@ class Expander {
     slots_[kDpRank] = dp_rank_of(config_, rank);
     slots_[kDp] = config_.dp;
     call_stack_.clear();
+    depth_ = 0;
     execute(s_.top);
   }
 
@@ -170,7 +174,19 @@ class Expander {
   }
 
   void execute(Block block) {
+    // The parser bounds nesting per file and per call chain, but a chain of
+    // calls from deeply nested blocks multiplies the two: bound the product.
+    if (++depth_ > kMaxExecutionDepth) {
+      const SourceRange at = block.begin < block.end
+                                 ? s_.stmts[s_.block_items[block.begin]].range
+                                 : SourceRange{};
+      fail(DiagnosticKind::NestingTooDeep,
+           "blocks and calls nested more than " + std::to_string(kMaxExecutionDepth) +
+               " deep during expansion",
+           at);
+    }
     for (std::uint32_t i = block.begin; i < block.end; ++i) execute(s_.stmts[s_.block_items[i]]);
+    --depth_;
   }
 
   void count_iteration(const Stmt& loop) {
@@ -297,6 +313,15 @@ class Expander {
 
 std::optional<Program> expand(const Schedule& schedule, const Config& config,
                               Diagnostics& diagnostics, const ExpandOptions& options) {
+  // Instructions store stages in 16 bits, chunks in 16 and micro-batches in 32.
+  if (config.stages < 1 || config.stages > std::numeric_limits<std::int16_t>::max() ||
+      config.chunks < 1 || config.chunks > std::numeric_limits<std::uint16_t>::max() ||
+      config.micro_batches < 1 || config.dp < 1) {
+    diagnostics.report(DiagnosticKind::InvalidOperand,
+                       "configuration out of range: stages must be 1 .. 32767, chunks 1 .. "
+                       "65535, micro_batches and dp at least 1");
+    return std::nullopt;
+  }
   Program program;
   program.file = schedule.file;
   program.name = name_of(schedule);

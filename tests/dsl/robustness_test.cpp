@@ -69,6 +69,20 @@ TEST(dsl_robustness, a_long_chain_of_procedure_calls) {
   EXPECT_EQ(found.front(), "PV1013");
 }
 
+TEST(dsl_robustness, deep_blocks_in_a_chain_of_calls) {
+  // Each procedure nests 250 blocks (under the parser's limit) and calls the
+  // next: 20 of them nest 5,000 deep at run time.
+  std::string text = "p0()\n";
+  for (int i = 0; i < 20; ++i) {
+    text += "proc p" + std::to_string(i) + "() {\n";
+    for (int j = 0; j < 250; ++j) text += "if 1 {\n";
+    text += i + 1 < 20 ? "p" + std::to_string(i + 1) + "()\n" : std::string("Fwd 0\n");
+    for (int j = 0; j < 250; ++j) text += "}\n";
+    text += "}\n";
+  }
+  EXPECT_EQ(diagnose(text), (std::vector<std::string>{"PV1013"}));
+}
+
 TEST(dsl_robustness, loops_that_never_emit_are_stopped) {
   EXPECT_EQ(diagnose("for i in 0 .. 9223372036854775807 { let x = i }", 1000),
             (std::vector<std::string>{"PV1010"}));
