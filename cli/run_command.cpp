@@ -26,6 +26,7 @@
 #include "run_config.hpp"
 #include "safetensors.hpp"
 #include "tensor.hpp"
+#include "trace_recorder.hpp"
 #include "vm_training.hpp"
 
 namespace pipevm::cli {
@@ -54,6 +55,8 @@ struct RunFlags {
   CLI::Option* save = nullptr;
   std::string loss_name;
   bool no_progress = false;
+  std::string trace;    // Chrome trace of one step of the first epoch
+  std::string profile;  // measured costs for `pipevm simulate --costs`
 };
 
 bool given(const CLI::Option* option) { return option != nullptr && option->count() > 0; }
@@ -250,11 +253,16 @@ int run(const RunFlags& flags) {
   }
 
   ProgressBar bar(root && !flags.no_progress && isatty(1) != 0);
+  std::unique_ptr<TraceRecorder> recorder;
+  if (!flags.trace.empty() || !flags.profile.empty()) {
+    recorder = std::make_unique<TraceRecorder>(trainer->steps_per_epoch() > 1 ? 1 : 0, 20);
+  }
   const auto start = std::chrono::steady_clock::now();
   try {
     for (int epoch = 0; epoch < config.epochs; ++epoch) {
       const EpochReport report = trainer->train_epoch(
-          epoch, [&](int done, int total) { bar.show(epoch + 1, config.epochs, done, total); });
+          epoch, [&](int done, int total) { bar.show(epoch + 1, config.epochs, done, total); },
+          epoch == 0 ? recorder.get() : nullptr);
       bar.clear();
       if (!root) continue;
       const double elapsed =
@@ -279,6 +287,14 @@ int run(const RunFlags& flags) {
     comm->abort("pipevm run: error: rank " + std::to_string(world_rank) + ": " + error.what());
   }
 
+  // World-wide: no rank may return before the collectives below.
+  bool recorded = true;
+  if (recorder) {
+    std::string error;
+    recorded = recorder->write(*comm, *program, flags.trace, flags.profile, error);
+    if (!recorded) std::cerr << "pipevm run: error: " << error << "\n";
+  }
+
   const bool replicas_agree = trainer->replicas_agree();
   const std::vector<float> model = trainer->gather_parameters();
   if (!replicas_agree) {
@@ -297,7 +313,7 @@ int run(const RunFlags& flags) {
       return kExitFailed;
     }
   }
-  return 0;
+  return recorded ? 0 : kExitFailed;
 }
 
 }  // namespace
@@ -317,7 +333,7 @@ Command add_run_command(CLI::App& root) {
   flags->micro_batches =
       app->add_option("--micro-batches", f.micro_batches, "Micro-batches per batch (default 4)");
   flags->batch_size = app->add_option("--batch-size", f.batch_size, "Global batch size (default 128)");
-  flags->epochs = app->add_option("--epochs", f.epochs, "Epochs (default 3)");
+  flags->epochs = app->add_option("--epochs", f.epochs, "Epochs (default 5)");
   flags->lr = app->add_option("--lr", f.optimizer.lr, "Learning rate (default 0.001)");
   flags->optimizer =
       app->add_option("--optimizer", f.optimizer.kind, "adam or sgd (default adam)");
@@ -327,6 +343,10 @@ Command add_run_command(CLI::App& root) {
   flags->chunks = app->add_option("--chunks", f.chunks, "Model chunks per rank (default 1)");
   flags->loss = app->add_option("--loss", flags->loss_name, "cross-entropy or softmax-mse");
   flags->save = app->add_option("--save", f.save, "Write the trained model (.safetensors)");
+  app->add_option("--trace", flags->trace,
+                  "Write a Chrome/Perfetto trace of one training step (the format of simulate --trace)");
+  app->add_option("--profile", flags->profile,
+                  "Write the measured median cost of each instruction kind (YAML for simulate --costs)");
   app->add_flag("--no-progress", flags->no_progress,
                 "No progress bar (mpiexec shows ranks a terminal even when piped)");
   command.run = [flags] { return run(*flags); };

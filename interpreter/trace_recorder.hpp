@@ -1,0 +1,91 @@
+// Traces and cost profiles of real runs: a VmObserver that records the
+// instructions of a few training steps on every rank, and the world-wide
+// step that gathers them to world rank 0 and writes a Chrome trace (the
+// format of `pipevm simulate --trace`, of one step) and a cost file (the
+// medians of all recorded steps, for `pipevm simulate --costs`).
+//
+// Header-only because it joins two targets that do not otherwise depend on
+// each other: the simulator's writers (pipevm::simulate) and the VM and its
+// Comm (pipevm::vm); the command line links both. Ranks' clocks are each
+// process's steady clock: comparable on one machine, not across machines.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "comm.hpp"
+#include "costs.hpp"
+#include "simulate.hpp"
+#include "trace.hpp"
+#include "vm.hpp"
+
+namespace pipevm {
+
+class TraceRecorder final : public VmObserver {
+ public:
+  // Records steps [first_step, first_step + steps) of the run; a step begins
+  // when instruction 0 of the rank's stream runs. Skip step 0 when there are
+  // more: it allocates the buffers and is slower than the rest.
+  TraceRecorder(int first_step, int steps) : first_step_(first_step), last_step_(first_step + steps) {}
+
+  void on_instruction(int rank, std::size_t index, std::int64_t start_ns,
+                      std::int64_t end_ns) override {
+    if (index == 0) ++step_;
+    if (step_ < first_step_ || step_ >= last_step_) return;
+    (step_ == first_step_ ? first_ : later_).push_back({rank, index, start_ns, end_ns});
+  }
+
+  // World-wide: every rank calls it. World rank 0 writes the trace of the
+  // first recorded step to `trace_path` and the medians of every recorded
+  // step to `profile_path` (either may be empty). False, with `error`, when a
+  // file cannot be written (on rank 0 only).
+  bool write(runtime::Comm& comm, const Program& program, const std::string& trace_path,
+             const std::string& profile_path, std::string& error) {
+    std::vector<MeasuredInstruction> first = gather(comm, first_);
+    std::vector<MeasuredInstruction> all = gather(comm, later_);
+    if (comm.world_rank() != 0) return true;
+    all.insert(all.end(), first.begin(), first.end());
+    if (!trace_path.empty() &&
+        !write_chrome_trace(trace_path, program, timeline_from_measurements(program, first), error)) {
+      return false;
+    }
+    if (!profile_path.empty()) {
+      std::ofstream out(profile_path);
+      write_costs_yaml(out, costs_from_measurements(program, all),
+                       "measured by pipevm run: medians over " + std::to_string(recorded_steps()) +
+                           " step(s) of " + program.name);
+      if (!out) {
+        error = "cannot write cost profile '" + profile_path + "'";
+        return false;
+      }
+    }
+    return true;
+  }
+
+ private:
+  int recorded_steps() const { return std::max(0, std::min(step_ + 1, last_step_) - first_step_); }
+
+  static std::vector<MeasuredInstruction> gather(runtime::Comm& comm,
+                                                 const std::vector<MeasuredInstruction>& mine) {
+    std::vector<std::size_t> counts;
+    const std::vector<std::byte> bytes =
+        comm.gather_to_root(std::as_bytes(std::span<const MeasuredInstruction>(mine)), counts);
+    std::vector<MeasuredInstruction> all(bytes.size() / sizeof(MeasuredInstruction));
+    if (!all.empty()) std::memcpy(all.data(), bytes.data(), all.size() * sizeof(MeasuredInstruction));
+    return all;
+  }
+
+  int first_step_;
+  int last_step_;
+  int step_ = -1;
+  std::vector<MeasuredInstruction> first_;
+  std::vector<MeasuredInstruction> later_;
+};
+
+}  // namespace pipevm
