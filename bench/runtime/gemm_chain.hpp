@@ -5,7 +5,7 @@
 #pragma once
 
 #include <algorithm>
-#include <chrono>
+#include <ctime>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -14,6 +14,13 @@
 #include "random.hpp"
 
 namespace pipevm::runtime {
+
+// CPU time of this process, in seconds.
+inline double cpu_seconds() {
+  timespec now{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
 
 inline std::vector<float> filled(std::size_t count, std::uint64_t seed) {
   SplitMix64 random(seed);
@@ -81,18 +88,19 @@ class TrainingStepChain {
     }
   }
   double flops() const { return flops_; }
-  // Best rate (FLOP/s) of `repetitions` runs of about `seconds` each.
+  // Best rate (FLOP/s) of `repetitions` runs of about `seconds` of this
+  // process's CPU time each. CPU time, not wall time: on a machine shared
+  // with other work, time spent descheduled is not the kernel's.
   double measure_rate(double seconds, int repetitions) {
-    using Clock = std::chrono::steady_clock;
     double best = 0.0;
     for (int repetition = 0; repetition < repetitions; ++repetition) {
-      const auto start = Clock::now();
+      const double start = cpu_seconds();
       long runs = 0;
       double elapsed = 0.0;
       do {
         run();
         ++runs;
-        elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+        elapsed = cpu_seconds() - start;
       } while (elapsed < seconds);
       best = std::max(best, flops_ * static_cast<double>(runs) / elapsed);
     }
