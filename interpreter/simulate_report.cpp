@@ -54,7 +54,8 @@ double nice_step(double value) {
 
 std::string format_time(double value) {
   char text[32];
-  std::snprintf(text, sizeof text, "%.4g", value);
+  // Large times (measured microseconds) read better whole than as 1e+05.
+  std::snprintf(text, sizeof text, std::fabs(value) >= 1e4 ? "%.0f" : "%.4g", value);
   return text;
 }
 
@@ -111,7 +112,9 @@ std::string render_grid(const Program& program, const Timeline& timeline, int wi
         std::fill(row.begin() + static_cast<std::ptrdiff_t>(c),
                   row.begin() + static_cast<std::ptrdiff_t>(run_end), letter);
         const std::string digits = std::to_string(in.micro_batch);
-        if (segment.activity != Activity::communication && run_end - c >= 1 + digits.size()) {
+        const bool numbered = info(in.op).shape != OperandShape::None &&
+                              segment.activity != Activity::communication;
+        if (numbered && run_end - c >= 1 + digits.size()) {
           row.replace(c + 1, digits.size(), digits);
         }
       }

@@ -79,6 +79,19 @@ TEST(simulate, grid_fits_the_width_with_round_slots) {
   EXPECT_EQ(nice_step(11), 20);
 }
 
+TEST(simulate, grid_numbers_only_instructions_with_a_micro_batch) {
+  Costs costs;
+  costs.fwd = 2;
+  costs.optimizer = 2;
+  const Program program =
+      make_program({1, 1, 1, 1}, {{op(Opcode::Fwd, 0), op(Opcode::OptimizerStep)}});
+  const std::string grid = render_grid(program, run(program, costs).timeline, 10);
+  EXPECT_EQ(grid.substr(0, grid.find('\n')), "stage 0 |F0FFOOOO|");  // slot 0.5
+  EXPECT_EQ(format_time(0.5), "0.5");
+  EXPECT_EQ(format_time(33), "33");
+  EXPECT_EQ(format_time(123456.7), "123457");
+}
+
 TEST(simulate, messages_cost_latency_and_bytes_over_bandwidth) {
   Costs costs = textbook();
   costs.send = 0.5;
@@ -157,6 +170,24 @@ TEST(simulate, unmatched_send_and_wrong_peer_are_refused) {
   ASSERT_EQ(diagnostics.size(), 1u);
   EXPECT_EQ(diagnostics.all()[0].kind, DiagnosticKind::WrongPeer);
   EXPECT_EQ(diagnostics.all()[0].location.rank, 0);
+}
+
+TEST(simulate, a_rank_may_message_itself_where_the_lane_turns) {
+  Costs costs;
+  costs.fwd = 1;
+  costs.send = 0.5;
+  // One stage, two looped chunks: chunk 0 hands its activation to chunk 1 on the same rank.
+  const Program program = make_program(
+      {1, 1, 2, 1}, {{op(Opcode::Fwd, 0, 0), message(Opcode::ISend, MessageKind::act, 0, 0),
+                      message(Opcode::Recv, MessageKind::act, 0, 0, 1), op(Opcode::Fwd, 0, 1),
+                      op(Opcode::WaitAll)}});
+  EXPECT_DOUBLE_EQ(run(program, costs).timeline.makespan, 2.5);
+  Program blocking = program;
+  blocking.code[1].op = Opcode::Send;
+  Diagnostics diagnostics;
+  EXPECT_FALSE(simulate(blocking, costs, diagnostics).has_value());
+  ASSERT_EQ(diagnostics.size(), 1u);
+  EXPECT_EQ(diagnostics.all()[0].kind, DiagnosticKind::Deadlock);
 }
 
 TEST(simulate, wait_without_request_is_refused) {
