@@ -1,5 +1,6 @@
 // pipevm: the command line. `pipevm FILE` is `pipevm run FILE`.
 #include <algorithm>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <string_view>
@@ -45,6 +46,11 @@ int main(int argc, char** argv) {
   try {
     app.parse(args);
   } catch (const CLI::ParseError& e) {
+    // Under mpiexec every rank parses the same words: rank 0 alone says what is wrong.
+    const char* mpi_rank = std::getenv("OMPI_COMM_WORLD_RANK");
+    if (mpi_rank != nullptr && std::string_view(mpi_rank) != "0") {
+      return e.get_exit_code() == 0 ? 0 : 2;
+    }
     const int status = app.exit(e);
     return status == 0 ? 0 : 2;
   }
