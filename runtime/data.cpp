@@ -18,7 +18,9 @@
 namespace pipevm::runtime {
 namespace {
 
-std::size_t to_size(int value) { return static_cast<std::size_t>(value); }
+std::size_t to_size(int value) {
+  return static_cast<std::size_t>(value);
+}
 
 // IDX magic numbers: two zero bytes, type 0x08 (unsigned byte), dimensions.
 constexpr std::uint32_t kIdxImages = 0x00000803;
@@ -30,8 +32,7 @@ struct GzCloser {
 
 class IdxReader {
  public:
-  explicit IdxReader(const std::string& path)
-      : path_(path), file_(gzopen(path.c_str(), "rb")) {
+  explicit IdxReader(const std::string& path) : path_(path), file_(gzopen(path.c_str(), "rb")) {
     if (!file_) throw std::runtime_error("cannot open " + path);
   }
 
@@ -208,8 +209,12 @@ Batcher::Batcher(const Dataset& data, std::uint64_t seed, int batch, int dp, int
   start_epoch(0);
 }
 
-int Batcher::batches_per_epoch() const { return data_->samples / batch_; }
-int Batcher::features() const { return data_->features; }
+int Batcher::batches_per_epoch() const {
+  return data_->samples / batch_;
+}
+int Batcher::features() const {
+  return data_->features;
+}
 
 void Batcher::start_epoch(int epoch) {
   std::iota(order_.begin(), order_.end(), 0U);

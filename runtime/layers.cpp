@@ -25,7 +25,9 @@ void linear_backward_weight(MatrixMap d_weight, RowVectorMap d_bias, ConstMatrix
   d_bias += d_out.colwise().sum();
 }
 
-void relu_forward(MatrixMap out, ConstMatrixMap in) { out = in.cwiseMax(0.0f); }
+void relu_forward(MatrixMap out, ConstMatrixMap in) {
+  out = in.cwiseMax(0.0f);
+}
 
 void relu_backward(MatrixMap d_in, ConstMatrixMap d_out, ConstMatrixMap out) {
   d_in.array() = (out.array() > 0.0f).select(d_out.array(), 0.0f);

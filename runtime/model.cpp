@@ -14,7 +14,9 @@
 namespace pipevm::runtime {
 namespace {
 
-std::size_t to_size(int value) { return static_cast<std::size_t>(value); }
+std::size_t to_size(int value) {
+  return static_cast<std::size_t>(value);
+}
 
 std::size_t layer_parameter_count(const std::vector<int>& sizes, int layer) {
   const std::size_t in = to_size(sizes[to_size(layer)]);
@@ -69,11 +71,13 @@ std::vector<LayerRange> split_layers(const std::vector<int>& sizes, int pieces) 
   // prefix[i]: cost of layers [0, i).
   std::vector<double> prefix(to_size(layers) + 1, 0.0);
   for (int layer = 0; layer < layers; ++layer) {
-    const double multiply_adds = static_cast<double>(sizes[to_size(layer)]) *
-                                 static_cast<double>(sizes[to_size(layer) + 1]);
+    const double multiply_adds =
+        static_cast<double>(sizes[to_size(layer)]) * static_cast<double>(sizes[to_size(layer) + 1]);
     prefix[to_size(layer) + 1] = prefix[to_size(layer)] + multiply_adds * (layer == 0 ? 2 : 3);
   }
-  const auto cost = [&](int begin, int end) { return prefix[to_size(end)] - prefix[to_size(begin)]; };
+  const auto cost = [&](int begin, int end) {
+    return prefix[to_size(end)] - prefix[to_size(begin)];
+  };
   constexpr double kInfinity = std::numeric_limits<double>::infinity();
   const std::size_t columns = to_size(layers) + 1;
   const auto at = [columns](int parts, int end) { return to_size(parts) * columns + to_size(end); };
@@ -166,9 +170,15 @@ Piece::Piece(const ModelConfig& config, LayerRange layers) : config_(config), la
   }
 }
 
-int Piece::input_width() const { return shapes_.front().inputs; }
-int Piece::output_width() const { return shapes_.back().outputs; }
-bool Piece::is_last() const { return layers_.end == layer_count(config_.sizes); }
+int Piece::input_width() const {
+  return shapes_.front().inputs;
+}
+int Piece::output_width() const {
+  return shapes_.back().outputs;
+}
+bool Piece::is_last() const {
+  return layers_.end == layer_count(config_.sizes);
+}
 
 LayerView Piece::view(std::vector<float>& array, int layer) {
   if (layer < layers_.begin || layer >= layers_.end) {
@@ -180,8 +190,12 @@ LayerView Piece::view(std::vector<float>& array, int layer) {
   return LayerView{layer, s.inputs, s.outputs, all.first(weights), all.subspan(weights), all};
 }
 
-LayerView Piece::layer_parameters(int layer) { return view(parameters_, layer); }
-LayerView Piece::layer_gradients(int layer) { return view(gradients_, layer); }
+LayerView Piece::layer_parameters(int layer) {
+  return view(parameters_, layer);
+}
+LayerView Piece::layer_gradients(int layer) {
+  return view(gradients_, layer);
+}
 
 void Piece::reserve(int slots, int rows) {
   if (slots < 1 || rows < 1) throw std::invalid_argument("reserve needs slots >= 1 and rows >= 1");
@@ -249,10 +263,11 @@ std::span<const float> Piece::forward(int slot, std::span<const float> input, in
     const LayerView parameters = view(parameters_, layers_.begin + local);
     const ConstMatrixMap layer_input(stash.data() + input_offset, rows, s.inputs);
     const MatrixMap layer_output(stash.data() + s.activation_offset, rows, s.outputs);
-    linear_forward(layer_output, layer_input, as_matrix(std::span<const float>(parameters.weight),
-                                                        s.outputs, s.inputs),
+    linear_forward(layer_output, layer_input,
+                   as_matrix(std::span<const float>(parameters.weight), s.outputs, s.inputs),
                    as_row_vector(std::span<const float>(parameters.bias)));
-    if (!(ends_model && local == layers_.size() - 1)) relu_forward(layer_output, as_const(layer_output));
+    if (!(ends_model && local == layers_.size() - 1))
+      relu_forward(layer_output, as_const(layer_output));
     input_offset = s.activation_offset;
   }
   state.state = SlotState::forwarded;
@@ -320,7 +335,8 @@ std::span<const float> Piece::backward_input(int slot, std::span<const float> gr
   }
   state.state = SlotState::input_grad_done;
   if (is_first()) return {};
-  const std::span<float> result = input_gradient(slot).first(to_size(rows) * to_size(input_width()));
+  const std::span<float> result =
+      input_gradient(slot).first(to_size(rows) * to_size(input_width()));
   linear_backward_input(as_matrix(result, rows, input_width()), as_const(gradient(0)), weight(0));
   return result;
 }
@@ -348,7 +364,9 @@ void Piece::release(int slot) {
   slot_states_[to_size(slot)].state = SlotState::free;
 }
 
-void Piece::zero_grad() { std::fill(gradients_.begin(), gradients_.end(), 0.0f); }
+void Piece::zero_grad() {
+  std::fill(gradients_.begin(), gradients_.end(), 0.0f);
+}
 
 Evaluation evaluate(const Piece& model, const Dataset& data, int batch_rows) {
   if (!model.is_first() || !model.is_last()) {

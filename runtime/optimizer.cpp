@@ -13,7 +13,9 @@ namespace {
 using ArrayMap = Eigen::Map<Eigen::ArrayXf>;
 using ConstArrayMap = Eigen::Map<const Eigen::ArrayXf>;
 
-bool in_unit_interval(float value) { return value >= 0.0f && value < 1.0f; }
+bool in_unit_interval(float value) {
+  return value >= 0.0f && value < 1.0f;
+}
 
 }  // namespace
 
@@ -50,8 +52,10 @@ void Optimizer::step(std::span<float> params, std::span<const float> grads) {
     ArrayMap m(first_moment_.data(), n);
     ArrayMap v(second_moment_.data(), n);
     const double t = static_cast<double>(steps_);
-    const auto correction1 = static_cast<float>(1.0 - std::pow(static_cast<double>(config_.beta1), t));
-    const auto correction2 = static_cast<float>(1.0 - std::pow(static_cast<double>(config_.beta2), t));
+    const auto correction1 =
+        static_cast<float>(1.0 - std::pow(static_cast<double>(config_.beta1), t));
+    const auto correction2 =
+        static_cast<float>(1.0 - std::pow(static_cast<double>(config_.beta2), t));
     const float step_size = config_.lr / correction1;
     const float root_correction2 = std::sqrt(correction2);
     m = config_.beta1 * m + (1.0f - config_.beta1) * g;

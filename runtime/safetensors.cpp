@@ -51,16 +51,14 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
       throw std::runtime_error("safetensors: duplicate or reserved tensor name " + tensor.name);
     }
     const std::size_t bytes = tensor.data.size() * sizeof(float);
-    header[tensor.name] = {{"dtype", "F32"},
-                           {"shape", tensor.shape},
-                           {"data_offsets", {offset, offset + bytes}}};
+    header[tensor.name] = {
+        {"dtype", "F32"}, {"shape", tensor.shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   std::string header_text = header.dump();
   // The format allows trailing spaces; padding to 8 bytes aligns the data.
-  header_text.append((kHeaderLengthBytes - header_text.size() % kHeaderLengthBytes) %
-                         kHeaderLengthBytes,
-                     ' ');
+  header_text.append(
+      (kHeaderLengthBytes - header_text.size() % kHeaderLengthBytes) % kHeaderLengthBytes, ' ');
 
   const std::string temporary = path + ".tmp." + std::to_string(getpid());
   {
@@ -127,7 +125,8 @@ SafetensorsFile read_safetensors(const std::string& path) {
         throw malformed("tensor " + name + " has bad data offsets");
       }
       tensor.data.resize(count);
-      std::memcpy(tensor.data.data(), bytes.data() + data_begin + offsets[0], count * sizeof(float));
+      std::memcpy(tensor.data.data(), bytes.data() + data_begin + offsets[0],
+                  count * sizeof(float));
       file.tensors.emplace(name, std::move(tensor));
     }
   } catch (const nlohmann::json::exception& error) {
@@ -159,7 +158,8 @@ void save_model(const std::string& path, const std::vector<int>& sizes,
   }
   std::ostringstream widths;
   for (std::size_t i = 0; i < sizes.size(); ++i) widths << (i ? "," : "") << sizes[i];
-  write_safetensors(path, tensors, {{"format", "pt"}, {"producer", "pipevm"}, {"sizes", widths.str()}});
+  write_safetensors(path, tensors,
+                    {{"format", "pt"}, {"producer", "pipevm"}, {"sizes", widths.str()}});
 }
 
 std::vector<float> load_model(const std::string& path, const std::vector<int>& sizes) {

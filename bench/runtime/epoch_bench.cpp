@@ -6,7 +6,8 @@
 // does not inflate. Prints one line per epoch and a summary.
 //
 //   bench_runtime_epoch [--epochs N] [--data DIR | --data synthetic]
-//                       [--batch B] [--micro-batches M] [--untuned] [--loss cross_entropy|softmax_mse]
+//                       [--batch B] [--micro-batches M] [--untuned] [--loss
+//                       cross_entropy|softmax_mse]
 //                       [--optimizer adam|sgd] [--lr X]
 #include <algorithm>
 #include <chrono>
@@ -110,11 +111,12 @@ int run(const Options& options) {
     const double wall = seconds_since(start);
     epoch_cpu_seconds.push_back(cpu);
     epoch_wall_seconds.push_back(wall);
-    const Evaluation validation = data.validation.samples > 0 ? evaluate(trainer.model(), data.validation)
-                                                              : Evaluation{};
+    const Evaluation validation =
+        data.validation.samples > 0 ? evaluate(trainer.model(), data.validation) : Evaluation{};
     const Evaluation test = evaluate(trainer.model(), data.test);
     std::printf("%5d %9.3f %9.3f %10.0f %10.4f %9.4f %9.4f\n", epoch, wall, cpu,
-                result.steps * options.batch / wall, result.loss, validation.accuracy, test.accuracy);
+                result.steps * options.batch / wall, result.loss, validation.accuracy,
+                test.accuracy);
   }
   const double chain_rate = std::max(chain_rate_before, chain.measure_rate(0.5, 3));
   const double bound = epoch_flops / chain_rate;
@@ -123,10 +125,12 @@ int run(const Options& options) {
     return values[values.size() / 2];
   };
   const double cpu = median(epoch_cpu_seconds);
-  std::printf("GEMM chain alone: %.1f GFLOP/s (best of before and after) -> compute bound %.3f s/epoch\n",
-              chain_rate / 1e9, bound);
-  std::printf("median epoch: %.3f s wall, %.3f s CPU = %.2f x the compute bound (%.1f GFLOP/s achieved)\n",
-              median(epoch_wall_seconds), cpu, cpu / bound, epoch_flops / cpu / 1e9);
+  std::printf(
+      "GEMM chain alone: %.1f GFLOP/s (best of before and after) -> compute bound %.3f s/epoch\n",
+      chain_rate / 1e9, bound);
+  std::printf(
+      "median epoch: %.3f s wall, %.3f s CPU = %.2f x the compute bound (%.1f GFLOP/s achieved)\n",
+      median(epoch_wall_seconds), cpu, cpu / bound, epoch_flops / cpu / 1e9);
   return 0;
 }
 

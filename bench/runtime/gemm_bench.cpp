@@ -40,7 +40,8 @@ void BM_layer_gemm(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   const double flops = 2.0 * rows * kSizes[layer] * kSizes[layer + 1];
-  state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOP/s"] =
+      benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
   static const char* const kNames[] = {"forward", "input_gradient", "weight_gradient"};
   state.SetLabel(std::string(kNames[state.range(2)]) + (state.range(3) ? " tuned" : " default"));
 }

@@ -5,8 +5,8 @@
 #pragma once
 
 #include <algorithm>
-#include <ctime>
 #include <cstdint>
+#include <ctime>
 #include <span>
 #include <vector>
 
@@ -38,7 +38,9 @@ struct LayerBuffers {
   int out;
   std::vector<float> x, weight, bias, y, d_y, d_x, d_weight, d_bias;
   LayerBuffers(int rows_, int in_, int out_)
-      : rows(rows_), in(in_), out(out_),
+      : rows(rows_),
+        in(in_),
+        out(out_),
         x(filled(static_cast<std::size_t>(rows_) * static_cast<std::size_t>(in_), 1)),
         weight(filled(static_cast<std::size_t>(out_) * static_cast<std::size_t>(in_), 2)),
         bias(filled(static_cast<std::size_t>(out_), 3)),
@@ -51,7 +53,8 @@ struct LayerBuffers {
   void run(Kernel kernel) {
     switch (kernel) {
       case Kernel::forward:
-        linear_forward(as_matrix(std::span(y), rows, out), as_matrix(std::span<const float>(x), rows, in),
+        linear_forward(as_matrix(std::span(y), rows, out),
+                       as_matrix(std::span<const float>(x), rows, in),
                        as_matrix(std::span<const float>(weight), out, in),
                        as_row_vector(std::span<const float>(bias)));
         break;
@@ -61,7 +64,8 @@ struct LayerBuffers {
                               as_matrix(std::span<const float>(weight), out, in));
         break;
       case Kernel::weight_gradient:
-        linear_backward_weight(as_matrix(std::span(d_weight), out, in), as_row_vector(std::span(d_bias)),
+        linear_backward_weight(as_matrix(std::span(d_weight), out, in),
+                               as_row_vector(std::span(d_bias)),
                                as_matrix(std::span<const float>(d_y), rows, out),
                                as_matrix(std::span<const float>(x), rows, in));
         break;

@@ -44,11 +44,13 @@ void write_bytes(const std::string& path, const std::vector<std::uint8_t>& bytes
   if (gzip) {
     gzFile file = gzopen(path.c_str(), "wb");
     ASSERT_NE(file, nullptr);
-    ASSERT_EQ(gzwrite(file, bytes.data(), static_cast<unsigned>(bytes.size())), static_cast<int>(bytes.size()));
+    ASSERT_EQ(gzwrite(file, bytes.data(), static_cast<unsigned>(bytes.size())),
+              static_cast<int>(bytes.size()));
     gzclose(file);
   } else {
     std::ofstream out(path, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    out.write(reinterpret_cast<const char*>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
   }
 }
 
@@ -60,7 +62,8 @@ void write_idx_pair(const std::string& images, const std::string& labels, bool g
     image_bytes.insert(image_bytes.end(), encoded.begin(), encoded.end());
   }
   for (int sample = 0; sample < 3; ++sample)
-    for (int pixel = 0; pixel < 6; ++pixel) image_bytes.push_back(static_cast<std::uint8_t>(sample * 10 + pixel));
+    for (int pixel = 0; pixel < 6; ++pixel)
+      image_bytes.push_back(static_cast<std::uint8_t>(sample * 10 + pixel));
   std::vector<std::uint8_t> label_bytes = big_endian(0x801);
   const auto count = big_endian(3);
   label_bytes.insert(label_bytes.end(), count.begin(), count.end());
@@ -101,8 +104,10 @@ TEST(runtime, data_idx_reader_rejects_swapped_or_truncated_files) {
 
 TEST(runtime, data_directory_reads_the_fashion_mnist_layout_and_splits_validation) {
   TemporaryDirectory directory;
-  write_idx_pair(directory.file("train-images-idx3-ubyte.gz"), directory.file("train-labels-idx1-ubyte.gz"), true);
-  write_idx_pair(directory.file("t10k-images-idx3-ubyte"), directory.file("t10k-labels-idx1-ubyte"), false);
+  write_idx_pair(directory.file("train-images-idx3-ubyte.gz"),
+                 directory.file("train-labels-idx1-ubyte.gz"), true);
+  write_idx_pair(directory.file("t10k-images-idx3-ubyte"), directory.file("t10k-labels-idx1-ubyte"),
+                 false);
   const DataSplit split = load_directory(directory.file(""), 1.0 / 3.0);
   EXPECT_EQ(split.train.samples, 2);
   EXPECT_EQ(split.validation.samples, 1);
@@ -175,7 +180,9 @@ std::vector<int> slice_samples(const Batcher& batcher, int batch, int dp_rank, i
   std::vector<std::uint8_t> labels(static_cast<std::size_t>(batcher.micro_batch_rows()));
   batcher.input(batch, dp_rank, micro_batch, input);
   batcher.labels(batch, dp_rank, micro_batch, labels);
-  const auto byte = [](float value) { return static_cast<int>(std::lround((value + 1.0f) * 127.5f)); };
+  const auto byte = [](float value) {
+    return static_cast<int>(std::lround((value + 1.0f) * 127.5f));
+  };
   std::vector<int> samples;
   for (std::size_t row = 0; row < labels.size(); ++row) {
     const int sample = byte(input[2 * row]) * 256 + byte(input[2 * row + 1]);

@@ -27,8 +27,8 @@ std::vector<float> away_from_zero(std::vector<float> values) {
 }
 
 // Central differences of objective() with respect to every element of x.
-std::vector<double> numeric_gradient(std::vector<float>& x, const std::function<double()>& objective,
-                                     float step) {
+std::vector<double> numeric_gradient(std::vector<float>& x,
+                                     const std::function<double()>& objective, float step) {
   std::vector<double> gradient(x.size());
   for (std::size_t i = 0; i < x.size(); ++i) {
     const float original = x[i];
@@ -46,14 +46,16 @@ void expect_close(const std::vector<float>& analytic, const std::vector<double>&
                   double tolerance) {
   ASSERT_EQ(analytic.size(), numeric.size());
   for (std::size_t i = 0; i < numeric.size(); ++i) {
-    EXPECT_NEAR(static_cast<double>(analytic[i]), numeric[i], tolerance * (1.0 + std::abs(numeric[i])))
+    EXPECT_NEAR(static_cast<double>(analytic[i]), numeric[i],
+                tolerance * (1.0 + std::abs(numeric[i])))
         << "element " << i;
   }
 }
 
 double dot(const std::vector<float>& a, const std::vector<float>& b) {
   double sum = 0.0;
-  for (std::size_t i = 0; i < a.size(); ++i) sum += static_cast<double>(a[i]) * static_cast<double>(b[i]);
+  for (std::size_t i = 0; i < a.size(); ++i)
+    sum += static_cast<double>(a[i]) * static_cast<double>(b[i]);
   return sum;
 }
 
@@ -70,7 +72,8 @@ struct LinearCase {
   std::vector<float> probe = random_values(kRows * kOut, 4);
 
   void forward() {
-    linear_forward(as_matrix(std::span(out), kRows, kOut), as_matrix(std::span<const float>(in), kRows, kIn),
+    linear_forward(as_matrix(std::span(out), kRows, kOut),
+                   as_matrix(std::span<const float>(in), kRows, kIn),
                    as_matrix(std::span<const float>(weight), kOut, kIn),
                    as_row_vector(std::span<const float>(bias)));
   }
@@ -90,7 +93,8 @@ TEST(runtime, layers_linear_forward_matches_a_naive_loop) {
         expected += static_cast<double>(c.in[static_cast<std::size_t>(r * kIn + i)]) *
                     static_cast<double>(c.weight[static_cast<std::size_t>(o * kIn + i)]);
       }
-      EXPECT_NEAR(static_cast<double>(c.out[static_cast<std::size_t>(r * kOut + o)]), expected, 1e-5);
+      EXPECT_NEAR(static_cast<double>(c.out[static_cast<std::size_t>(r * kOut + o)]), expected,
+                  1e-5);
     }
   }
 }
@@ -101,7 +105,10 @@ TEST(runtime, layers_linear_backward_input_matches_finite_differences) {
   linear_backward_input(as_matrix(std::span(d_in), kRows, kIn),
                         as_matrix(std::span<const float>(c.probe), kRows, kOut),
                         as_matrix(std::span<const float>(c.weight), kOut, kIn));
-  expect_close(d_in, numeric_gradient(c.in, [&] { return c.objective(); }, 1e-2f), 1e-3);
+  expect_close(d_in,
+               numeric_gradient(
+                   c.in, [&] { return c.objective(); }, 1e-2f),
+               1e-3);
 }
 
 TEST(runtime, layers_linear_backward_weight_matches_finite_differences_and_accumulates) {
@@ -109,18 +116,26 @@ TEST(runtime, layers_linear_backward_weight_matches_finite_differences_and_accum
   std::vector<float> d_weight(kOut * kIn, 0.0f);
   std::vector<float> d_bias(kOut, 0.0f);
   const auto accumulate = [&] {
-    linear_backward_weight(as_matrix(std::span(d_weight), kOut, kIn), as_row_vector(std::span(d_bias)),
+    linear_backward_weight(as_matrix(std::span(d_weight), kOut, kIn),
+                           as_row_vector(std::span(d_bias)),
                            as_matrix(std::span<const float>(c.probe), kRows, kOut),
                            as_matrix(std::span<const float>(c.in), kRows, kIn));
   };
   accumulate();
-  expect_close(d_weight, numeric_gradient(c.weight, [&] { return c.objective(); }, 1e-2f), 1e-3);
-  expect_close(d_bias, numeric_gradient(c.bias, [&] { return c.objective(); }, 1e-2f), 1e-3);
+  expect_close(d_weight,
+               numeric_gradient(
+                   c.weight, [&] { return c.objective(); }, 1e-2f),
+               1e-3);
+  expect_close(d_bias,
+               numeric_gradient(
+                   c.bias, [&] { return c.objective(); }, 1e-2f),
+               1e-3);
 
   const std::vector<float> once_weight = d_weight;
   const std::vector<float> once_bias = d_bias;
   accumulate();
-  for (std::size_t i = 0; i < d_weight.size(); ++i) EXPECT_FLOAT_EQ(d_weight[i], 2.0f * once_weight[i]);
+  for (std::size_t i = 0; i < d_weight.size(); ++i)
+    EXPECT_FLOAT_EQ(d_weight[i], 2.0f * once_weight[i]);
   for (std::size_t i = 0; i < d_bias.size(); ++i) EXPECT_FLOAT_EQ(d_bias[i], 2.0f * once_bias[i]);
 }
 
@@ -129,14 +144,16 @@ TEST(runtime, layers_relu_forward_and_backward_match_finite_differences) {
   std::vector<float> out(in.size());
   const std::vector<float> probe = random_values(in.size(), 6);
   const auto objective = [&] {
-    relu_forward(as_matrix(std::span(out), kRows, kOut), as_matrix(std::span<const float>(in), kRows, kOut));
+    relu_forward(as_matrix(std::span(out), kRows, kOut),
+                 as_matrix(std::span<const float>(in), kRows, kOut));
     return dot(out, probe);
   };
   objective();
   for (std::size_t i = 0; i < in.size(); ++i) EXPECT_EQ(out[i], in[i] > 0.0f ? in[i] : 0.0f);
 
   std::vector<float> d_in = probe;  // in place, as the model uses it
-  relu_backward(as_matrix(std::span(d_in), kRows, kOut), as_matrix(std::span<const float>(d_in), kRows, kOut),
+  relu_backward(as_matrix(std::span(d_in), kRows, kOut),
+                as_matrix(std::span<const float>(d_in), kRows, kOut),
                 as_matrix(std::span<const float>(out), kRows, kOut));
   expect_close(d_in, numeric_gradient(in, objective, 1e-2f), 1e-3);
 }
@@ -152,8 +169,8 @@ void check_loss_gradient(LossFunction loss) {
   const auto objective = [&] {
     std::vector<float> scratch(logits.size());
     return static_cast<double>(loss(as_matrix(std::span(scratch), kRows, kClasses),
-                                     as_matrix(std::span<const float>(logits), kRows, kClasses),
-                                     labels, scale));
+                                    as_matrix(std::span<const float>(logits), kRows, kClasses),
+                                    labels, scale));
   };
   loss(as_matrix(std::span(d_logits), kRows, kClasses),
        as_matrix(std::span<const float>(logits), kRows, kClasses), labels, scale);
@@ -176,15 +193,16 @@ TEST(runtime, layers_losses_match_hand_computed_values) {
   const double sum = e1 + e2 + e3;
   const double p[3] = {e1 / sum, e2 / sum, e3 / sum};
 
-  const float cross_entropy = softmax_cross_entropy(as_matrix(std::span(d), 1, 3),
-                                                    as_matrix(std::span<const float>(logits), 1, 3), label, 2.0f);
+  const float cross_entropy = softmax_cross_entropy(
+      as_matrix(std::span(d), 1, 3), as_matrix(std::span<const float>(logits), 1, 3), label, 2.0f);
   EXPECT_NEAR(static_cast<double>(cross_entropy), 2.0 * -std::log(p[2]), 1e-5);
   EXPECT_NEAR(static_cast<double>(d[0]), 2.0 * p[0], 1e-6);
   EXPECT_NEAR(static_cast<double>(d[2]), 2.0 * (p[2] - 1.0), 1e-6);
 
-  const float mse = softmax_mse(as_matrix(std::span(d), 1, 3), as_matrix(std::span<const float>(logits), 1, 3),
-                                label, 1.0f);
-  EXPECT_NEAR(static_cast<double>(mse), p[0] * p[0] + p[1] * p[1] + (p[2] - 1.0) * (p[2] - 1.0), 1e-6);
+  const float mse = softmax_mse(as_matrix(std::span(d), 1, 3),
+                                as_matrix(std::span<const float>(logits), 1, 3), label, 1.0f);
+  EXPECT_NEAR(static_cast<double>(mse), p[0] * p[0] + p[1] * p[1] + (p[2] - 1.0) * (p[2] - 1.0),
+              1e-6);
 }
 
 TEST(runtime, layers_count_correct_takes_the_first_largest_logit) {

@@ -14,7 +14,9 @@
 namespace pipevm::runtime {
 namespace {
 
-std::size_t to_size(int value) { return static_cast<std::size_t>(value); }
+std::size_t to_size(int value) {
+  return static_cast<std::size_t>(value);
+}
 
 std::vector<float> random_inputs(int rows, int width, std::uint64_t seed) {
   SplitMix64 random(seed);
@@ -26,7 +28,8 @@ std::vector<float> random_inputs(int rows, int width, std::uint64_t seed) {
 std::vector<std::uint8_t> random_labels(int rows, int classes, std::uint64_t seed) {
   SplitMix64 random(seed);
   std::vector<std::uint8_t> labels(to_size(rows));
-  for (auto& label : labels) label = static_cast<std::uint8_t>(random.below(static_cast<std::uint32_t>(classes)));
+  for (auto& label : labels)
+    label = static_cast<std::uint8_t>(random.below(static_cast<std::uint32_t>(classes)));
   return labels;
 }
 
@@ -34,9 +37,11 @@ void expect_relatively_close(std::span<const float> actual, std::span<const floa
                              double tolerance, const char* what) {
   ASSERT_EQ(actual.size(), expected.size()) << what;
   double largest = 0.0;
-  for (const float value : expected) largest = std::max(largest, std::abs(static_cast<double>(value)));
+  for (const float value : expected)
+    largest = std::max(largest, std::abs(static_cast<double>(value)));
   for (std::size_t i = 0; i < expected.size(); ++i) {
-    ASSERT_NEAR(static_cast<double>(actual[i]), static_cast<double>(expected[i]), tolerance * largest)
+    ASSERT_NEAR(static_cast<double>(actual[i]), static_cast<double>(expected[i]),
+                tolerance * largest)
         << what << " element " << i;
   }
 }
@@ -83,7 +88,8 @@ TEST(runtime, model_initialisation_does_not_depend_on_the_split) {
     for (const LayerRange range : split_layers(config.sizes, pieces)) {
       const Piece piece(config, range);
       EXPECT_EQ(piece.offset_in_model(), parameter_count(config.sizes, {0, range.begin}));
-      const auto slice = whole.parameters().subspan(piece.offset_in_model(), piece.parameters().size());
+      const auto slice =
+          whole.parameters().subspan(piece.offset_in_model(), piece.parameters().size());
       EXPECT_TRUE(std::equal(slice.begin(), slice.end(), piece.parameters().begin()));
     }
   }
@@ -112,8 +118,8 @@ struct Reference {
 };
 
 Reference reference_backprop(const ModelConfig& config, std::span<const float> parameters,
-                             const std::vector<float>& input, const std::vector<std::uint8_t>& labels,
-                             int rows, double scale) {
+                             const std::vector<float>& input,
+                             const std::vector<std::uint8_t>& labels, int rows, double scale) {
   using MatrixD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   const auto& sizes = config.sizes;
   const int layers = layer_count(sizes);
@@ -132,10 +138,12 @@ Reference reference_backprop(const ModelConfig& config, std::span<const float> p
   }
   MatrixD a(rows, sizes[0]);
   for (int r = 0; r < rows; ++r)
-    for (int c = 0; c < sizes[0]; ++c) a(r, c) = static_cast<double>(input[to_size(r * sizes[0] + c)]);
+    for (int c = 0; c < sizes[0]; ++c)
+      a(r, c) = static_cast<double>(input[to_size(r * sizes[0] + c)]);
   activations.push_back(a);
   for (int l = 0; l < layers; ++l) {
-    MatrixD z = (activations.back() * weights[to_size(l)].transpose()).rowwise() + biases[to_size(l)];
+    MatrixD z =
+        (activations.back() * weights[to_size(l)].transpose()).rowwise() + biases[to_size(l)];
     if (l + 1 < layers) z = z.cwiseMax(0.0);
     activations.push_back(z);
   }
@@ -143,7 +151,8 @@ Reference reference_backprop(const ModelConfig& config, std::span<const float> p
   MatrixD g = activations.back();
   for (int r = 0; r < rows; ++r) {
     const Eigen::RowVectorXd z = activations.back().row(r);
-    const Eigen::RowVectorXd p = (z.array() - z.maxCoeff()).exp().matrix() / (z.array() - z.maxCoeff()).exp().sum();
+    const Eigen::RowVectorXd p =
+        (z.array() - z.maxCoeff()).exp().matrix() / (z.array() - z.maxCoeff()).exp().sum();
     const int label = labels[to_size(r)];
     if (config.loss == Loss::cross_entropy) {
       reference.loss -= std::log(p(label)) * scale;
@@ -162,7 +171,8 @@ Reference reference_backprop(const ModelConfig& config, std::span<const float> p
   for (int l = layers - 1; l >= 0; --l) {
     const MatrixD d_weight = g.transpose() * activations[to_size(l)];
     const Eigen::RowVectorXd d_bias = g.colwise().sum();
-    for (Eigen::Index i = 0; i < d_weight.size(); ++i) per_layer[to_size(l)].push_back(d_weight.data()[i]);
+    for (Eigen::Index i = 0; i < d_weight.size(); ++i)
+      per_layer[to_size(l)].push_back(d_weight.data()[i]);
     for (Eigen::Index i = 0; i < d_bias.size(); ++i) per_layer[to_size(l)].push_back(d_bias(i));
     if (l > 0) {
       g = g * weights[to_size(l)];
@@ -170,7 +180,8 @@ Reference reference_backprop(const ModelConfig& config, std::span<const float> p
     }
   }
   for (const auto& layer : per_layer) {
-    reference.loss_gradient_of_parameters.insert(reference.loss_gradient_of_parameters.end(), layer.begin(), layer.end());
+    reference.loss_gradient_of_parameters.insert(reference.loss_gradient_of_parameters.end(),
+                                                 layer.begin(), layer.end());
   }
   return reference;
 }
@@ -191,7 +202,8 @@ void check_against_reference(Loss loss) {
   EXPECT_TRUE(model.backward_input(0, {}).empty()) << "the first piece skips the input gradient";
   model.backward_weight(0);
 
-  const Reference reference = reference_backprop(config, model.parameters(), input, labels, kRows, 1.0 / kRows);
+  const Reference reference =
+      reference_backprop(config, model.parameters(), input, labels, kRows, 1.0 / kRows);
   EXPECT_NEAR(static_cast<double>(result.loss), reference.loss, 1e-5 * std::abs(reference.loss));
   const std::vector<float> expected(reference.loss_gradient_of_parameters.begin(),
                                     reference.loss_gradient_of_parameters.end());
@@ -245,7 +257,8 @@ ChainResult run_chain(const ModelConfig& config, int pieces, int rows) {
     }
   }
   for (const Piece& piece : chain) {
-    result.gradients.insert(result.gradients.end(), piece.gradients().begin(), piece.gradients().end());
+    result.gradients.insert(result.gradients.end(), piece.gradients().begin(),
+                            piece.gradients().end());
   }
   return result;
 }
@@ -282,8 +295,9 @@ TEST(runtime, model_backward_weight_reports_each_layer_last_first) {
   piece.backward_weight(0, [&](int layer, std::span<float> grads) {
     order.push_back(layer);
     EXPECT_EQ(grads.data(), piece.layer_gradients(layer).all.data());
-    EXPECT_EQ(grads.size(), to_size(config.sizes[to_size(layer)] * config.sizes[to_size(layer) + 1] +
-                                    config.sizes[to_size(layer) + 1]));
+    EXPECT_EQ(grads.size(),
+              to_size(config.sizes[to_size(layer)] * config.sizes[to_size(layer) + 1] +
+                      config.sizes[to_size(layer) + 1]));
   });
   EXPECT_EQ(order, (std::vector<int>{2, 1}));
 }
@@ -300,7 +314,8 @@ TEST(runtime, model_slots_reject_out_of_order_use) {
   EXPECT_THROW(piece.forward(0, input, 3), std::logic_error) << "slot 0 is busy";
   EXPECT_THROW(piece.forward(2, input, 3), std::out_of_range);
   EXPECT_THROW(piece.forward(1, std::span(input).first(5), 3), std::invalid_argument);
-  EXPECT_THROW(piece.backward_input(0, {}), std::logic_error) << "the last piece needs its loss first";
+  EXPECT_THROW(piece.backward_input(0, {}), std::logic_error)
+      << "the last piece needs its loss first";
   piece.loss(0, labels, 1.0f);
   piece.backward_input(0, {});
   piece.backward_weight(0);

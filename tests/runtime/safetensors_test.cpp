@@ -28,7 +28,8 @@ TEST(runtime, safetensors_model_round_trip) {
   const std::string path = temporary_file("round-trip.safetensors");
   save_model(path, config.sizes, model.parameters());
   const std::vector<float> loaded = load_model(path, config.sizes);
-  EXPECT_TRUE(std::equal(loaded.begin(), loaded.end(), model.parameters().begin(), model.parameters().end()));
+  EXPECT_TRUE(std::equal(loaded.begin(), loaded.end(), model.parameters().begin(),
+                         model.parameters().end()));
 
   const SafetensorsFile file = read_safetensors(path);
   EXPECT_EQ(file.tensors.size(), 4u);
@@ -37,7 +38,8 @@ TEST(runtime, safetensors_model_round_trip) {
   EXPECT_EQ(file.metadata.at("sizes"), "7,5,3");
   EXPECT_THROW(load_model(path, {7, 5, 4}), std::runtime_error);
   for (const auto& entry : fs::directory_iterator(fs::temp_directory_path())) {
-    EXPECT_EQ(entry.path().string().find(path + ".tmp"), std::string::npos) << "temporary left behind";
+    EXPECT_EQ(entry.path().string().find(path + ".tmp"), std::string::npos)
+        << "temporary left behind";
   }
   fs::remove(path);
 }

@@ -20,7 +20,8 @@ TrainingRun train_synthetic(Loss loss, const OptimizerConfig& optimizer, int epo
   SequentialTrainer trainer(model, optimizer, 32, 2);
   Batcher batcher(data.train, 1, 32, 1, 2);
   TrainingRun run;
-  for (int epoch = 0; epoch < epochs; ++epoch) run.train_accuracy = trainer.train_epoch(batcher, epoch).accuracy;
+  for (int epoch = 0; epoch < epochs; ++epoch)
+    run.train_accuracy = trainer.train_epoch(batcher, epoch).accuracy;
   run.test = evaluate(trainer.model(), data.test);
   return run;
 }
