@@ -61,9 +61,13 @@ nlohmann::json chrome_trace(const Program& program, const Timeline& timeline) {
         completer[flow.recv] != kNone ? completer[flow.recv] : flow.recv;
     const std::string label = std::string(name(message.kind)) + " " +
                               std::to_string(message.micro_batch);
-    events.push_back({{"ph", "s"}, {"id", id}, {"name", label}, {"cat", "message"}, {"pid", 0},
+    // Viewers bind a flow event to the slice of its thread with the same
+    // category that starts (Chrome) or is open (Perfetto) at its timestamp.
+    const std::string category(name(activity_of(message.op)));
+    events.push_back({{"ph", "s"}, {"id", id}, {"name", label}, {"cat", category}, {"pid", 0},
                       {"tid", owner[flow.send]}, {"ts", timeline.times[flow.send].issued}});
-    events.push_back({{"ph", "f"}, {"bp", "e"}, {"id", id}, {"name", label}, {"cat", "message"},
+    events.push_back({{"ph", "f"}, {"bp", "e"}, {"id", id}, {"name", label},
+                      {"cat", std::string(name(activity_of(program.code[arrival].op)))},
                       {"pid", 0}, {"tid", owner[arrival]}, {"ts", timeline.times[arrival].issued}});
     ++id;
   }

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -41,13 +42,15 @@ TEST(simulate_report, json_has_the_documented_keys_and_is_stable) {
   EXPECT_DOUBLE_EQ(json["per_stage"][1]["idle"].get<double>(), 9);
 }
 
-// Checks the structure Perfetto needs; returns the number of flow pairs.
+// Checks the structure Perfetto and Chrome need; returns the number of flow pairs.
 std::size_t check_chrome_trace(const nlohmann::json& trace, int ranks) {
   EXPECT_TRUE(trace.is_object());
   EXPECT_TRUE(trace.contains("traceEvents"));
   std::set<int> named_threads;
   std::map<std::uint64_t, int> starts;
   std::map<std::uint64_t, int> finishes;
+  std::set<std::tuple<int, double, std::string>> slice_starts;  // (tid, ts, cat)
+  std::vector<nlohmann::json> flow_events;
   std::size_t slices = 0;
   for (const auto& event : trace.at("traceEvents")) {
     const std::string phase = event.at("ph");
@@ -59,12 +62,22 @@ std::size_t check_chrome_trace(const nlohmann::json& trace, int ranks) {
       EXPECT_GE(event.at("dur").get<double>(), 0);
       EXPECT_LT(event.at("tid").get<int>(), ranks);
       EXPECT_TRUE(event.at("name").is_string());
+      slice_starts.insert({event.at("tid").get<int>(), event.at("ts").get<double>(),
+                           event.at("cat").get<std::string>()});
     }
     if (phase == "s") ++starts[event.at("id").get<std::uint64_t>()];
     if (phase == "f") {
       ++finishes[event.at("id").get<std::uint64_t>()];
       EXPECT_EQ(event.at("bp"), "e");
     }
+    if (phase == "s" || phase == "f") flow_events.push_back(event);
+  }
+  // Each flow event sits where a slice of its thread and category starts.
+  for (const auto& event : flow_events) {
+    EXPECT_EQ(slice_starts.count({event.at("tid").get<int>(), event.at("ts").get<double>(),
+                                  event.at("cat").get<std::string>()}),
+              1u)
+        << event.dump();
   }
   EXPECT_EQ(static_cast<int>(named_threads.size()), ranks);
   EXPECT_GT(slices, 0u);
