@@ -84,6 +84,7 @@ struct ConfigurationResult {
   std::vector<Diagnostic> diagnostics;  // expansion's, then the checker's
   std::vector<StageMemory> memory;
   std::size_t suppressed = 0;
+  std::uint64_t instructions = 0;
 };
 
 std::string configuration_text(const Config& c) {
@@ -111,6 +112,7 @@ ConfigurationResult check_one(const Schedule& schedule, const Config& config,
   for (Diagnostic& d : result.diagnostics) out.diagnostics.push_back(std::move(d));
   out.memory = std::move(result.memory);
   out.suppressed = result.suppressed;
+  out.instructions = result.instructions;
   const bool errors = std::any_of(out.diagnostics.begin(), out.diagnostics.end(),
                                   [](const Diagnostic& d) { return d.severity == Severity::error; });
   out.verdict = errors || out.suppressed > 0 ? Verdict::error : Verdict::ok;
@@ -130,7 +132,9 @@ void print_text(const std::string& file, const std::vector<ConfigurationResult>&
   const bool color = isatty(STDOUT_FILENO) != 0;
   const bool sweep = results.size() > 1;
   std::size_t errors = 0, failing = 0, skipped = 0;
+  std::uint64_t instructions = 0;
   for (const ConfigurationResult& r : results) {
+    instructions += r.instructions;
     if (r.verdict == Verdict::skipped) {
       ++skipped;
       if (sweep) std::cout << "skipped " << configuration_text(r.config) << ": require fails\n";
@@ -161,7 +165,8 @@ void print_text(const std::string& file, const std::vector<ConfigurationResult>&
     if (sweep) std::cout << " in " << failing << " of " << configurations;
   }
   if (skipped > 0) std::cout << " (" << skipped << " skipped: require fails)";
-  std::cout << '\n';
+  std::cout << ", " << instructions << (instructions == 1 ? " instruction" : " instructions")
+            << " checked\n";
 }
 
 // With several configurations, machine formats say which one a finding is for.

@@ -34,9 +34,9 @@ bool check_peer(const Program& program, std::size_t index, int stage, Reporter& 
   const bool sending = is_send(in.op);
   const int expected = default_peer(program.placement, c, stage, in.kind, in.chunk, sending);
   const int peer = in.peer;
-  const std::string what = "`" + disassemble(in) + "`";
   if (peer >= 0 && peer < c.stages && peer == expected) return true;
   explained[index] = true;
+  const std::string what = "`" + disassemble(in) + "`";
   std::string message;
   if (peer < 0 || peer >= c.stages) {
     if (!in.explicit_peer && expected < 0) {
