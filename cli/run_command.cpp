@@ -59,7 +59,9 @@ struct RunFlags {
   std::string profile;  // measured costs for `pipevm simulate --costs`
 };
 
-bool given(const CLI::Option* option) { return option != nullptr && option->count() > 0; }
+bool given(const CLI::Option* option) {
+  return option != nullptr && option->count() > 0;
+}
 
 RunConfig resolve_config(const RunFlags& f) {
   RunConfig config;
@@ -157,16 +159,15 @@ int run(const RunFlags& flags) {
   const int world = session.world_size();
   if (world % config.dp != 0) {
     return everyone_fails(kExitUsage, "the world size " + std::to_string(world) +
-                                          " is not divisible by dp = " +
-                                          std::to_string(config.dp) +
+                                          " is not divisible by dp = " + std::to_string(config.dp) +
                                           " (stages = world size / dp)");
   }
   const int stages = world / config.dp;
   if (config.batch_size % (config.dp * config.micro_batches) != 0) {
-    return everyone_fails(kExitUsage, "the batch size " + std::to_string(config.batch_size) +
-                                          " is not divisible by dp x micro-batches = " +
-                                          std::to_string(config.dp) + " x " +
-                                          std::to_string(config.micro_batches));
+    return everyone_fails(
+        kExitUsage, "the batch size " + std::to_string(config.batch_size) +
+                        " is not divisible by dp x micro-batches = " + std::to_string(config.dp) +
+                        " x " + std::to_string(config.micro_batches));
   }
 
   // Compile for the whole world: the checker needs every rank's stream.
@@ -184,11 +185,10 @@ int run(const RunFlags& flags) {
   const int pieces = model_pieces(program->placement, shape);
   const int layers = runtime::layer_count(config.model.sizes);
   if (pieces > layers) {
-    return everyone_fails(kExitUsage, "the schedule cuts the model into " +
-                                          std::to_string(pieces) + " pieces (" +
-                                          std::to_string(stages) + " stages), more than the " +
-                                          std::to_string(layers) + " layer(s) of the model " +
-                                          widths(config.model.sizes));
+    return everyone_fails(kExitUsage, "the schedule cuts the model into " + std::to_string(pieces) +
+                                          " pieces (" + std::to_string(stages) +
+                                          " stages), more than the " + std::to_string(layers) +
+                                          " layer(s) of the model " + widths(config.model.sizes));
   }
   CheckOptions check_options;
   check_options.layer_widths = config.model.sizes;
@@ -220,7 +220,8 @@ int run(const RunFlags& flags) {
   const bool root_loaded = session.all_ok(!root || data_error.empty());
   if (!session.all_ok(data_error.empty())) {
     if (root || root_loaded) {
-      if (!data_error.empty()) std::cerr << "pipevm run: error: rank " << world_rank << ": " << data_error << "\n";
+      if (!data_error.empty())
+        std::cerr << "pipevm run: error: rank " << world_rank << ": " << data_error << "\n";
     }
     return kExitUsage;
   }
@@ -243,12 +244,14 @@ int run(const RunFlags& flags) {
   }
 
   if (root) {
-    std::printf("pipevm run: %s, %d stage(s) x %d dp, %d micro-batches of %d, model %s (%s), %s lr %g, data %s (%d train, %d test)\n",
-                program->name.c_str(), stages, config.dp, config.micro_batches,
-                trainer->machine().micro_batch_rows(), widths(config.model.sizes).c_str(),
-                std::string(runtime::name(config.model.loss)).c_str(),
-                config.optimizer.kind.c_str(), static_cast<double>(config.optimizer.lr),
-                config.data.c_str(), data->train.samples, data->test.samples);
+    std::printf(
+        "pipevm run: %s, %d stage(s) x %d dp, %d micro-batches of %d, model %s (%s), %s lr %g, "
+        "data %s (%d train, %d test)\n",
+        program->name.c_str(), stages, config.dp, config.micro_batches,
+        trainer->machine().micro_batch_rows(), widths(config.model.sizes).c_str(),
+        std::string(runtime::name(config.model.loss)).c_str(), config.optimizer.kind.c_str(),
+        static_cast<double>(config.optimizer.lr), config.data.c_str(), data->train.samples,
+        data->test.samples);
     std::fflush(stdout);
   }
 
@@ -274,9 +277,11 @@ int run(const RunFlags& flags) {
         out << std::fixed << 100.0 * *report.test_accuracy << "%";
         test = out.str();
       }
-      std::printf("epoch %d/%d  loss %.4f  test accuracy %s  %.0f samples/s  %.1f s/epoch  elapsed %.1f s\n",
-                  epoch + 1, config.epochs, report.train_loss, test.c_str(),
-                  report.samples_per_second, report.train_seconds, elapsed);
+      std::printf(
+          "epoch %d/%d  loss %.4f  test accuracy %s  %.0f samples/s  %.1f s/epoch  elapsed %.1f "
+          "s\n",
+          epoch + 1, config.epochs, report.train_loss, test.c_str(), report.samples_per_second,
+          report.train_seconds, elapsed);
       std::fflush(stdout);
     }
   } catch (const VmError& error) {
@@ -322,9 +327,10 @@ Command add_run_command(CLI::App& root) {
   auto flags = std::make_shared<RunFlags>();
   Command command;
   CLI::App* app = root.add_subcommand(
-      "run", "Train the MLP with a schedule on the MPI ranks (the default command):\n"
-             "  mpirun -n 4 pipevm run schedules/gpipe.pipe [--config FILE.yaml] [flags]\n"
-             "stages = number of ranks / dp; flags override the YAML file.");
+      "run",
+      "Train the MLP with a schedule on the MPI ranks (the default command):\n"
+      "  mpirun -n 4 pipevm run schedules/gpipe.pipe [--config FILE.yaml] [flags]\n"
+      "stages = number of ranks / dp; flags override the YAML file.");
   command.app = app;
   app->add_option("file", flags->file, "The schedule (.pipe)")->required();
   app->add_option("--config", flags->config_file, "YAML configuration (see examples/)");
@@ -332,21 +338,23 @@ Command add_run_command(CLI::App& root) {
   flags->dp = app->add_option("--dp", f.dp, "Data-parallel replicas (default 1)");
   flags->micro_batches =
       app->add_option("--micro-batches", f.micro_batches, "Micro-batches per batch (default 4)");
-  flags->batch_size = app->add_option("--batch-size", f.batch_size, "Global batch size (default 128)");
+  flags->batch_size =
+      app->add_option("--batch-size", f.batch_size, "Global batch size (default 128)");
   flags->epochs = app->add_option("--epochs", f.epochs, "Epochs (default 5)");
   flags->lr = app->add_option("--lr", f.optimizer.lr, "Learning rate (default 0.001)");
-  flags->optimizer =
-      app->add_option("--optimizer", f.optimizer.kind, "adam or sgd (default adam)");
+  flags->optimizer = app->add_option("--optimizer", f.optimizer.kind, "adam or sgd (default adam)");
   flags->seed = app->add_option("--seed", f.seed, "Shuffling seed (default 0)");
-  flags->data = app->add_option("--data", f.data,
-                                "fashion-mnist, synthetic or a directory of IDX files");
+  flags->data =
+      app->add_option("--data", f.data, "fashion-mnist, synthetic or a directory of IDX files");
   flags->chunks = app->add_option("--chunks", f.chunks, "Model chunks per rank (default 1)");
   flags->loss = app->add_option("--loss", flags->loss_name, "cross-entropy or softmax-mse");
   flags->save = app->add_option("--save", f.save, "Write the trained model (.safetensors)");
-  app->add_option("--trace", flags->trace,
-                  "Write a Chrome/Perfetto trace of one training step (the format of simulate --trace)");
-  app->add_option("--profile", flags->profile,
-                  "Write the measured median cost of each instruction kind (YAML for simulate --costs)");
+  app->add_option(
+      "--trace", flags->trace,
+      "Write a Chrome/Perfetto trace of one training step (the format of simulate --trace)");
+  app->add_option(
+      "--profile", flags->profile,
+      "Write the measured median cost of each instruction kind (YAML for simulate --costs)");
   app->add_flag("--no-progress", flags->no_progress,
                 "No progress bar (mpiexec shows ranks a terminal even when piped)");
   command.run = [flags] { return run(*flags); };

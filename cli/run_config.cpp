@@ -137,7 +137,8 @@ void apply_yaml_file(const std::string& path, RunConfig& config) {
 
 void validate(const RunConfig& config) {
   const auto positive = [](int value, const char* what) {
-    if (value <= 0) throw ConfigError(std::string(what) + " must be positive, not " + std::to_string(value));
+    if (value <= 0)
+      throw ConfigError(std::string(what) + " must be positive, not " + std::to_string(value));
   };
   positive(config.epochs, "epochs");
   positive(config.batch_size, "the batch size");

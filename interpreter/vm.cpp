@@ -11,7 +11,9 @@ namespace pipevm {
 
 namespace {
 
-std::size_t to_size(int value) { return static_cast<std::size_t>(value); }
+std::size_t to_size(int value) {
+  return static_cast<std::size_t>(value);
+}
 
 std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -58,10 +60,10 @@ Machine::Machine(const Program& program, int rank, runtime::Comm& comm,
   }
   const int split = config.dp * config.micro_batches;
   if (options.global_batch <= 0 || options.global_batch % split != 0) {
-    throw std::invalid_argument("the batch size " + std::to_string(options.global_batch) +
-                                " is not a multiple of dp x micro-batches = " +
-                                std::to_string(config.dp) + " x " +
-                                std::to_string(config.micro_batches));
+    throw std::invalid_argument(
+        "the batch size " + std::to_string(options.global_batch) +
+        " is not a multiple of dp x micro-batches = " + std::to_string(config.dp) + " x " +
+        std::to_string(config.micro_batches));
   }
   rows_ = options.global_batch / split;
   loss_scale_ = 1.0F / static_cast<float>(options.global_batch);
@@ -70,8 +72,7 @@ Machine::Machine(const Program& program, int rank, runtime::Comm& comm,
   const int layers = runtime::layer_count(options.model.sizes);
   if (pieces > layers) {
     throw std::invalid_argument("the schedule cuts the model into " + std::to_string(pieces) +
-                                " pieces, but it has only " + std::to_string(layers) +
-                                " layers");
+                                " pieces, but it has only " + std::to_string(layers) + " layers");
   }
   const std::vector<runtime::LayerRange> split_ranges =
       runtime::split_layers(options.model.sizes, pieces);
@@ -82,12 +83,12 @@ Machine::Machine(const Program& program, int rank, runtime::Comm& comm,
     const PipelinePosition where = position_of(program.placement, config, stage_, c);
     runtime::Piece piece(options.model, split_ranges[to_size(piece_at(where))]);
     const std::size_t parameters = piece.parameters().size();
-    Chunk chunk{where, std::move(piece), runtime::Optimizer(options.optimizer, parameters),
-                {}, {}, {}, {}, {}};
+    Chunk chunk{
+        where, std::move(piece), runtime::Optimizer(options.optimizer, parameters), {}, {}, {}, {},
+        {}};
     chunk.piece.reserve(config.micro_batches, rows_);
     chunk.inputs.resize(micro_batches * to_size(rows_) * to_size(chunk.piece.input_width()));
-    chunk.output_grads.resize(micro_batches * to_size(rows_) *
-                              to_size(chunk.piece.output_width()));
+    chunk.output_grads.resize(micro_batches * to_size(rows_) * to_size(chunk.piece.output_width()));
     if (chunk.piece.is_last()) chunk.labels.resize(micro_batches * to_size(rows_));
     chunk.input_grads.resize(micro_batches);
     chunk.flags.resize(micro_batches);
@@ -113,8 +114,8 @@ std::span<float> Machine::output_grad_buffer(Chunk& chunk, std::uint32_t micro_b
 }
 
 std::span<std::uint8_t> Machine::label_buffer(Chunk& chunk, std::uint32_t micro_batch) {
-  return std::span<std::uint8_t>(chunk.labels).subspan(micro_batch * to_size(rows_),
-                                                       to_size(rows_));
+  return std::span<std::uint8_t>(chunk.labels)
+      .subspan(micro_batch * to_size(rows_), to_size(rows_));
 }
 
 // One execution of one rank's stream.
@@ -129,8 +130,8 @@ class VmStep {
   using Chunk = Machine::Chunk;
 
   [[noreturn]] void fail(DiagnosticKind kind, const std::string& message) const {
-    throw VmError(kind, "rank " + std::to_string(m_.rank_) + ": " + disassemble(*in_) + ": " +
-                            message,
+    throw VmError(kind,
+                  "rank " + std::to_string(m_.rank_) + ": " + disassemble(*in_) + ": " + message,
                   index_);
   }
   [[noreturn]] void unsupported(const std::string& message) const {
@@ -199,30 +200,52 @@ StepResult VmStep::run(VmObserver* observer) {
 
 void VmStep::execute(const Instruction& in) {
   switch (in.op) {
-    case Opcode::LoadInput: load_input(in); return;
-    case Opcode::LoadTarget: load_target(in); return;
-    case Opcode::Fwd: forward(in); return;
+    case Opcode::LoadInput:
+      load_input(in);
+      return;
+    case Opcode::LoadTarget:
+      load_target(in);
+      return;
+    case Opcode::Fwd:
+      forward(in);
+      return;
     case Opcode::Bwd:
       backward_input(in);
       backward_weight(in, false);
       return;
-    case Opcode::BwdInput: backward_input(in); return;
-    case Opcode::BwdWeight: backward_weight(in, false); return;
+    case Opcode::BwdInput:
+      backward_input(in);
+      return;
+    case Opcode::BwdWeight:
+      backward_weight(in, false);
+      return;
     case Opcode::BwdAllReduce:
       backward_input(in);
       backward_weight(in, m_.comm_.dp() > 1);
       return;
-    case Opcode::AllReduce: all_reduce(); return;
+    case Opcode::AllReduce:
+      all_reduce();
+      return;
     case Opcode::Send:
-    case Opcode::ISend: send(in); return;
+    case Opcode::ISend:
+      send(in);
+      return;
     case Opcode::Recv:
-    case Opcode::IRecv: receive(in); return;
-    case Opcode::Wait: wait(in); return;
-    case Opcode::WaitAll: wait_all(); return;
+    case Opcode::IRecv:
+      receive(in);
+      return;
+    case Opcode::Wait:
+      wait(in);
+      return;
+    case Opcode::WaitAll:
+      wait_all();
+      return;
     case Opcode::ZeroGrad:
       for (Chunk& chunk : m_.chunks_) chunk.piece.zero_grad();
       return;
-    case Opcode::OptimizerStep: optimizer_step(); return;
+    case Opcode::OptimizerStep:
+      optimizer_step();
+      return;
   }
   unsupported("unknown opcode " + std::to_string(static_cast<int>(in.op)));
 }
@@ -243,8 +266,8 @@ int VmStep::peer_of(const Instruction& in) const {
   // At the turn of a V placement the lane's next position is on this very
   // rank: the message goes to itself (an ISend and a Recv; the checker
   // rejects a blocking self-send).
-  if (in.peer == m_.stage_ && default_peer(program_.placement, program_.config, m_.stage_,
-                                           in.kind, in.chunk, is_send(in.op)) == m_.stage_) {
+  if (in.peer == m_.stage_ && default_peer(program_.placement, program_.config, m_.stage_, in.kind,
+                                           in.chunk, is_send(in.op)) == m_.stage_) {
     return in.peer;
   }
   if (in.peer < 0 || in.peer >= program_.config.stages || in.peer == m_.stage_) {
@@ -368,8 +391,9 @@ void VmStep::receive(const Instruction& in) {
   std::uint16_t& flags = chunk.flags[in.micro_batch];
   const int peer = peer_of(in);
   const bool act = in.kind == MessageKind::act;
-  const std::uint16_t busy = act ? Machine::input_ready | Machine::input_pending | Machine::forwarded
-                                 : Machine::grad_ready | Machine::grad_pending;
+  const std::uint16_t busy =
+      act ? Machine::input_ready | Machine::input_pending | Machine::forwarded
+          : Machine::grad_ready | Machine::grad_pending;
   if (flags & busy) unsupported("its buffer already holds or awaits this micro-batch's value");
   if (act && chunk.piece.is_first()) unsupported("the model's first piece takes no activation");
   if (!act && chunk.piece.is_last()) unsupported("the model's last piece takes no gradient");
@@ -382,9 +406,8 @@ void VmStep::receive(const Instruction& in) {
     return;
   }
   flags |= act ? Machine::input_pending : Machine::grad_pending;
-  m_.pending_.push_back(
-      {WaitDirection::recv, in.kind, in.micro_batch, in.chunk, m_.comm_.irecv(peer, tag, into),
-       index_});
+  m_.pending_.push_back({WaitDirection::recv, in.kind, in.micro_batch, in.chunk,
+                         m_.comm_.irecv(peer, tag, into), index_});
 }
 
 void VmStep::complete(const Machine::PendingMessage& message) {
@@ -398,11 +421,11 @@ void VmStep::complete(const Machine::PendingMessage& message) {
 }
 
 void VmStep::wait(const Instruction& in) {
-  const auto match = std::find_if(m_.pending_.begin(), m_.pending_.end(),
-                                  [&](const Machine::PendingMessage& p) {
-                                    return p.direction == in.direction && p.kind == in.kind &&
-                                           p.micro_batch == in.micro_batch && p.chunk == in.chunk;
-                                  });
+  const auto match =
+      std::find_if(m_.pending_.begin(), m_.pending_.end(), [&](const Machine::PendingMessage& p) {
+        return p.direction == in.direction && p.kind == in.kind &&
+               p.micro_batch == in.micro_batch && p.chunk == in.chunk;
+      });
   if (match == m_.pending_.end()) unsupported("no such request is pending");
   const Machine::PendingMessage message = *match;
   m_.pending_.erase(match);
@@ -423,11 +446,13 @@ void VmStep::all_reduce() {
 
 void VmStep::optimizer_step() {
   if (!m_.pending_.empty()) {
-    unsupported("requests are still pending (" + disassemble(code_[m_.pending_.front().instruction]) +
+    unsupported("requests are still pending (" +
+                disassemble(code_[m_.pending_.front().instruction]) +
                 "); their buffers may still change");
   }
   if (program_.placement == Placement::mirror) sum_mirror_gradients();
-  for (Chunk& chunk : m_.chunks_) chunk.optimizer.step(chunk.piece.parameters(), chunk.piece.gradients());
+  for (Chunk& chunk : m_.chunks_)
+    chunk.optimizer.step(chunk.piece.parameters(), chunk.piece.gradients());
 }
 
 // Under mirror placement every piece lives on two ranks (or twice on the
@@ -445,15 +470,17 @@ void VmStep::sum_mirror_gradients() {
   // Partner's chunk 1 - c holds the piece of this rank's chunk c.
   for (std::size_t c = 0; c < 2; ++c) {
     const runtime::Piece& piece = m_.chunks_[c].piece;
-    m_.pending_.push_back({WaitDirection::send, MessageKind::grad, 0, static_cast<std::uint16_t>(c),
-                           m_.comm_.isend(partner, m_.tags_.gradient_sum_tag(piece_at(m_.chunks_[c].where)),
-                                          piece.gradients()),
-                           index_});
+    m_.pending_.push_back(
+        {WaitDirection::send, MessageKind::grad, 0, static_cast<std::uint16_t>(c),
+         m_.comm_.isend(partner, m_.tags_.gradient_sum_tag(piece_at(m_.chunks_[c].where)),
+                        piece.gradients()),
+         index_});
   }
   const std::size_t half = m_.mirror_scratch_.size() / 2;
   for (std::size_t c = 0; c < 2; ++c) {
     std::span<float> gradients = m_.chunks_[c].piece.gradients();
-    const std::span<float> theirs = std::span<float>(m_.mirror_scratch_).subspan(c * half, gradients.size());
+    const std::span<float> theirs =
+        std::span<float>(m_.mirror_scratch_).subspan(c * half, gradients.size());
     m_.comm_.recv(partner, m_.tags_.gradient_sum_tag(piece_at(m_.chunks_[c].where)), theirs);
   }
   wait_all();

@@ -103,25 +103,25 @@ class Machine {
 
   // What has happened to one micro-batch of one chunk during the step.
   enum Flag : std::uint16_t {
-    input_ready = 1 << 0,       // loaded or received, not yet forwarded
-    input_pending = 1 << 1,     // an IRecv act is in flight into the input buffer
+    input_ready = 1 << 0,    // loaded or received, not yet forwarded
+    input_pending = 1 << 1,  // an IRecv act is in flight into the input buffer
     forwarded = 1 << 2,
-    target_ready = 1 << 3,      // LoadTarget done
-    grad_ready = 1 << 4,        // output gradient received
-    grad_pending = 1 << 5,      // an IRecv grad is in flight
-    input_grad_done = 1 << 6,   // BwdInput (or the first half of Bwd) done
-    weight_done = 1 << 7,       // BwdWeight done: the slot is free again
+    target_ready = 1 << 3,     // LoadTarget done
+    grad_ready = 1 << 4,       // output gradient received
+    grad_pending = 1 << 5,     // an IRecv grad is in flight
+    input_grad_done = 1 << 6,  // BwdInput (or the first half of Bwd) done
+    weight_done = 1 << 7,      // BwdWeight done: the slot is free again
   };
 
   struct Chunk {
     PipelinePosition where;
     runtime::Piece piece;
     runtime::Optimizer optimizer;
-    std::vector<float> inputs;          // micro_batches x rows x input width
-    std::vector<float> output_grads;    // micro_batches x rows x output width
-    std::vector<std::uint8_t> labels;   // micro_batches x rows (last piece only)
+    std::vector<float> inputs;                        // micro_batches x rows x input width
+    std::vector<float> output_grads;                  // micro_batches x rows x output width
+    std::vector<std::uint8_t> labels;                 // micro_batches x rows (last piece only)
     std::vector<std::span<const float>> input_grads;  // per micro-batch, from backward_input
-    std::vector<std::uint16_t> flags;   // per micro-batch
+    std::vector<std::uint16_t> flags;                 // per micro-batch
   };
 
   // A non-blocking point-to-point operation the program has not waited for.
@@ -157,8 +157,7 @@ class Machine {
 class Vm {
  public:
   // Executes `machine`'s rank's stream of `program` once. Throws VmError.
-  static StepResult run(const Program& program, Machine& machine,
-                        VmObserver* observer = nullptr);
+  static StepResult run(const Program& program, Machine& machine, VmObserver* observer = nullptr);
 };
 
 // How many chunks each rank holds under a placement (v and mirror: two).

@@ -9,7 +9,9 @@ namespace pipevm {
 
 namespace {
 
-std::size_t to_size(int value) { return static_cast<std::size_t>(value); }
+std::size_t to_size(int value) {
+  return static_cast<std::size_t>(value);
+}
 
 // Which of a rank's chunks contribute to the gathered model: those on lane 0
 // (under mirror placement lane 1 holds copies of the same pieces), and only
@@ -83,8 +85,7 @@ EpochReport Trainer::train_epoch(int epoch, const std::function<void(int, int)>&
   }
   report.train_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const double samples =
-      static_cast<double>(steps_per_epoch_) * options_.machine.global_batch;
+  const double samples = static_cast<double>(steps_per_epoch_) * options_.machine.global_batch;
   if (report.train_seconds > 0.0) report.samples_per_second = samples / report.train_seconds;
 
   const float mine[3] = {static_cast<float>(totals.loss), static_cast<float>(totals.correct),
@@ -163,8 +164,8 @@ std::uint64_t Trainer::local_digest() const {
 bool Trainer::replicas_agree() {
   const std::uint64_t digest = local_digest();
   std::vector<std::size_t> counts;
-  const std::vector<std::byte> all = comm_.gather_to_root(
-      std::as_bytes(std::span<const std::uint64_t>(&digest, 1)), counts);
+  const std::vector<std::byte> all =
+      comm_.gather_to_root(std::as_bytes(std::span<const std::uint64_t>(&digest, 1)), counts);
   bool agree = true;
   if (comm_.world_rank() == 0) {
     const Config& config = program_.config;

@@ -38,7 +38,7 @@ struct EpochReport {
   double train_loss = 0.0;      // mean per-sample training loss over the epoch
   double train_accuracy = 0.0;  // fraction of training rows predicted right
   std::optional<double> test_accuracy;
-  double train_seconds = 0.0;   // the steps only, without evaluation
+  double train_seconds = 0.0;  // the steps only, without evaluation
   double samples_per_second = 0.0;
 };
 

@@ -30,9 +30,7 @@ class MessageTags {
   }
 
   // The tag of piece `piece`'s gradients sent to its other holder (mirror).
-  int gradient_sum_tag(int piece) const {
-    return static_cast<int>(max_message_tag() + 1 + piece);
-  }
+  int gradient_sum_tag(int piece) const { return static_cast<int>(max_message_tag() + 1 + piece); }
 
   // The largest tag of any message or gradient sum of the configuration.
   std::int64_t max_tag() const { return max_message_tag() + positions_; }

@@ -27,8 +27,8 @@ struct Message {
 // Receives claim sequence numbers in posting order, as MPI matches them.
 struct Mailbox {
   std::vector<Message> ring;
-  std::size_t head = 0;                // ring index of sequence number first_sequence
-  std::size_t count = 0;               // messages held, taken or not
+  std::size_t head = 0;   // ring index of sequence number first_sequence
+  std::size_t count = 0;  // messages held, taken or not
   std::uint64_t first_sequence = 0;
   std::uint64_t next_claim = 0;
 
@@ -150,8 +150,12 @@ struct InProcessWorld::State {
 InProcessWorld::InProcessWorld(int stages, int dp, std::chrono::milliseconds timeout)
     : state_(std::make_unique<State>(stages, dp, timeout)) {}
 InProcessWorld::~InProcessWorld() = default;
-int InProcessWorld::stages() const { return state_->stages; }
-int InProcessWorld::dp() const { return state_->dp; }
+int InProcessWorld::stages() const {
+  return state_->stages;
+}
+int InProcessWorld::dp() const {
+  return state_->dp;
+}
 
 struct InProcessComm::PendingReceive {
   Mailbox* mailbox = nullptr;  // null: a send or collective, already complete
@@ -164,9 +168,15 @@ InProcessComm::InProcessComm(InProcessWorld& world, int world_rank)
     : world_(world), world_rank_(world_rank) {}
 InProcessComm::~InProcessComm() = default;
 
-int InProcessComm::world_size() const { return world_.stages() * world_.dp(); }
-int InProcessComm::stages() const { return world_.stages(); }
-int InProcessComm::dp() const { return world_.dp(); }
+int InProcessComm::world_size() const {
+  return world_.stages() * world_.dp();
+}
+int InProcessComm::stages() const {
+  return world_.stages();
+}
+int InProcessComm::dp() const {
+  return world_.dp();
+}
 
 Comm::Request InProcessComm::take_slot() {
   if (free_slots_.empty()) {
@@ -254,7 +264,9 @@ void InProcessComm::wait_all() {
   }
 }
 
-int InProcessComm::pending() const { return active_; }
+int InProcessComm::pending() const {
+  return active_;
+}
 
 void InProcessComm::allreduce_sum(std::span<float> data) {
   InProcessWorld::State& s = world_.state();

@@ -24,12 +24,12 @@ namespace {
 
 }  // namespace
 
-#define PIPEVM_MPI_CHECK(expr)                                            \
-  do {                                                                    \
-    const int pipevm_mpi_status = (expr);                                 \
-    if (pipevm_mpi_status != MPI_SUCCESS) {                               \
-      throw_mpi_error(pipevm_mpi_status, #expr, __FILE__, __LINE__);      \
-    }                                                                     \
+#define PIPEVM_MPI_CHECK(expr)                                       \
+  do {                                                               \
+    const int pipevm_mpi_status = (expr);                            \
+    if (pipevm_mpi_status != MPI_SUCCESS) {                          \
+      throw_mpi_error(pipevm_mpi_status, #expr, __FILE__, __LINE__); \
+    }                                                                \
   } while (false)
 
 namespace {
@@ -135,14 +135,22 @@ MpiComm::~MpiComm() {
   if (s.data_parallel != MPI_COMM_NULL) MPI_Comm_free(&s.data_parallel);
 }
 
-int MpiComm::world_rank() const { return state_->world_rank; }
-int MpiComm::world_size() const { return state_->world_size; }
-int MpiComm::stages() const { return state_->stages; }
-int MpiComm::dp() const { return state_->world_size / state_->stages; }
+int MpiComm::world_rank() const {
+  return state_->world_rank;
+}
+int MpiComm::world_size() const {
+  return state_->world_size;
+}
+int MpiComm::stages() const {
+  return state_->stages;
+}
+int MpiComm::dp() const {
+  return state_->world_size / state_->stages;
+}
 
 void MpiComm::send(int peer_stage, int tag, std::span<const float> data) {
-  PIPEVM_MPI_CHECK(MPI_Send(data.data(), to_count(data.size()), MPI_FLOAT, peer_stage, tag,
-                            state_->pipeline));
+  PIPEVM_MPI_CHECK(
+      MPI_Send(data.data(), to_count(data.size()), MPI_FLOAT, peer_stage, tag, state_->pipeline));
 }
 
 void MpiComm::recv(int peer_stage, int tag, std::span<float> data) {
@@ -209,7 +217,9 @@ void MpiComm::progress() {
       MPI_Testall(to_count(s.requests.size()), s.requests.data(), &done, MPI_STATUSES_IGNORE));
 }
 
-int MpiComm::pending() const { return state_->active; }
+int MpiComm::pending() const {
+  return state_->active;
+}
 
 bool MpiComm::all_ok(bool ok) {
   int mine = ok ? 1 : 0;
@@ -244,6 +254,8 @@ void MpiComm::broadcast_from_root(std::span<std::byte> data) {
   PIPEVM_MPI_CHECK(MPI_Bcast(data.data(), to_count(data.size()), MPI_BYTE, 0, MPI_COMM_WORLD));
 }
 
-void MpiComm::abort(std::string_view message) { MpiSession::abort(message); }
+void MpiComm::abort(std::string_view message) {
+  MpiSession::abort(message);
+}
 
 }  // namespace pipevm::runtime

@@ -51,7 +51,9 @@ int posix_memalign(void** out, std::size_t alignment, std::size_t size) {
   *out = __libc_memalign(alignment, size);
   return *out == nullptr ? ENOMEM : 0;
 }
-void free(void* pointer) { __libc_free(pointer); }
+void free(void* pointer) {
+  __libc_free(pointer);
+}
 }
 
 namespace pipevm {

@@ -96,7 +96,8 @@ INSTANTIATE_TEST_SUITE_P(vm, vm_equivalence, testing::ValuesIn(all_shapes()), sh
 // the initial ones).
 std::vector<std::string> shipped_schedules() {
   std::vector<std::string> names;
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(PIPEVM_SOURCE_DIR) + "/schedules")) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(PIPEVM_SOURCE_DIR) + "/schedules")) {
     if (entry.path().extension() == ".pipe") names.push_back(entry.path().stem().string());
   }
   std::sort(names.begin(), names.end());
@@ -123,8 +124,9 @@ TEST_P(vm_shipped, trains_the_sequential_weights) {
     if (!program) continue;  // a require excludes this configuration
     const TrainingOptions options =
         training_options(kGlobalBatch, kSteps, vm_test::sgd(), vm_test::deep_model());
-    const bool trains = std::any_of(program->code.begin(), program->code.end(),
-                                    [](const Instruction& in) { return in.op == Opcode::OptimizerStep; });
+    const bool trains =
+        std::any_of(program->code.begin(), program->code.end(),
+                    [](const Instruction& in) { return in.op == Opcode::OptimizerStep; });
     TrainingOptions expected_options = options;
     if (!trains) expected_options.max_steps_per_epoch = 0;
     const std::vector<float> trained = train_in_process(*program, options);
@@ -204,7 +206,8 @@ TEST(vm, mirror_placement_sums_the_two_holders_gradients) {
   for (const int stages : {2, 3}) {
     const Config config{stages, 4, 2, 1};
     const TrainingOptions options = training_options(kGlobalBatch, kSteps);
-    const std::vector<float> trained = train_in_process(compile_text(kMirrorGpipe, config), options);
+    const std::vector<float> trained =
+        train_in_process(compile_text(kMirrorGpipe, config), options);
     EXPECT_LE(relative_difference(trained, sequential_reference(options)), 1e-5)
         << stages << " stages";
   }

@@ -105,8 +105,8 @@ inline std::vector<float> train_steps(const Program& program, runtime::Comm& com
 inline std::vector<float> sequential_reference(const TrainingOptions& options) {
   runtime::SequentialTrainer reference(options.machine.model, options.machine.optimizer,
                                        options.machine.global_batch, 1);
-  runtime::Batcher batcher(small_data().train, options.shuffle_seed,
-                           options.machine.global_batch, 1, 1);
+  runtime::Batcher batcher(small_data().train, options.shuffle_seed, options.machine.global_batch,
+                           1, 1);
   batcher.start_epoch(0);
   for (int step = 0; step < options.max_steps_per_epoch; ++step) {
     reference.train_batch(batcher, step);
