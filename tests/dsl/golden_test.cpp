@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -21,17 +20,18 @@ struct Golden {
   std::vector<std::string> expected;
 };
 
+// Reads `# expect: PV1003 @ 4:9` and `# config: key=value ...` lines.
 Golden read_expectations(const SourceFile& file) {
   Golden g;
-  const std::regex expect(R"(^# expect: (PV\d+ @ \d+:\d+)\s*$)");
-  const std::regex config(R"(^# config:(.*)$)");
+  const std::string expect = "# expect: ";
+  const std::string config = "# config:";
   std::istringstream lines(file.text());
   std::string line;
   while (std::getline(lines, line)) {
-    std::smatch m;
-    if (std::regex_match(line, m, expect)) g.expected.push_back(m[1]);
-    if (!std::regex_match(line, m, config)) continue;
-    std::istringstream items(m[1].str());
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
+    if (line.rfind(expect, 0) == 0) g.expected.push_back(line.substr(expect.size()));
+    if (line.rfind(config, 0) != 0) continue;
+    std::istringstream items(line.substr(config.size()));
     std::string item;
     while (items >> item) {
       const auto eq = item.find('=');

@@ -5,7 +5,8 @@ Each golden file is a schedule that must fail. It carries, in comments:
     # config: stages=2 micro_batches=3 [chunks=1] [dp=1] [max_instructions=N]
     # expect: PV1003 @ 4:9
 one `expect` line per error, in the order pipevm reports them (notes are not
-listed). The default configuration is stages=4 micro_batches=8.
+listed). The default configuration is stages=4 micro_batches=8. Expect lines
+stand at the end of the file, so that rewriting them moves no position above.
 
     tests/dsl/update_golden.py [--pipevm build/pipevm]            # check
     tests/dsl/update_golden.py [--pipevm build/pipevm] --update   # rewrite
