@@ -117,6 +117,25 @@ TEST(check_schedules, gpipe_holds_every_micro_batch) {
   for (const StageMemory& m : check(*program).memory) EXPECT_EQ(m.peak_activations, 8);
 }
 
+TEST(check_schedules, blocking_one_f_one_b_is_a_buffering_hazard_naming_two_sends) {
+  const fs::path path = kSource / "tests/check/corpus/buffering_1f1b_blocking.pipe";
+  for (int p = 2; p <= 8; ++p) {
+    for (int m = 2; m <= 16; ++m) {
+      const auto program = compile_file(path, config(p, m));
+      ASSERT_TRUE(program);
+      const CheckResult result = check(*program);
+      ASSERT_EQ(result.diagnostics.size(), 1u) << "P=" << p << " M=" << m;
+      const Diagnostic& d = result.diagnostics[0];
+      EXPECT_EQ(d.kind, DiagnosticKind::BufferingHazard) << "P=" << p << " M=" << m;
+      EXPECT_NE(d.message.find("buffers `Send act "), std::string::npos) << d.message;
+      EXPECT_NE(d.message.find("`, `Send grad "), std::string::npos) << d.message;
+    }
+  }
+  const auto single = compile_file(path, config(4, 1));
+  ASSERT_TRUE(single);
+  EXPECT_TRUE(check(*single).ok()) << "one micro-batch never needs a buffer";
+}
+
 std::string checked_json(const fs::path& path, const Config& c) {
   const auto program = compile_file(path, c);
   if (!program) return "";
