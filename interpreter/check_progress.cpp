@@ -62,7 +62,9 @@ class Engine {
   }
 
  private:
-  enum : std::uint8_t { kPosted = 1, kMatched = 2 };
+  // kWaitedOn: a rank blocked on this request at some point, so its
+  // partner's posting must look the rank up and wake it.
+  enum : std::uint8_t { kPosted = 1, kMatched = 2, kWaitedOn = 4 };
 
   bool satisfied(std::uint32_t request) const {
     return (posted_[request] & kMatched) || (eager_ && is_send(program_.code[request].op));
@@ -75,6 +77,7 @@ class Engine {
   void block(std::size_t rank, std::uint32_t request) {
     state_[rank] = RankState::on_request;
     blocked_on_[rank] = request;
+    posted_[request] |= kWaitedOn;
   }
   void run_rank(std::size_t rank);
   // False when the rank must wait for the rest of its group.
@@ -104,6 +107,7 @@ void Engine::post(std::size_t index) {
   if (partner == kNone || !(posted_[partner] & kPosted)) return;
   posted_[index] |= kMatched;
   posted_[partner] |= kMatched;
+  if (!(posted_[partner] & kWaitedOn)) return;
   const auto other = static_cast<std::size_t>(reporter_.rank_of_index(partner));
   if (state_[other] == RankState::on_request && blocked_on_[other] == partner) wake(other);
 }
