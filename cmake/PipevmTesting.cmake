@@ -16,8 +16,11 @@ function(pipevm_add_gtest)
                         pipevm::warnings)
   target_compile_definitions(${T_NAME} PRIVATE
     PIPEVM_SOURCE_DIR="${PROJECT_SOURCE_DIR}" PIPEVM_BINARY_DIR="${PROJECT_BINARY_DIR}")
-  gtest_discover_tests(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT 120
-                       DISCOVERY_TIMEOUT 30)
+  set(properties TIMEOUT 120)
+  if(T_LABELS)
+    list(APPEND properties LABELS "${T_LABELS}")
+  endif()
+  gtest_discover_tests(${T_NAME} PROPERTIES ${properties} DISCOVERY_TIMEOUT 30)
 endfunction()
 
 function(pipevm_add_mpi_test)
