@@ -1,5 +1,6 @@
 // `pipevm expand` as a user runs it: exit codes 0/1/2, text and JSON output.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -17,7 +18,11 @@ struct Result {
 };
 
 Result pipevm(const std::string& arguments) {
-  const std::string err_path = std::string(PIPEVM_BINARY_DIR) + "/dsl_cli_test.stderr";
+  // One file per process and call: ctest runs these tests in parallel.
+  static int calls = 0;
+  const std::string err_path = std::string(PIPEVM_BINARY_DIR) + "/dsl_cli_test." +
+                               std::to_string(getpid()) + "." + std::to_string(++calls) +
+                               ".stderr";
   const std::string command = std::string(PIPEVM_BINARY_DIR) + "/pipevm " + arguments + " 2>" + err_path;
   Result r;
   FILE* pipe = popen(command.c_str(), "r");
@@ -29,6 +34,7 @@ Result pipevm(const std::string& arguments) {
   r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   std::ifstream err(err_path);
   r.err.assign(std::istreambuf_iterator<char>(err), std::istreambuf_iterator<char>());
+  std::remove(err_path.c_str());
   return r;
 }
 
