@@ -88,12 +88,13 @@ int run_simulate(const SimulateArguments& args) {
     std::cout << render_text(*program, *simulation, costs, args.width);
   }
   std::string error;
-  if (!args.svg.empty() &&
-      !write_svg(args.svg, *program, simulation->timeline, title_of(*program, *simulation), error)) {
+  if (!args.svg.empty() && !write_svg(args.svg, *program, simulation->timeline,
+                                      title_of(*program, *simulation), error)) {
     std::cerr << "pipevm simulate: " << error << '\n';
     return 2;
   }
-  if (!args.trace.empty() && !write_chrome_trace(args.trace, *program, simulation->timeline, error)) {
+  if (!args.trace.empty() &&
+      !write_chrome_trace(args.trace, *program, simulation->timeline, error)) {
     std::cerr << "pipevm simulate: " << error << '\n';
     return 2;
   }
@@ -103,7 +104,8 @@ int run_simulate(const SimulateArguments& args) {
 std::string cost_keys_help() {
   std::string text = "Cost keys (--cost k=v,... and --costs YAML files; unset keys cost 0):\n";
   for (const CostKey& key : cost_keys()) {
-    text += "  " + std::string(key.name) + std::string(12 - std::min<std::size_t>(key.name.size(), 11), ' ') +
+    text += "  " + std::string(key.name) +
+            std::string(12 - std::min<std::size_t>(key.name.size(), 11), ' ') +
             std::string(key.doc) + "\n";
   }
   return text;
@@ -126,7 +128,8 @@ Command add_simulate_command(CLI::App& root) {
   app.add_option("file", args->file, "The schedule (.pipe)")->required();
   add_config_options(app, args->config);
   app.add_option("--cost", args->cost_flags, "Costs as key=value pairs, e.g. fwd=1,bwd=2,send=0.1");
-  app.add_option("--costs", args->cost_file, "A YAML file of costs (key: value); --cost overrides it")
+  app.add_option("--costs", args->cost_file,
+                 "A YAML file of costs (key: value); --cost overrides it")
       ->check(CLI::ExistingFile);
   app.add_option("--format", args->format, "Output format")
       ->check(CLI::IsMember({"text", "json"}))

@@ -70,15 +70,23 @@ double median(std::vector<double> values) {
 double Costs::duration(const Instruction& instruction) const {
   switch (instruction.op) {
     case Opcode::LoadInput:
-    case Opcode::LoadTarget: return load;
-    case Opcode::Fwd: return fwd;
+    case Opcode::LoadTarget:
+      return load;
+    case Opcode::Fwd:
+      return fwd;
     case Opcode::Bwd:
-    case Opcode::BwdAllReduce: return backward();
-    case Opcode::BwdInput: return bwd_input;
-    case Opcode::BwdWeight: return bwd_weight;
-    case Opcode::ZeroGrad: return zero_grad;
-    case Opcode::OptimizerStep: return optimizer;
-    default: return 0;  // communication: timed by its partners, not by the rank alone
+    case Opcode::BwdAllReduce:
+      return backward();
+    case Opcode::BwdInput:
+      return bwd_input;
+    case Opcode::BwdWeight:
+      return bwd_weight;
+    case Opcode::ZeroGrad:
+      return zero_grad;
+    case Opcode::OptimizerStep:
+      return optimizer;
+    default:
+      return 0;  // communication: timed by its partners, not by the rank alone
   }
 }
 
@@ -232,7 +240,8 @@ Costs costs_from_measurements(const Program& program,
   costs.fwd = median_of({Opcode::Fwd});
   costs.bwd_input = median_of({Opcode::BwdInput});
   costs.bwd_weight = median_of({Opcode::BwdWeight});
-  if (!durations[static_cast<std::size_t>(Opcode::Bwd)].empty()) costs.bwd = median_of({Opcode::Bwd});
+  if (!durations[static_cast<std::size_t>(Opcode::Bwd)].empty())
+    costs.bwd = median_of({Opcode::Bwd});
   costs.load = median_of({Opcode::LoadInput, Opcode::LoadTarget});
   costs.zero_grad = median_of({Opcode::ZeroGrad});
   costs.optimizer = median_of({Opcode::OptimizerStep});

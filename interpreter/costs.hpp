@@ -24,18 +24,18 @@ namespace pipevm {
 // microseconds, and measured profiles are written in microseconds. A cost
 // that is not given is 0, so `fwd=1,bwd=2` is the textbook model.
 struct Costs {
-  double fwd = 0;                    // Fwd
-  std::optional<double> bwd;         // Bwd and BwdAllReduce's compute; unset: bwd_input + bwd_weight
-  double bwd_input = 0;              // BwdInput
-  double bwd_weight = 0;             // BwdWeight
-  double load = 0;                   // LoadInput, LoadTarget
-  double zero_grad = 0;              // ZeroGrad
-  double optimizer = 0;              // OptimizerStep
-  double allreduce = 0;              // one data-parallel all-reduce of all gradients
-  double send = 0;                   // fixed time of one point-to-point message (latency)
-  double bandwidth = 0;              // bytes per time unit; 0: infinite
-  double act_bytes = 0;              // size of one activation message
-  double grad_bytes = 0;             // size of one gradient message
+  double fwd = 0;             // Fwd
+  std::optional<double> bwd;  // Bwd and BwdAllReduce's compute; unset: bwd_input + bwd_weight
+  double bwd_input = 0;       // BwdInput
+  double bwd_weight = 0;      // BwdWeight
+  double load = 0;            // LoadInput, LoadTarget
+  double zero_grad = 0;       // ZeroGrad
+  double optimizer = 0;       // OptimizerStep
+  double allreduce = 0;       // one data-parallel all-reduce of all gradients
+  double send = 0;            // fixed time of one point-to-point message (latency)
+  double bandwidth = 0;       // bytes per time unit; 0: infinite
+  double act_bytes = 0;       // size of one activation message
+  double grad_bytes = 0;      // size of one gradient message
 
   double backward() const { return bwd.value_or(bwd_input + bwd_weight); }
   // The time `instruction` keeps its rank working, excluding waits for partners

@@ -3,170 +3,32 @@
 // arrival puts it back on the list. Every instruction is visited a bounded
 // number of times, so a simulation is linear in the program's length.
 // Messages and collectives are paired before the run, statically (the pairing
-// under rendezvous does not depend on timing), which also finds unmatched
-// messages and collectives that do not line up before any clock ticks.
-#include "simulate.hpp"
-
+// under rendezvous does not depend on timing; simulate_pairing.cpp), which
+// also finds unmatched messages and collectives that do not line up before
+// any clock ticks. Figures from the timeline: simulate_figures.cpp.
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <string>
-#include <unordered_map>
+
+#include "simulate.hpp"
+#include "simulate_pairing.hpp"
 
 namespace pipevm {
 
 namespace {
 
-constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
+using simulate_detail::IndexQueues;
+using simulate_detail::is_collective;
+using simulate_detail::is_point_to_point;
+using simulate_detail::kNone;
+using simulate_detail::owners;
+using simulate_detail::pair_partners;
+using simulate_detail::peer_is_valid;
+using simulate_detail::RequestKey;
+using simulate_detail::RequestKeyHash;
+using simulate_detail::requests;
+
 constexpr double kUnknown = -1;
-
-struct ChannelKey {
-  int source = 0;
-  int destination = 0;
-  MessageKey key;
-  friend bool operator==(const ChannelKey&, const ChannelKey&) = default;
-};
-
-struct ChannelHash {
-  std::size_t operator()(const ChannelKey& c) const {
-    std::uint64_t h = 1469598103934665603ULL;
-    const auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 1099511628211ULL; };
-    mix(static_cast<std::uint64_t>(static_cast<std::uint32_t>(c.source)));
-    mix(static_cast<std::uint64_t>(static_cast<std::uint32_t>(c.destination)));
-    mix(static_cast<std::uint64_t>(c.key.kind));
-    mix(static_cast<std::uint64_t>(static_cast<std::uint32_t>(c.key.lane)));
-    mix(static_cast<std::uint64_t>(static_cast<std::uint32_t>(c.key.producer)));
-    mix(c.key.micro_batch);
-    return static_cast<std::size_t>(h);
-  }
-};
-
-// FIFO queues of instruction indexes, one per key, linked through a single
-// `next` array indexed by instruction: no allocation per queue, which matters
-// when nearly every message has a key of its own.
-template <class Key, class Hash>
-class IndexQueues {
- public:
-  IndexQueues(std::size_t instructions, std::size_t expected_keys) : next_(instructions, kNone) {
-    ends_.reserve(expected_keys);
-  }
-  void push(const Key& key, std::size_t i) {
-    Ends& ends = ends_[key];
-    next_[i] = kNone;
-    if (ends.tail == kNone) {
-      ends.head = i;
-    } else {
-      next_[ends.tail] = i;
-    }
-    ends.tail = i;
-  }
-  // The oldest index of `key` for which skip(index) is false, removed; kNone if none.
-  template <class Skip>
-  std::size_t pop(const Key& key, Skip skip) {
-    const auto found = ends_.find(key);
-    if (found == ends_.end()) return kNone;
-    Ends& ends = found->second;
-    while (ends.head != kNone) {
-      const std::size_t i = ends.head;
-      ends.head = next_[i];
-      if (ends.head == kNone) ends.tail = kNone;
-      if (!skip(i)) return i;
-    }
-    return kNone;
-  }
-  std::size_t pop(const Key& key) {
-    return pop(key, [](std::size_t) { return false; });
-  }
-
- private:
-  struct Ends {
-    std::size_t head = kNone;
-    std::size_t tail = kNone;
-  };
-  std::unordered_map<Key, Ends, Hash> ends_;
-  std::vector<std::size_t> next_;
-};
-
-// A rank's pending requests of one Wait key.
-struct RequestKey {
-  int rank = 0;
-  std::uint64_t key = 0;
-  friend bool operator==(const RequestKey&, const RequestKey&) = default;
-};
-struct RequestKeyHash {
-  std::size_t operator()(const RequestKey& k) const {
-    return std::hash<std::uint64_t>{}(k.key * 1000003ULL + static_cast<std::uint32_t>(k.rank));
-  }
-};
-
-bool is_point_to_point(Opcode op) { return is_send(op) || is_recv(op); }
-bool is_collective(Opcode op) { return info(op).group == OpcodeGroup::collective; }
-
-// Whether `in`, run by `rank`, names a peer inside the pipeline: another
-// stage, or the rank itself at the turn of a V placement, where the lane's
-// next position is on the same rank.
-bool peer_is_valid(const Program& program, int rank, const Instruction& in) {
-  const int stage = stage_of(program.config, rank);
-  if (in.peer == stage) {
-    return default_peer(program.placement, program.config, stage, in.kind, in.chunk,
-                        is_send(in.op)) == stage;
-  }
-  return in.peer >= 0 && in.peer < program.config.stages;
-}
-
-int peer_rank(const Config& config, int rank, const Instruction& in) {
-  return rank_of(config, dp_rank_of(config, rank), in.peer);
-}
-
-// partner[i]: the instruction that receives what send i sends, or sends what
-// receive i receives; kNone when there is none (or i is no message).
-std::vector<std::size_t> pair_partners(const Program& program) {
-  const Config& config = program.config;
-  std::vector<std::size_t> partner(program.code.size(), kNone);
-  const auto send_count = static_cast<std::size_t>(std::count_if(
-      program.code.begin(), program.code.end(), [](const Instruction& in) { return is_send(in.op); }));
-  IndexQueues<ChannelKey, ChannelHash> sends(program.code.size(), send_count);
-  const auto channel_of = [&](int rank, const Instruction& in) {
-    const int peer = peer_rank(config, rank, in);
-    const MessageKey key = message_key(program.placement, config, stage_of(config, rank), in);
-    return is_send(in.op) ? ChannelKey{rank, peer, key} : ChannelKey{peer, rank, key};
-  };
-  for (int r = 0; r < program.ranks(); ++r) {
-    for (std::size_t i = program.rank_begin[static_cast<std::size_t>(r)];
-         i < program.rank_begin[static_cast<std::size_t>(r) + 1]; ++i) {
-      const Instruction& in = program.code[i];
-      if (is_send(in.op) && peer_is_valid(program, r, in)) sends.push(channel_of(r, in), i);
-    }
-  }
-  for (int r = 0; r < program.ranks(); ++r) {
-    for (std::size_t i = program.rank_begin[static_cast<std::size_t>(r)];
-         i < program.rank_begin[static_cast<std::size_t>(r) + 1]; ++i) {
-      const Instruction& in = program.code[i];
-      if (!is_recv(in.op) || !peer_is_valid(program, r, in)) continue;
-      const std::size_t send = sends.pop(channel_of(r, in));
-      if (send == kNone) continue;
-      partner[i] = send;
-      partner[send] = i;
-    }
-  }
-  return partner;
-}
-
-// How many non-blocking requests the program posts.
-std::size_t requests(const Program& program) {
-  return static_cast<std::size_t>(std::count_if(program.code.begin(), program.code.end(),
-                                                 [](const Instruction& in) { return is_nonblocking(in.op); }));
-}
-
-std::vector<int> owners(const Program& program) {
-  std::vector<int> owner(program.code.size(), 0);
-  for (int r = 0; r < program.ranks(); ++r) {
-    std::fill(owner.begin() + static_cast<std::ptrdiff_t>(program.rank_begin[static_cast<std::size_t>(r)]),
-              owner.begin() + static_cast<std::ptrdiff_t>(program.rank_begin[static_cast<std::size_t>(r) + 1]),
-              r);
-  }
-  return owner;
-}
 
 // One collective as the members of its data-parallel group issue it.
 struct CollectiveSlot {
@@ -205,7 +67,8 @@ class Simulator {
     ranks_.assign(static_cast<std::size_t>(program_.ranks()), {});
     for (int r = program_.ranks() - 1; r >= 0; --r) {
       ranks_[static_cast<std::size_t>(r)].pc = program_.rank_begin[static_cast<std::size_t>(r)];
-      ranks_[static_cast<std::size_t>(r)].end = program_.rank_begin[static_cast<std::size_t>(r) + 1];
+      ranks_[static_cast<std::size_t>(r)].end =
+          program_.rank_begin[static_cast<std::size_t>(r) + 1];
       worklist_.push_back(r);
     }
     while (!worklist_.empty()) {
@@ -226,8 +89,8 @@ class Simulator {
     std::size_t pc = 0;
     std::size_t end = 0;
     double clock = 0;
-    bool entered = false;                // times[pc].issued is set
-    std::size_t waiting_for = kNone;     // the request a Wait took, or WaitAll's progress
+    bool entered = false;             // times[pc].issued is set
+    std::size_t waiting_for = kNone;  // the request a Wait took, or WaitAll's progress
     std::size_t wait_all_cursor = 0;
     double wait_all_end = 0;
     std::size_t wait_all_latest = kNone;  // the request WaitAll found to finish last
@@ -290,12 +153,13 @@ class Simulator {
         const std::size_t common = std::min(first.size(), issued[d].size());
         for (std::size_t k = 0; k < common; ++k) {
           if (program_.code[first[k]].op == program_.code[issued[d][k]].op) continue;
-          diagnostics_.report(DiagnosticKind::CollectiveOrder,
-                              "collective " + quoted(program_.code[issued[d][k]]) +
-                                  " meets " + quoted(program_.code[first[k]]) +
-                                  " of its data-parallel group; run `pipevm check` for the "
-                                  "full analysis",
-                              location_of(issued[d][k]))
+          diagnostics_
+              .report(DiagnosticKind::CollectiveOrder,
+                      "collective " + quoted(program_.code[issued[d][k]]) + " meets " +
+                          quoted(program_.code[first[k]]) +
+                          " of its data-parallel group; run `pipevm check` for the "
+                          "full analysis",
+                      location_of(issued[d][k]))
               .notes.push_back({"the group's first member issues this", location_of(first[k])});
           ok = false;
           break;
@@ -405,12 +269,14 @@ class Simulator {
     }
     if (in.op == Opcode::Wait) {
       if (s.waiting_for == kNone) {
-        const std::size_t request = pending_by_key_.pop(
-            {r, request_key(in.direction, in)}, [this](std::size_t q) { return wait_all_took_[q]; });
+        const std::size_t request =
+            pending_by_key_.pop({r, request_key(in.direction, in)},
+                                [this](std::size_t q) { return wait_all_took_[q]; });
         if (request == kNone) {
           diagnostics_.report(DiagnosticKind::WaitWithoutRequest,
-                              quoted(in) + " has no pending request to complete; run `pipevm "
-                                           "check` for the full analysis",
+                              quoted(in) +
+                                  " has no pending request to complete; run `pipevm "
+                                  "check` for the full analysis",
                               location_of(i));
           failed_ = true;
           return false;
@@ -436,8 +302,9 @@ class Simulator {
         }
       }
       t.ended = s.wait_all_end;
-      t.started =
-          s.wait_all_latest == kNone ? now : std::clamp(transfer_begin_[s.wait_all_latest], now, t.ended);
+      t.started = s.wait_all_latest == kNone
+                      ? now
+                      : std::clamp(transfer_begin_[s.wait_all_latest], now, t.ended);
       for (std::size_t q : s.pending) wait_all_took_[q] = true;
       s.pending.clear();
       s.wait_all_cursor = 0;
@@ -530,127 +397,6 @@ class Simulator {
 
 }  // namespace
 
-std::uint64_t request_key(WaitDirection direction, const Instruction& in) {
-  return (static_cast<std::uint64_t>(direction) << 50) |
-         (static_cast<std::uint64_t>(in.kind) << 48) |
-         (static_cast<std::uint64_t>(in.chunk) << 32) | in.micro_batch;
-}
-
-Activity activity_of(Opcode op) {
-  switch (op) {
-    case Opcode::Fwd: return Activity::forward;
-    case Opcode::Bwd:
-    case Opcode::BwdAllReduce: return Activity::backward;
-    case Opcode::BwdInput: return Activity::backward_input;
-    case Opcode::BwdWeight: return Activity::backward_weight;
-    case Opcode::LoadInput:
-    case Opcode::LoadTarget: return Activity::data;
-    case Opcode::ZeroGrad:
-    case Opcode::OptimizerStep: return Activity::optimizer;
-    default: break;
-  }
-  switch (info(op).group) {
-    case OpcodeGroup::p2p:
-    case OpcodeGroup::collective: return Activity::communication;
-    case OpcodeGroup::data: return Activity::data;
-    case OpcodeGroup::optimizer: return Activity::optimizer;
-    case OpcodeGroup::compute: return Activity::forward;
-  }
-  return Activity::idle;
-}
-
-char letter_of(Activity activity) {
-  switch (activity) {
-    case Activity::idle: return '.';
-    case Activity::forward: return 'F';
-    case Activity::backward: return 'B';
-    case Activity::backward_input: return 'I';
-    case Activity::backward_weight: return 'W';
-    case Activity::data: return 'L';
-    case Activity::optimizer: return 'O';
-    case Activity::communication: return '-';
-  }
-  return '?';
-}
-
-std::string_view name(Activity activity) {
-  switch (activity) {
-    case Activity::idle: return "idle";
-    case Activity::forward: return "forward";
-    case Activity::backward: return "backward";
-    case Activity::backward_input: return "backward-input";
-    case Activity::backward_weight: return "backward-weight";
-    case Activity::data: return "load";
-    case Activity::optimizer: return "optimizer";
-    case Activity::communication: return "communication";
-  }
-  return "?";
-}
-
-std::vector<int> peak_activations(const Program& program) {
-  std::vector<int> peaks(static_cast<std::size_t>(program.ranks()), 0);
-  std::unordered_map<std::uint64_t, int> held;  // (chunk, micro-batch) -> activations
-  for (int r = 0; r < program.ranks(); ++r) {
-    held.clear();
-    int now = 0;
-    int peak = 0;
-    for (const Instruction& in : program.rank(r)) {
-      const std::uint64_t key = (static_cast<std::uint64_t>(in.chunk) << 32) | in.micro_batch;
-      if (in.op == Opcode::Fwd) {
-        ++held[key];
-        peak = std::max(peak, ++now);
-      } else if (in.op == Opcode::Bwd || in.op == Opcode::BwdWeight ||
-                 in.op == Opcode::BwdAllReduce) {
-        auto found = held.find(key);
-        if (found != held.end() && found->second > 0) {
-          --found->second;
-          --now;
-        }
-      }
-    }
-    peaks[static_cast<std::size_t>(r)] = peak;
-  }
-  return peaks;
-}
-
-void summarize(const Program& program, Simulation& simulation) {
-  const Config& config = program.config;
-  const Timeline& timeline = simulation.timeline;
-  const std::vector<int> peaks = peak_activations(program);
-  simulation.ranks.assign(static_cast<std::size_t>(program.ranks()), {});
-  double idle = 0;
-  for (int r = 0; r < program.ranks(); ++r) {
-    RankFigures& figures = simulation.ranks[static_cast<std::size_t>(r)];
-    for (std::size_t i = program.rank_begin[static_cast<std::size_t>(r)];
-         i < program.rank_begin[static_cast<std::size_t>(r) + 1]; ++i) {
-      const InstructionTime& t = timeline.times[i];
-      figures.busy += t.busy;
-      if (activity_of(program.code[i].op) == Activity::communication ||
-          program.code[i].op == Opcode::BwdAllReduce) {
-        figures.communication += t.ended - t.started - t.busy;
-      }
-    }
-    figures.idle = timeline.makespan - figures.busy;
-    figures.peak_activations = peaks[static_cast<std::size_t>(r)];
-    idle += figures.idle;
-  }
-  simulation.stages.assign(static_cast<std::size_t>(std::max(config.stages, 0)), {});
-  for (int stage = 0; stage < config.stages; ++stage) {
-    StageFigures& figures = simulation.stages[static_cast<std::size_t>(stage)];
-    figures.stage = stage;
-    for (int d = 0; d < config.dp; ++d) {
-      const int r = rank_of(config, d, stage);
-      if (r >= program.ranks()) continue;
-      const RankFigures& rank = simulation.ranks[static_cast<std::size_t>(r)];
-      figures.busy += rank.busy / config.dp;
-      figures.peak_activations = std::max(figures.peak_activations, rank.peak_activations);
-    }
-    figures.idle = timeline.makespan - figures.busy;
-  }
-  const double total = timeline.makespan * program.ranks();
-  simulation.bubble_fraction = total > 0 ? idle / total : 0;
-}
-
 std::optional<Simulation> simulate(const Program& program, const Costs& costs,
                                    Diagnostics& diagnostics) {
   Simulator simulator(program, costs, diagnostics);
@@ -660,64 +406,6 @@ std::optional<Simulation> simulate(const Program& program, const Costs& costs,
   simulation.timeline = std::move(*timeline);
   summarize(program, simulation);
   return simulation;
-}
-
-std::vector<std::size_t> completing_instructions(const Program& program) {
-  std::vector<std::size_t> completer(program.code.size(), kNone);
-  IndexQueues<RequestKey, RequestKeyHash> pending_by_key(program.code.size(), requests(program));
-  for (int r = 0; r < program.ranks(); ++r) {
-    std::vector<std::size_t> pending;
-    for (std::size_t i = program.rank_begin[static_cast<std::size_t>(r)];
-         i < program.rank_begin[static_cast<std::size_t>(r) + 1]; ++i) {
-      const Instruction& in = program.code[i];
-      if (is_nonblocking(in.op)) {
-        pending.push_back(i);
-        const auto direction = is_send(in.op) ? WaitDirection::send : WaitDirection::recv;
-        pending_by_key.push({r, request_key(direction, in)}, i);
-      } else if (in.op == Opcode::Wait) {
-        const std::size_t q = pending_by_key.pop(
-            {r, request_key(in.direction, in)}, [&](std::size_t p) { return completer[p] != kNone; });
-        if (q != kNone) completer[q] = i;
-      } else if (in.op == Opcode::WaitAll) {
-        for (std::size_t q : pending) {
-          if (completer[q] == kNone) completer[q] = i;
-        }
-        pending.clear();
-      }
-    }
-  }
-  return completer;
-}
-
-std::vector<MessageFlow> pair_messages(const Program& program, std::vector<std::size_t>* unmatched) {
-  const std::vector<std::size_t> partner = pair_partners(program);
-  std::vector<MessageFlow> flows;
-  for (std::size_t i = 0; i < program.code.size(); ++i) {
-    const Opcode op = program.code[i].op;
-    if (is_send(op) && partner[i] != kNone) flows.push_back({i, partner[i]});
-    if (unmatched != nullptr && is_point_to_point(op) && partner[i] == kNone) unmatched->push_back(i);
-  }
-  return flows;
-}
-
-Timeline timeline_from_measurements(const Program& program,
-                                    const std::vector<MeasuredInstruction>& measured) {
-  Timeline timeline;
-  timeline.times.assign(program.code.size(), {});
-  std::int64_t origin = std::numeric_limits<std::int64_t>::max();
-  for (const MeasuredInstruction& m : measured) origin = std::min(origin, m.start_ns);
-  for (const MeasuredInstruction& m : measured) {
-    if (m.rank < 0 || m.rank >= program.ranks()) continue;
-    const std::size_t begin = program.rank_begin[static_cast<std::size_t>(m.rank)];
-    if (m.index >= program.rank_begin[static_cast<std::size_t>(m.rank) + 1] - begin) continue;
-    InstructionTime& t = timeline.times[begin + m.index];
-    t.issued = t.started = static_cast<double>(m.start_ns - origin) / 1000.0;
-    t.ended = static_cast<double>(m.end_ns - origin) / 1000.0;
-    if (is_busy(activity_of(program.code[begin + m.index].op))) t.busy = t.ended - t.started;
-    timeline.makespan = std::max(timeline.makespan, t.ended);
-  }
-  timeline.flows = pair_messages(program);
-  return timeline;
 }
 
 }  // namespace pipevm

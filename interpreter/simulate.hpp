@@ -60,14 +60,14 @@ struct Timeline {
 
 // What kind of work a rank does in an instruction, for pictures and figures.
 enum class Activity : std::uint8_t {
-  idle,            // waiting for a partner, or an instruction that costs nothing
-  forward,         // Fwd
-  backward,        // Bwd, BwdAllReduce's compute
-  backward_input,  // BwdInput
-  backward_weight, // BwdWeight
-  data,            // LoadInput, LoadTarget
-  optimizer,       // ZeroGrad, OptimizerStep
-  communication,   // a message in flight or a reduction
+  idle,             // waiting for a partner, or an instruction that costs nothing
+  forward,          // Fwd
+  backward,         // Bwd, BwdAllReduce's compute
+  backward_input,   // BwdInput
+  backward_weight,  // BwdWeight
+  data,             // LoadInput, LoadTarget
+  optimizer,        // ZeroGrad, OptimizerStep
+  communication,    // a message in flight or a reduction
 };
 Activity activity_of(Opcode op);
 // One letter per activity, as the terminal grid draws it: . F B I W L O -
@@ -159,8 +159,8 @@ std::string format_time(double value);
 std::string render_grid(const Program& program, const Timeline& timeline, int width = 100);
 // The grid with a header, a time axis, a legend, the makespan, the bubble and
 // a table of figures per stage: what `pipevm simulate` prints by default.
-std::string render_text(const Program& program, const Simulation& simulation,
-                        const Costs& costs, int width = 100);
+std::string render_text(const Program& program, const Simulation& simulation, const Costs& costs,
+                        int width = 100);
 // {"makespan", "bubble_fraction", "per_stage": [{"stage", "busy", "idle",
 // "peak_activations"}]}: `pipevm simulate --format json`.
 nlohmann::json to_json(const Simulation& simulation);

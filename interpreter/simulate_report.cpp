@@ -78,8 +78,9 @@ std::vector<Segment> segments_of(const Program& program, const Timeline& timelin
 
 std::string render_grid(const Program& program, const Timeline& timeline, int width) {
   const double slot = nice_step(timeline.makespan / std::max(width, 1));
-  const auto columns =
-      timeline.makespan > 0 ? static_cast<std::size_t>(std::ceil(timeline.makespan / slot - 1e-9)) : 0;
+  const auto columns = timeline.makespan > 0
+                           ? static_cast<std::size_t>(std::ceil(timeline.makespan / slot - 1e-9))
+                           : 0;
   std::vector<std::string> labels;
   std::size_t label_width = 0;
   for (int r = 0; r < program.ranks(); ++r) {
@@ -112,8 +113,8 @@ std::string render_grid(const Program& program, const Timeline& timeline, int wi
         std::fill(row.begin() + static_cast<std::ptrdiff_t>(c),
                   row.begin() + static_cast<std::ptrdiff_t>(run_end), letter);
         const std::string digits = std::to_string(in.micro_batch);
-        const bool numbered = info(in.op).shape != OperandShape::None &&
-                              segment.activity != Activity::communication;
+        const bool numbered =
+            info(in.op).shape != OperandShape::None && segment.activity != Activity::communication;
         if (numbered && run_end - c >= 1 + digits.size()) {
           row.replace(c + 1, digits.size(), digits);
         }

@@ -28,14 +28,22 @@ struct Shade {
 
 Shade shade_of(Activity activity) {
   switch (activity) {
-    case Activity::forward: return {"#4c78a8", "#9ebcda", "#ffffff"};
-    case Activity::backward: return {"#54a24b", "#a6d49f", "#ffffff"};
-    case Activity::backward_input: return {"#2a9d8f", "#93d1c9", "#ffffff"};
-    case Activity::backward_weight: return {"#e9a23b", "#f5d29c", "#000000"};
-    case Activity::data: return {"#b279a2", "#dcbfd3", "#ffffff"};
-    case Activity::optimizer: return {"#e45756", "#f2aaa9", "#ffffff"};
-    case Activity::communication: return {"#bab0ac", "#bab0ac", "#000000"};
-    case Activity::idle: break;
+    case Activity::forward:
+      return {"#4c78a8", "#9ebcda", "#ffffff"};
+    case Activity::backward:
+      return {"#54a24b", "#a6d49f", "#ffffff"};
+    case Activity::backward_input:
+      return {"#2a9d8f", "#93d1c9", "#ffffff"};
+    case Activity::backward_weight:
+      return {"#e9a23b", "#f5d29c", "#000000"};
+    case Activity::data:
+      return {"#b279a2", "#dcbfd3", "#ffffff"};
+    case Activity::optimizer:
+      return {"#e45756", "#f2aaa9", "#ffffff"};
+    case Activity::communication:
+      return {"#bab0ac", "#bab0ac", "#000000"};
+    case Activity::idle:
+      break;
   }
   return {"#ffffff", "#ffffff", "#000000"};
 }
@@ -44,11 +52,20 @@ std::string escape(const std::string& text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -97,8 +114,7 @@ void write_svg(std::ostream& out, const Program& program, const Timeline& timeli
     out << "<text x=\"" << number(left - 8) << "\" y=\"" << number(y + kRowHeight / 2 + 4)
         << "\" text-anchor=\"end\">" << escape(row_label(config, r)) << "</text>\n";
     out << "<rect x=\"" << number(left) << "\" y=\"" << number(y) << "\" width=\""
-        << number(kPlotWidth) << "\" height=\"" << number(kRowHeight)
-        << "\" fill=\"#f4f4f4\"/>\n";
+        << number(kPlotWidth) << "\" height=\"" << number(kRowHeight) << "\" fill=\"#f4f4f4\"/>\n";
     for (const Segment& segment : segments_of(program, timeline, r)) {
       const Instruction& in = program.code[segment.instruction];
       const Shade shade = shade_of(segment.activity);
@@ -121,8 +137,8 @@ void write_svg(std::ostream& out, const Program& program, const Timeline& timeli
       if (info(in.op).shape != OperandShape::None &&
           w >= kCharWidth * static_cast<double>(label.size()) + 2) {
         out << "<text x=\"" << number(x + w / 2) << "\" y=\"" << number(y + kRowHeight / 2 + 4)
-            << "\" text-anchor=\"middle\" fill=\""
-            << (in.chunk % 2 == 1 ? "#000000" : shade.text) << "\">" << label << "</text>\n";
+            << "\" text-anchor=\"middle\" fill=\"" << (in.chunk % 2 == 1 ? "#000000" : shade.text)
+            << "\">" << label << "</text>\n";
       }
     }
   }
@@ -134,8 +150,8 @@ void write_svg(std::ostream& out, const Program& program, const Timeline& timeli
     const double step = nice_step(timeline.makespan / 10);
     for (double t = 0; t <= timeline.makespan * (1 + 1e-9); t += step) {
       const double x = left + t * scale;
-      out << "<line x1=\"" << number(x) << "\" y1=\"" << number(axis_y) << "\" x2=\""
-          << number(x) << "\" y2=\"" << number(axis_y + 5) << "\" stroke=\"#000000\"/>\n";
+      out << "<line x1=\"" << number(x) << "\" y1=\"" << number(axis_y) << "\" x2=\"" << number(x)
+          << "\" y2=\"" << number(axis_y + 5) << "\" stroke=\"#000000\"/>\n";
       out << "<text x=\"" << number(x) << "\" y=\"" << number(axis_y + 18)
           << "\" text-anchor=\"middle\">" << format_time(t) << "</text>\n";
     }
@@ -149,8 +165,8 @@ void write_svg(std::ostream& out, const Program& program, const Timeline& timeli
     if (!seen[a]) continue;
     const auto activity = static_cast<Activity>(a);
     const std::string label(name(activity));
-    out << "<rect x=\"" << number(x) << "\" y=\"" << number(legend_y) << "\" width=\"14\" height=\"14\" fill=\""
-        << shade_of(activity).solid << "\"/>\n";
+    out << "<rect x=\"" << number(x) << "\" y=\"" << number(legend_y)
+        << "\" width=\"14\" height=\"14\" fill=\"" << shade_of(activity).solid << "\"/>\n";
     out << "<text x=\"" << number(x + 20) << "\" y=\"" << number(legend_y + 11) << "\">" << label
         << "</text>\n";
     x += 34 + kCharWidth * static_cast<double>(label.size());

@@ -32,7 +32,8 @@ class TraceRecorder final : public VmObserver {
   // Records steps [first_step, first_step + steps) of the run; a step begins
   // when instruction 0 of the rank's stream runs. Skip step 0 when there are
   // more: it allocates the buffers and is slower than the rest.
-  TraceRecorder(int first_step, int steps) : first_step_(first_step), last_step_(first_step + steps) {}
+  TraceRecorder(int first_step, int steps)
+      : first_step_(first_step), last_step_(first_step + steps) {}
 
   void on_instruction(int rank, std::size_t index, std::int64_t start_ns,
                       std::int64_t end_ns) override {
@@ -52,7 +53,8 @@ class TraceRecorder final : public VmObserver {
     if (comm.world_rank() != 0) return true;
     all.insert(all.end(), first.begin(), first.end());
     if (!trace_path.empty() &&
-        !write_chrome_trace(trace_path, program, timeline_from_measurements(program, first), error)) {
+        !write_chrome_trace(trace_path, program, timeline_from_measurements(program, first),
+                            error)) {
       return false;
     }
     if (!profile_path.empty()) {
@@ -77,7 +79,8 @@ class TraceRecorder final : public VmObserver {
     const std::vector<std::byte> bytes =
         comm.gather_to_root(std::as_bytes(std::span<const MeasuredInstruction>(mine)), counts);
     std::vector<MeasuredInstruction> all(bytes.size() / sizeof(MeasuredInstruction));
-    if (!all.empty()) std::memcpy(all.data(), bytes.data(), all.size() * sizeof(MeasuredInstruction));
+    if (!all.empty())
+      std::memcpy(all.data(), bytes.data(), all.size() * sizeof(MeasuredInstruction));
     return all;
   }
 

@@ -23,12 +23,14 @@ struct Outcome {
 // Runs `pipevm simulate ARGS` from the source directory; stderr goes to `err_file`.
 Outcome simulate(const std::string& args, const fs::path& err_file = "/dev/null") {
   const std::string command = "cd '" PIPEVM_SOURCE_DIR "' && '" PIPEVM_BINARY_DIR
-                              "/pipevm' simulate " + args + " 2>'" + err_file.string() + "'";
+                              "/pipevm' simulate " +
+                              args + " 2>'" + err_file.string() + "'";
   Outcome outcome;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return outcome;
   char buffer[4096];
-  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) outcome.out.append(buffer, n);
+  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;)
+    outcome.out.append(buffer, n);
   const int status = pclose(pipe);
   outcome.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return outcome;
@@ -45,7 +47,8 @@ class simulate_cli : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
-           ("pipevm-simulate-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+           ("pipevm-simulate-" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -53,7 +56,8 @@ class simulate_cli : public ::testing::Test {
 };
 
 TEST_F(simulate_cli, json_is_alone_on_stdout_and_stable) {
-  const std::string args = "schedules/1f1b.pipe --stages 4 --micro-batches 8 --cost fwd=1,bwd=2 --format json";
+  const std::string args =
+      "schedules/1f1b.pipe --stages 4 --micro-batches 8 --cost fwd=1,bwd=2 --format json";
   const Outcome first = simulate(args);
   const Outcome second = simulate(args);
   ASSERT_EQ(first.status, 0) << first.out;
@@ -67,8 +71,9 @@ TEST_F(simulate_cli, json_is_alone_on_stdout_and_stable) {
 TEST_F(simulate_cli, text_shows_the_grid_and_files_are_written) {
   const fs::path svg = dir_ / "gpipe.svg";
   const fs::path trace = dir_ / "gpipe.json";
-  const Outcome outcome = simulate("schedules/gpipe.pipe -p 2 -m 2 --cost fwd=1,bwd=2 --width 18 --svg '" +
-                                   svg.string() + "' --trace '" + trace.string() + "'");
+  const Outcome outcome =
+      simulate("schedules/gpipe.pipe -p 2 -m 2 --cost fwd=1,bwd=2 --width 18 --svg '" +
+               svg.string() + "' --trace '" + trace.string() + "'");
   ASSERT_EQ(outcome.status, 0);
   EXPECT_NE(outcome.out.find("stage 0 |F0F1......B0BBB1BB|\n"), std::string::npos) << outcome.out;
   EXPECT_NE(outcome.out.find("makespan 9 "), std::string::npos) << outcome.out;

@@ -49,10 +49,11 @@ TEST(simulate_costs, bad_flags_say_what_is_wrong) {
 TEST(simulate_costs, yaml_round_trips_every_key) {
   Costs costs;
   std::string error;
-  ASSERT_TRUE(parse_cost_flags("fwd=1.25,bwd=2,bwd-input=1,bwd-weight=1,load=0.01,zero-grad=0.02,"
-                               "optimizer=0.5,allreduce=3,send=0.1,bandwidth=1000,act-bytes=4096,"
-                               "grad-bytes=8192",
-                               costs, error))
+  ASSERT_TRUE(
+      parse_cost_flags("fwd=1.25,bwd=2,bwd-input=1,bwd-weight=1,load=0.01,zero-grad=0.02,"
+                       "optimizer=0.5,allreduce=3,send=0.1,bandwidth=1000,act-bytes=4096,"
+                       "grad-bytes=8192",
+                       costs, error))
       << error;
   std::ostringstream out;
   write_costs_yaml(out, costs, "measured by a test");
@@ -83,12 +84,12 @@ TEST(simulate_costs, yaml_errors_name_the_key) {
 
 TEST(simulate_costs, measurements_give_medians_in_microseconds) {
   const Program program = testing::make_program(
-      {1, 3, 1, 1}, {{testing::op(Opcode::Fwd, 0), testing::op(Opcode::Fwd, 1),
-                      testing::op(Opcode::Fwd, 2), testing::op(Opcode::Bwd, 0),
-                      testing::op(Opcode::Bwd, 1)}});
+      {1, 3, 1, 1},
+      {{testing::op(Opcode::Fwd, 0), testing::op(Opcode::Fwd, 1), testing::op(Opcode::Fwd, 2),
+        testing::op(Opcode::Bwd, 0), testing::op(Opcode::Bwd, 1)}});
   const std::vector<MeasuredInstruction> measured = {
-      {0, 0, 0, 1000},      {0, 1, 1000, 4000},   {0, 2, 4000, 6000},
-      {0, 3, 6000, 10000},  {0, 4, 10000, 16000}, {0, 9, 0, 1}};  // index 9: ignored
+      {0, 0, 0, 1000},     {0, 1, 1000, 4000},   {0, 2, 4000, 6000},
+      {0, 3, 6000, 10000}, {0, 4, 10000, 16000}, {0, 9, 0, 1}};  // index 9: ignored
   const Costs costs = costs_from_measurements(program, measured);
   EXPECT_DOUBLE_EQ(costs.fwd, 2);
   EXPECT_DOUBLE_EQ(costs.backward(), 5);

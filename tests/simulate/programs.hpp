@@ -72,8 +72,10 @@ inline Program gpipe(int stages, int micro_batches) {
   for (int stage = 0; stage < stages; ++stage) {
     auto& s = streams[static_cast<std::size_t>(stage)];
     s.push_back(op(Opcode::ZeroGrad));
-    for (int i = 0; i < micro_batches; ++i) forward(s, stage, stages, static_cast<std::uint32_t>(i));
-    for (int i = 0; i < micro_batches; ++i) backward(s, stage, stages, static_cast<std::uint32_t>(i));
+    for (int i = 0; i < micro_batches; ++i)
+      forward(s, stage, stages, static_cast<std::uint32_t>(i));
+    for (int i = 0; i < micro_batches; ++i)
+      backward(s, stage, stages, static_cast<std::uint32_t>(i));
     s.push_back(op(Opcode::WaitAll));
     s.push_back(op(Opcode::OptimizerStep));
   }

@@ -55,7 +55,8 @@ std::size_t check_chrome_trace(const nlohmann::json& trace, int ranks) {
   for (const auto& event : trace.at("traceEvents")) {
     const std::string phase = event.at("ph");
     EXPECT_EQ(event.at("pid"), 0);
-    if (phase == "M" && event.at("name") == "thread_name") named_threads.insert(event.at("tid").get<int>());
+    if (phase == "M" && event.at("name") == "thread_name")
+      named_threads.insert(event.at("tid").get<int>());
     if (phase == "X") {
       ++slices;
       EXPECT_GE(event.at("ts").get<double>(), 0);

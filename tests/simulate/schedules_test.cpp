@@ -21,7 +21,9 @@ fs::path schedule_path(const std::string& name) {
   return fs::path(PIPEVM_SOURCE_DIR) / "schedules" / (name + ".pipe");
 }
 
-bool shipped(const std::string& name) { return fs::exists(schedule_path(name)); }
+bool shipped(const std::string& name) {
+  return fs::exists(schedule_path(name));
+}
 
 // Null when the schedule's `require` rejects the configuration; fails the
 // test on any other error.
@@ -44,8 +46,8 @@ std::optional<Program> compile_schedule(const std::string& name, Config config) 
 Simulation simulate_ok(const Program& program, const Costs& costs) {
   Diagnostics diagnostics;
   auto simulation = simulate(program, costs, diagnostics);
-  EXPECT_TRUE(simulation.has_value()) << program.name << ": "
-                                      << (diagnostics.empty() ? "" : diagnostics.all()[0].message);
+  EXPECT_TRUE(simulation.has_value())
+      << program.name << ": " << (diagnostics.empty() ? "" : diagnostics.all()[0].message);
   return simulation.value_or(Simulation{});
 }
 
@@ -85,7 +87,8 @@ TEST(simulate_schedules, naive_keeps_one_stage_busy_at_a_time) {
     const auto program = compile_schedule("naive", {p, 4, 1, 1});
     ASSERT_TRUE(program.has_value());
     const double expected = static_cast<double>(p - 1) / p;
-    EXPECT_NEAR(simulate_ok(*program, testing::textbook()).bubble_fraction, expected, 0.01 * expected);
+    EXPECT_NEAR(simulate_ok(*program, testing::textbook()).bubble_fraction, expected,
+                0.01 * expected);
   }
 }
 
@@ -103,7 +106,8 @@ TEST(simulate_schedules, grid_of_gpipe_two_stages_two_micro_batches) {
 // Megatron's interleaved 1F1B: with per-chunk costs F = 1, B = 2 the bubble
 // is (p-1)(F+B) against an ideal v*m*(F+B): it shrinks by the factor v.
 TEST(simulate_schedules, interleaved_bubble_shrinks_by_the_chunks) {
-  if (!shipped("interleaved-1f1b")) GTEST_SKIP() << "schedules/interleaved-1f1b.pipe is not shipped";
+  if (!shipped("interleaved-1f1b"))
+    GTEST_SKIP() << "schedules/interleaved-1f1b.pipe is not shipped";
   for (int p : {2, 4}) {
     for (int v : {2, 3}) {
       for (int m : {8, 16}) {
@@ -146,7 +150,8 @@ TEST(simulate_schedules, dualpipe_bubble_meets_the_published_bound) {
   struct Point {
     double f, i, w;
   };
-  for (const Point c : {Point{1, 1, 1}, Point{1, 2, 1}, Point{2, 1, 1}, Point{1, 1, 2}, Point{2, 3, 1}}) {
+  for (const Point c :
+       {Point{1, 1, 1}, Point{1, 2, 1}, Point{2, 1, 1}, Point{1, 1, 2}, Point{2, 3, 1}}) {
     const Costs costs = costs_of({{"fwd", c.f}, {"bwd-input", c.i}, {"bwd-weight", c.w}});
     for (int p : {4, 8}) {
       for (int m : {2 * p, 4 * p}) {
@@ -155,8 +160,8 @@ TEST(simulate_schedules, dualpipe_bubble_meets_the_published_bound) {
         const double b = c.i + c.w;
         const double bound = (p / 2 - 1) * ((c.f + b) + b - 3 * c.w);
         const double bubble = bubble_time(simulate_ok(*program, costs));
-        EXPECT_LE(bubble, bound + 1e-9) << "p=" << p << " m=" << m << " F=" << c.f << " I=" << c.i
-                                        << " W=" << c.w;
+        EXPECT_LE(bubble, bound + 1e-9)
+            << "p=" << p << " m=" << m << " F=" << c.f << " I=" << c.i << " W=" << c.w;
         EXPECT_GT(bubble, 0) << "p=" << p << " m=" << m;
         if (c.f == c.i && c.i == c.w) {
           EXPECT_DOUBLE_EQ(bubble, (p / 2 - 1) * c.f);

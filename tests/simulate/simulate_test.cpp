@@ -25,7 +25,9 @@ Simulation run(const Program& program, const Costs& costs) {
   return simulation.value_or(Simulation{});
 }
 
-double textbook_bubble(int p, int m) { return static_cast<double>(p - 1) / (m + p - 1); }
+double textbook_bubble(int p, int m) {
+  return static_cast<double>(p - 1) / (m + p - 1);
+}
 
 TEST(simulate, bubble_of_gpipe_and_1f1b_is_the_textbook_formula) {
   for (int p : {2, 4, 8}) {
@@ -126,12 +128,13 @@ TEST(simulate, wait_completes_the_oldest_matching_request) {
   Costs costs;
   costs.fwd = 1;
   const Program program = make_program(
-      {2, 2, 1, 1},
-      {{message(Opcode::ISend, MessageKind::act, 0, 1), message(Opcode::ISend, MessageKind::act, 1, 1),
-        wait(WaitDirection::send, MessageKind::act, 1), op(Opcode::Fwd, 0),
-        wait(WaitDirection::send, MessageKind::act, 0)},
-       {op(Opcode::Fwd), op(Opcode::Fwd), op(Opcode::Fwd),
-        message(Opcode::Recv, MessageKind::act, 0, 0), message(Opcode::Recv, MessageKind::act, 1, 0)}});
+      {2, 2, 1, 1}, {{message(Opcode::ISend, MessageKind::act, 0, 1),
+                      message(Opcode::ISend, MessageKind::act, 1, 1),
+                      wait(WaitDirection::send, MessageKind::act, 1), op(Opcode::Fwd, 0),
+                      wait(WaitDirection::send, MessageKind::act, 0)},
+                     {op(Opcode::Fwd), op(Opcode::Fwd), op(Opcode::Fwd),
+                      message(Opcode::Recv, MessageKind::act, 0, 0),
+                      message(Opcode::Recv, MessageKind::act, 1, 0)}});
   const Simulation s = run(program, costs);
   EXPECT_DOUBLE_EQ(s.timeline.times[2].ended, 3);  // Wait send act 1: received at 3
   EXPECT_DOUBLE_EQ(s.timeline.times[3].ended, 4);
@@ -140,11 +143,11 @@ TEST(simulate, wait_completes_the_oldest_matching_request) {
 }
 
 TEST(simulate, blocking_sends_towards_each_other_deadlock) {
-  const Program program = make_program(
-      {2, 1, 1, 1}, {{message(Opcode::Send, MessageKind::act, 0, 1),
-                      message(Opcode::Recv, MessageKind::grad, 0, 1)},
-                     {message(Opcode::Send, MessageKind::grad, 0, 0),
-                      message(Opcode::Recv, MessageKind::act, 0, 0)}});
+  const Program program =
+      make_program({2, 1, 1, 1}, {{message(Opcode::Send, MessageKind::act, 0, 1),
+                                   message(Opcode::Recv, MessageKind::grad, 0, 1)},
+                                  {message(Opcode::Send, MessageKind::grad, 0, 0),
+                                   message(Opcode::Recv, MessageKind::act, 0, 0)}});
   Diagnostics diagnostics;
   EXPECT_FALSE(simulate(program, textbook(), diagnostics).has_value());
   ASSERT_EQ(diagnostics.size(), 1u);
@@ -165,7 +168,8 @@ TEST(simulate, unmatched_send_and_wrong_peer_are_refused) {
   EXPECT_EQ(diagnostics.all()[0].kind, DiagnosticKind::UnmatchedSend);
 
   diagnostics.clear();
-  const Program self = make_program({2, 1, 1, 1}, {{message(Opcode::Send, MessageKind::act, 0, 0)}, {}});
+  const Program self =
+      make_program({2, 1, 1, 1}, {{message(Opcode::Send, MessageKind::act, 0, 0)}, {}});
   EXPECT_FALSE(simulate(self, textbook(), diagnostics).has_value());
   ASSERT_EQ(diagnostics.size(), 1u);
   EXPECT_EQ(diagnostics.all()[0].kind, DiagnosticKind::WrongPeer);
@@ -204,9 +208,9 @@ TEST(simulate, all_reduce_starts_when_the_last_replica_arrives) {
   costs.fwd = 1;
   costs.allreduce = 3;
   // One stage, two data-parallel replicas: rank 1 arrives one unit late.
-  const Program program = make_program(
-      {1, 2, 1, 2}, {{op(Opcode::Fwd, 0), op(Opcode::AllReduce)},
-                     {op(Opcode::Fwd, 0), op(Opcode::Fwd, 1), op(Opcode::AllReduce)}});
+  const Program program =
+      make_program({1, 2, 1, 2}, {{op(Opcode::Fwd, 0), op(Opcode::AllReduce)},
+                                  {op(Opcode::Fwd, 0), op(Opcode::Fwd, 1), op(Opcode::AllReduce)}});
   const Simulation s = run(program, costs);
   EXPECT_DOUBLE_EQ(s.timeline.times[1].started, 2);
   EXPECT_DOUBLE_EQ(s.timeline.times[1].ended, 5);
@@ -225,9 +229,9 @@ TEST(simulate, backward_all_reduce_overlaps_the_reduction) {
   costs.fwd = 1;
   costs.bwd = 2;
   costs.allreduce = 1;
-  const Program program = make_program(
-      {1, 1, 1, 2}, {{op(Opcode::Fwd, 0), op(Opcode::BwdAllReduce, 0)},
-                     {op(Opcode::Fwd, 0), op(Opcode::BwdAllReduce, 0)}});
+  const Program program =
+      make_program({1, 1, 1, 2}, {{op(Opcode::Fwd, 0), op(Opcode::BwdAllReduce, 0)},
+                                  {op(Opcode::Fwd, 0), op(Opcode::BwdAllReduce, 0)}});
   EXPECT_DOUBLE_EQ(run(program, costs).timeline.makespan, 3);
   costs.allreduce = 5;
   const Simulation s = run(program, costs);
@@ -238,8 +242,8 @@ TEST(simulate, backward_all_reduce_overlaps_the_reduction) {
 
 TEST(simulate, collectives_that_do_not_pair_are_refused) {
   Diagnostics diagnostics;
-  const Program order = make_program(
-      {1, 1, 1, 2}, {{op(Opcode::AllReduce)}, {op(Opcode::BwdAllReduce, 0)}});
+  const Program order =
+      make_program({1, 1, 1, 2}, {{op(Opcode::AllReduce)}, {op(Opcode::BwdAllReduce, 0)}});
   EXPECT_FALSE(simulate(order, textbook(), diagnostics).has_value());
   ASSERT_FALSE(diagnostics.empty());
   EXPECT_EQ(diagnostics.all()[0].kind, DiagnosticKind::CollectiveOrder);

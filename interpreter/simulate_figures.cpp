@@ -1,0 +1,174 @@
+// The simulator's figures: what a rank does in each instruction (activities),
+// peak activations from the order of a stream, busy, idle and bubble of a
+// timeline, and the timeline of a measured run.
+#include <algorithm>
+#include <limits>
+#include <unordered_map>
+
+#include "simulate.hpp"
+
+namespace pipevm {
+
+Activity activity_of(Opcode op) {
+  switch (op) {
+    case Opcode::Fwd:
+      return Activity::forward;
+    case Opcode::Bwd:
+    case Opcode::BwdAllReduce:
+      return Activity::backward;
+    case Opcode::BwdInput:
+      return Activity::backward_input;
+    case Opcode::BwdWeight:
+      return Activity::backward_weight;
+    case Opcode::LoadInput:
+    case Opcode::LoadTarget:
+      return Activity::data;
+    case Opcode::ZeroGrad:
+    case Opcode::OptimizerStep:
+      return Activity::optimizer;
+    default:
+      break;
+  }
+  switch (info(op).group) {
+    case OpcodeGroup::p2p:
+    case OpcodeGroup::collective:
+      return Activity::communication;
+    case OpcodeGroup::data:
+      return Activity::data;
+    case OpcodeGroup::optimizer:
+      return Activity::optimizer;
+    case OpcodeGroup::compute:
+      return Activity::forward;
+  }
+  return Activity::idle;
+}
+
+char letter_of(Activity activity) {
+  switch (activity) {
+    case Activity::idle:
+      return '.';
+    case Activity::forward:
+      return 'F';
+    case Activity::backward:
+      return 'B';
+    case Activity::backward_input:
+      return 'I';
+    case Activity::backward_weight:
+      return 'W';
+    case Activity::data:
+      return 'L';
+    case Activity::optimizer:
+      return 'O';
+    case Activity::communication:
+      return '-';
+  }
+  return '?';
+}
+
+std::string_view name(Activity activity) {
+  switch (activity) {
+    case Activity::idle:
+      return "idle";
+    case Activity::forward:
+      return "forward";
+    case Activity::backward:
+      return "backward";
+    case Activity::backward_input:
+      return "backward-input";
+    case Activity::backward_weight:
+      return "backward-weight";
+    case Activity::data:
+      return "load";
+    case Activity::optimizer:
+      return "optimizer";
+    case Activity::communication:
+      return "communication";
+  }
+  return "?";
+}
+
+std::vector<int> peak_activations(const Program& program) {
+  std::vector<int> peaks(static_cast<std::size_t>(program.ranks()), 0);
+  std::unordered_map<std::uint64_t, int> held;  // (chunk, micro-batch) -> activations
+  for (int r = 0; r < program.ranks(); ++r) {
+    held.clear();
+    int now = 0;
+    int peak = 0;
+    for (const Instruction& in : program.rank(r)) {
+      const std::uint64_t key = (static_cast<std::uint64_t>(in.chunk) << 32) | in.micro_batch;
+      if (in.op == Opcode::Fwd) {
+        ++held[key];
+        peak = std::max(peak, ++now);
+      } else if (in.op == Opcode::Bwd || in.op == Opcode::BwdWeight ||
+                 in.op == Opcode::BwdAllReduce) {
+        auto found = held.find(key);
+        if (found != held.end() && found->second > 0) {
+          --found->second;
+          --now;
+        }
+      }
+    }
+    peaks[static_cast<std::size_t>(r)] = peak;
+  }
+  return peaks;
+}
+
+void summarize(const Program& program, Simulation& simulation) {
+  const Config& config = program.config;
+  const Timeline& timeline = simulation.timeline;
+  const std::vector<int> peaks = peak_activations(program);
+  simulation.ranks.assign(static_cast<std::size_t>(program.ranks()), {});
+  double idle = 0;
+  for (int r = 0; r < program.ranks(); ++r) {
+    RankFigures& figures = simulation.ranks[static_cast<std::size_t>(r)];
+    for (std::size_t i = program.rank_begin[static_cast<std::size_t>(r)];
+         i < program.rank_begin[static_cast<std::size_t>(r) + 1]; ++i) {
+      const InstructionTime& t = timeline.times[i];
+      figures.busy += t.busy;
+      if (activity_of(program.code[i].op) == Activity::communication ||
+          program.code[i].op == Opcode::BwdAllReduce) {
+        figures.communication += t.ended - t.started - t.busy;
+      }
+    }
+    figures.idle = timeline.makespan - figures.busy;
+    figures.peak_activations = peaks[static_cast<std::size_t>(r)];
+    idle += figures.idle;
+  }
+  simulation.stages.assign(static_cast<std::size_t>(std::max(config.stages, 0)), {});
+  for (int stage = 0; stage < config.stages; ++stage) {
+    StageFigures& figures = simulation.stages[static_cast<std::size_t>(stage)];
+    figures.stage = stage;
+    for (int d = 0; d < config.dp; ++d) {
+      const int r = rank_of(config, d, stage);
+      if (r >= program.ranks()) continue;
+      const RankFigures& rank = simulation.ranks[static_cast<std::size_t>(r)];
+      figures.busy += rank.busy / config.dp;
+      figures.peak_activations = std::max(figures.peak_activations, rank.peak_activations);
+    }
+    figures.idle = timeline.makespan - figures.busy;
+  }
+  const double total = timeline.makespan * program.ranks();
+  simulation.bubble_fraction = total > 0 ? idle / total : 0;
+}
+
+Timeline timeline_from_measurements(const Program& program,
+                                    const std::vector<MeasuredInstruction>& measured) {
+  Timeline timeline;
+  timeline.times.assign(program.code.size(), {});
+  std::int64_t origin = std::numeric_limits<std::int64_t>::max();
+  for (const MeasuredInstruction& m : measured) origin = std::min(origin, m.start_ns);
+  for (const MeasuredInstruction& m : measured) {
+    if (m.rank < 0 || m.rank >= program.ranks()) continue;
+    const std::size_t begin = program.rank_begin[static_cast<std::size_t>(m.rank)];
+    if (m.index >= program.rank_begin[static_cast<std::size_t>(m.rank) + 1] - begin) continue;
+    InstructionTime& t = timeline.times[begin + m.index];
+    t.issued = t.started = static_cast<double>(m.start_ns - origin) / 1000.0;
+    t.ended = static_cast<double>(m.end_ns - origin) / 1000.0;
+    if (is_busy(activity_of(program.code[begin + m.index].op))) t.busy = t.ended - t.started;
+    timeline.makespan = std::max(timeline.makespan, t.ended);
+  }
+  timeline.flows = pair_messages(program);
+  return timeline;
+}
+
+}  // namespace pipevm
