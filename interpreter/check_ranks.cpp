@@ -391,8 +391,9 @@ void RankWalker::step_optimizer(std::size_t local) {
     reporter_.note(d, "the pending request: " + reporter_.describe(begin_ + pending_head_),
                    reporter_.at(begin_ + pending_head_));
   }
-  // With mirror placement the reduction is part of OptimizerStep (docs/checker.md).
-  if (program_.config.dp > 1 && unreduced_ && program_.placement != Placement::mirror) {
+  // Mirror placement sums a piece's two copies inside OptimizerStep, within
+  // one pipeline; the replicas of a stage still need their reduction.
+  if (program_.config.dp > 1 && unreduced_) {
     report(DiagnosticKind::DataflowStepTooEarly,
            "OptimizerStep applies gradients that were not reduced over the data-parallel "
            "group (no AllReduce or BwdAllReduce after the last backward)",

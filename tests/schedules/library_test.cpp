@@ -224,6 +224,32 @@ TEST(schedules, requires_exclude_what_the_headers_say) {
   }
 }
 
+// DualPipe's final AllReduce is what keeps its replicas equal: the sum of
+// a mirror piece's two copies inside OptimizerStep stays within one
+// pipeline. Without it the checker must object as soon as dp > 1.
+TEST(schedules, dualpipe_without_its_allreduce_fails_with_replicas) {
+  std::string text = slurp(path_of("dualpipe"));
+  const std::size_t reduce = text.find("\nAllReduce\n");
+  ASSERT_NE(reduce, std::string::npos);
+  text.erase(reduce, std::string("\nAllReduce").size());
+  Diagnostics diagnostics;
+  const auto schedule =
+      parse(std::make_shared<const SourceFile>("dualpipe-no-reduce.pipe", text), diagnostics);
+  ASSERT_TRUE(schedule);
+  for (const int dp : {1, 2}) {
+    const auto program = expand_if_allowed(*schedule, config(4, 8, 2, dp), "dp");
+    ASSERT_TRUE(program);
+    const CheckResult result = check(*program);
+    if (dp == 1) {
+      EXPECT_TRUE(result.ok()) << first_message(result);
+    } else {
+      ASSERT_FALSE(result.diagnostics.empty());
+      EXPECT_EQ(result.diagnostics.front().kind, DiagnosticKind::DataflowStepTooEarly)
+          << first_message(result);
+    }
+  }
+}
+
 TEST(schedules, every_file_has_the_library_header_and_a_docs_entry) {
   const std::string docs = slurp(kSource / "docs" / "schedules.md");
   std::vector<std::string> files;
