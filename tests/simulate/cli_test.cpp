@@ -2,6 +2,7 @@
 // stable output, and the files --svg and --trace write.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -46,9 +47,11 @@ std::string slurp(const fs::path& path) {
 class simulate_cli : public ::testing::Test {
  protected:
   void SetUp() override {
+    // Unique per process: other build directories may run these tests at once.
     dir_ = fs::temp_directory_path() /
            ("pipevm-simulate-" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "-" +
+            std::to_string(getpid()));
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }

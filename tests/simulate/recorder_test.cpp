@@ -2,6 +2,7 @@
 // in-process ranks: it keeps the chosen steps, gathers them to rank 0 and
 // writes a Chrome trace of one step and the medians of all recorded steps.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -28,7 +29,8 @@ TEST(simulate_recorder, gathers_one_step_for_the_trace_and_all_for_the_profile) 
   costs.bwd = 2;
   const auto simulated = simulate(program, costs, diagnostics);
   ASSERT_TRUE(simulated);
-  const fs::path dir = fs::temp_directory_path() / "pipevm-simulate-recorder";
+  const fs::path dir =
+      fs::temp_directory_path() / ("pipevm-simulate-recorder-" + std::to_string(getpid()));
   fs::create_directories(dir);
   const fs::path trace = dir / "trace.json";
   const fs::path profile = dir / "costs.yaml";
