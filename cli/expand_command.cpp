@@ -68,10 +68,8 @@ void print_json_program(const Program& program, int only_rank) {
   nlohmann::json head;
   head["schedule"] = program.name;
   head["placement"] = name(program.placement);
-  head["configuration"] = {{"stages", c.stages},
-                           {"micro_batches", c.micro_batches},
-                           {"dp", c.dp},
-                           {"chunks", c.chunks}};
+  head["configuration"] = {
+      {"stages", c.stages}, {"micro_batches", c.micro_batches}, {"dp", c.dp}, {"chunks", c.chunks}};
   std::string text = head.dump();
   text.pop_back();  // reopen the object to append "ranks"
   std::cout << text << ",\n\"ranks\": [";

@@ -49,7 +49,15 @@ struct Expr {
   SourceRange range;
 };
 
-enum class StmtKind : std::uint8_t { let, for_range, if_else, stage_only, call, instruction, require };
+enum class StmtKind : std::uint8_t {
+  let,
+  for_range,
+  if_else,
+  stage_only,
+  call,
+  instruction,
+  require
+};
 
 // A run of statements: indices [begin, end) into Schedule::block_items.
 struct Block {
@@ -59,23 +67,23 @@ struct Block {
 
 struct Stmt {
   StmtKind kind = StmtKind::let;
-  bool reversed = false;              // for: count down
-  std::uint32_t slot = kNoIndex;      // let, for: the variable
-  std::uint32_t first = kNoIndex;     // let value, for lower bound, if/require condition
-  std::uint32_t second = kNoIndex;    // for upper bound
-  std::int64_t stage = 0;             // stage_only
-  Block body;                         // for, if (then), stage, call arguments live elsewhere
-  Block otherwise;                    // if (else)
-  std::uint32_t procedure = kNoIndex; // call
-  std::uint32_t args_begin = 0;       // call: arguments are Schedule::call_args[begin, end)
+  bool reversed = false;               // for: count down
+  std::uint32_t slot = kNoIndex;       // let, for: the variable
+  std::uint32_t first = kNoIndex;      // let value, for lower bound, if/require condition
+  std::uint32_t second = kNoIndex;     // for upper bound
+  std::int64_t stage = 0;              // stage_only
+  Block body;                          // for, if (then), stage, call arguments live elsewhere
+  Block otherwise;                     // if (else)
+  std::uint32_t procedure = kNoIndex;  // call
+  std::uint32_t args_begin = 0;        // call: arguments are Schedule::call_args[begin, end)
   std::uint32_t args_end = 0;
-  std::uint32_t message = kNoIndex;   // require: index into Schedule::messages
+  std::uint32_t message = kNoIndex;  // require: index into Schedule::messages
   // instruction
   Opcode op = Opcode::WaitAll;
   MessageKind message_kind = MessageKind::none;
   WaitDirection direction = WaitDirection::none;
-  bool sending = false;                   // the peer, if any, is a destination
-  std::uint32_t micro_batch = kNoIndex;   // expressions; kNoIndex when absent
+  bool sending = false;                  // the peer, if any, is a destination
+  std::uint32_t micro_batch = kNoIndex;  // expressions; kNoIndex when absent
   std::uint32_t chunk = kNoIndex;
   std::uint32_t peer = kNoIndex;
   std::uint32_t source = 0;  // index into Schedule::instruction_sources
@@ -84,7 +92,7 @@ struct Stmt {
 
 struct Procedure {
   std::string name;
-  SourceRange range;  // the name in its definition
+  SourceRange range;                  // the name in its definition
   std::vector<std::uint32_t> params;  // slots
   Block body;
 };
@@ -106,9 +114,9 @@ class Schedule {
   std::vector<std::uint32_t> block_items;  // statement indices, grouped by Block
   std::vector<std::uint32_t> call_args;    // expression indices, grouped per call
   std::vector<Procedure> procedures;
-  std::vector<std::string> messages;       // require texts
+  std::vector<std::string> messages;  // require texts
   std::vector<SourceRange> instruction_sources;
-  Block top;                // the top-level statements in order
+  Block top;  // the top-level statements in order
   std::uint32_t slot_count = kBuiltinCount;
 };
 

@@ -29,13 +29,16 @@ std::shared_ptr<const SourceFile> read_source(const std::string& path, Diagnosti
   std::string contents = std::move(text).str();
   // Source offsets are 32-bit.
   if (contents.size() >= std::numeric_limits<std::uint32_t>::max()) {
-    diagnostics.report(DiagnosticKind::UnreadableFile, quote(path) + " is too large (4 GiB or more)");
+    diagnostics.report(DiagnosticKind::UnreadableFile,
+                       quote(path) + " is too large (4 GiB or more)");
     return nullptr;
   }
   return std::make_shared<const SourceFile>(path, std::move(contents));
 }
 
-Placement placement_of(const Schedule& schedule) { return schedule.placement; }
+Placement placement_of(const Schedule& schedule) {
+  return schedule.placement;
+}
 
 std::string name_of(const Schedule& schedule) {
   if (!schedule.name.empty()) return schedule.name;

@@ -112,17 +112,23 @@ class Expander {
     const Expr& e = s_.exprs[index];
     std::int64_t result = 0;
     switch (e.op) {
-      case ExprOp::constant: return e.value;
-      case ExprOp::variable: return slots_[static_cast<std::size_t>(e.value)];
+      case ExprOp::constant:
+        return e.value;
+      case ExprOp::variable:
+        return slots_[static_cast<std::size_t>(e.value)];
       case ExprOp::negate: {
         const std::int64_t v = eval(e.lhs);
         if (v == std::numeric_limits<std::int64_t>::min()) overflow(e);
         return -v;
       }
-      case ExprOp::logical_not: return eval(e.lhs) == 0 ? 1 : 0;
-      case ExprOp::logical_and: return eval(e.lhs) != 0 && eval(e.rhs) != 0 ? 1 : 0;
-      case ExprOp::logical_or: return eval(e.lhs) != 0 || eval(e.rhs) != 0 ? 1 : 0;
-      default: break;
+      case ExprOp::logical_not:
+        return eval(e.lhs) == 0 ? 1 : 0;
+      case ExprOp::logical_and:
+        return eval(e.lhs) != 0 && eval(e.rhs) != 0 ? 1 : 0;
+      case ExprOp::logical_or:
+        return eval(e.lhs) != 0 || eval(e.rhs) != 0 ? 1 : 0;
+      default:
+        break;
     }
     const std::int64_t a = eval(e.lhs);
     const std::int64_t b = eval(e.rhs);
@@ -153,15 +159,24 @@ class Expander {
         if (r != 0 && ((r < 0) != (b < 0))) r += b;
         return r;
       }
-      case ExprOp::equal: return a == b ? 1 : 0;
-      case ExprOp::not_equal: return a != b ? 1 : 0;
-      case ExprOp::less: return a < b ? 1 : 0;
-      case ExprOp::less_equal: return a <= b ? 1 : 0;
-      case ExprOp::greater: return a > b ? 1 : 0;
-      case ExprOp::greater_equal: return a >= b ? 1 : 0;
-      case ExprOp::minimum: return std::min(a, b);
-      case ExprOp::maximum: return std::max(a, b);
-      default: return 0;
+      case ExprOp::equal:
+        return a == b ? 1 : 0;
+      case ExprOp::not_equal:
+        return a != b ? 1 : 0;
+      case ExprOp::less:
+        return a < b ? 1 : 0;
+      case ExprOp::less_equal:
+        return a <= b ? 1 : 0;
+      case ExprOp::greater:
+        return a > b ? 1 : 0;
+      case ExprOp::greater_equal:
+        return a >= b ? 1 : 0;
+      case ExprOp::minimum:
+        return std::min(a, b);
+      case ExprOp::maximum:
+        return std::max(a, b);
+      default:
+        return 0;
     }
   }
 
@@ -177,9 +192,8 @@ class Expander {
     // The parser bounds nesting per file and per call chain, but a chain of
     // calls from deeply nested blocks multiplies the two: bound the product.
     if (++depth_ > kMaxExecutionDepth) {
-      const SourceRange at = block.begin < block.end
-                                 ? s_.stmts[s_.block_items[block.begin]].range
-                                 : SourceRange{};
+      const SourceRange at =
+          block.begin < block.end ? s_.stmts[s_.block_items[block.begin]].range : SourceRange{};
       fail(DiagnosticKind::NestingTooDeep,
            "blocks and calls nested more than " + std::to_string(kMaxExecutionDepth) +
                " deep during expansion",
@@ -200,7 +214,9 @@ class Expander {
 
   void execute(const Stmt& st) {
     switch (st.kind) {
-      case StmtKind::let: slots_[st.slot] = eval(st.first); return;
+      case StmtKind::let:
+        slots_[st.slot] = eval(st.first);
+        return;
       case StmtKind::for_range: {
         const std::int64_t low = eval(st.first);
         const std::int64_t high = eval(st.second);
@@ -236,7 +252,9 @@ class Expander {
         call_stack_.pop_back();
         return;
       }
-      case StmtKind::instruction: emit(st); return;
+      case StmtKind::instruction:
+        emit(st);
+        return;
       case StmtKind::require:
         if (eval(st.first) == 0) {
           Diagnostic d;
@@ -265,9 +283,9 @@ class Expander {
       const std::int64_t mb = eval(st.micro_batch);
       if (mb < 0 || mb >= config_.micro_batches) {
         fail(DiagnosticKind::MicroBatchOutOfRange,
-             "micro-batch " + std::to_string(mb) + " is out of range: micro_batches = " +
-                 std::to_string(config_.micro_batches) + ", so 0 .. " +
-                 std::to_string(config_.micro_batches - 1),
+             "micro-batch " + std::to_string(mb) +
+                 " is out of range: micro_batches = " + std::to_string(config_.micro_batches) +
+                 ", so 0 .. " + std::to_string(config_.micro_batches - 1),
              s_.exprs[st.micro_batch].range);
       }
       in.micro_batch = static_cast<std::uint32_t>(mb);
@@ -277,8 +295,7 @@ class Expander {
       if (chunk < 0 || chunk >= config_.chunks) {
         fail(DiagnosticKind::ChunkOutOfRange,
              "chunk " + std::to_string(chunk) + " is out of range: chunks = " +
-                 std::to_string(config_.chunks) + ", so 0 .. " +
-                 std::to_string(config_.chunks - 1),
+                 std::to_string(config_.chunks) + ", so 0 .. " + std::to_string(config_.chunks - 1),
              s_.exprs[st.chunk].range);
       }
       in.chunk = static_cast<std::uint16_t>(chunk);
@@ -289,7 +306,8 @@ class Expander {
         if (peer < std::numeric_limits<std::int16_t>::min() ||
             peer > std::numeric_limits<std::int16_t>::max()) {
           fail(DiagnosticKind::InvalidOperand,
-               "peer stage " + std::to_string(peer) + " is not a stage number (it must fit in 16 bits)",
+               "peer stage " + std::to_string(peer) +
+                   " is not a stage number (it must fit in 16 bits)",
                s_.exprs[st.peer].range);
         }
         in.peer = static_cast<std::int16_t>(peer);

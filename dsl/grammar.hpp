@@ -47,6 +47,7 @@ struct nested {
   }
 };
 
+// clang-format off
 // --- lexical -----------------------------------------------------------------
 struct comment : seq<one<'#'>, star<not_one<'\n'>>> {};
 struct blank : sor<one<' ', '\t', '\r'>, comment> {};
@@ -183,6 +184,8 @@ struct placement_header : if_must<kw_placement, sp, placement_name, sp, stmt_end
 struct headers : seq<opt<schedule_header, ws>, star<placement_header, ws>> {};
 
 struct program : seq<ws, headers, item_list, eof> {};
+
+// clang-format on
 
 }  // namespace pipevm::grammar
 

@@ -13,13 +13,18 @@ constexpr OpcodeGroup kGroups[] = {OpcodeGroup::data, OpcodeGroup::compute, Opco
 std::string syntax_of(const OpcodeInfo& op) {
   std::string out(op.name);
   switch (op.shape) {
-    case OperandShape::None: break;
-    case OperandShape::MicroBatch: out += " mb [chunk C]"; break;
+    case OperandShape::None:
+      break;
+    case OperandShape::MicroBatch:
+      out += " mb [chunk C]";
+      break;
     case OperandShape::Message:
       out += op.name.find("Send") != std::string_view::npos ? " act|grad mb [chunk C] [to S]"
-                                                             : " act|grad mb [chunk C] [from S]";
+                                                            : " act|grad mb [chunk C] [from S]";
       break;
-    case OperandShape::Wait: out += " send|recv act|grad mb [chunk C]"; break;
+    case OperandShape::Wait:
+      out += " send|recv act|grad mb [chunk C]";
+      break;
   }
   return out;
 }

@@ -38,15 +38,14 @@ struct fold_keep : pt::apply<fold_keep> {
 template <typename Rule>
 using selector = pt::selector<
     Rule,
-    pt::store_content::on<g::integer, g::name_ref, g::mul_op, g::add_op, g::cmp_op, g::let_name,
-                          g::for_var, g::call_name, g::proc_name, g::param, g::opcode,
-                          g::direction, g::message_kind, g::stage_number, g::string_body,
-                          g::schedule_name, g::placement_name, g::negate, g::not_op,
-                          g::min_call, g::max_call, g::expr, g::micro_batch, g::chunk_number,
-                          g::peer_stage, g::argument, g::let_stmt, g::for_stmt,
-                          g::reversed_range, g::forward_range, g::if_stmt, g::else_clause,
-                          g::stage_stmt, g::call_stmt, g::instruction, g::chunk_clause,
-                          g::to_clause, g::from_clause, g::require_item, g::proc_item>,
+    pt::store_content::on<
+        g::integer, g::name_ref, g::mul_op, g::add_op, g::cmp_op, g::let_name, g::for_var,
+        g::call_name, g::proc_name, g::param, g::opcode, g::direction, g::message_kind,
+        g::stage_number, g::string_body, g::schedule_name, g::placement_name, g::negate, g::not_op,
+        g::min_call, g::max_call, g::expr, g::micro_batch, g::chunk_number, g::peer_stage,
+        g::argument, g::let_stmt, g::for_stmt, g::reversed_range, g::forward_range, g::if_stmt,
+        g::else_clause, g::stage_stmt, g::call_stmt, g::instruction, g::chunk_clause, g::to_clause,
+        g::from_clause, g::require_item, g::proc_item>,
     fold_keep::on<g::and_expr, g::not_expr, g::cmp_expr, g::add_expr, g::mul_expr, g::unary,
                   g::primary, g::paren_expr>>;
 
@@ -71,7 +70,7 @@ class Builder {
         s_.name = std::string(n.string_view());
       } else if (n.is_type<g::placement_name>()) {
         const auto word = n.string_view();
-        s_.placement = word == "v" ? Placement::v
+        s_.placement = word == "v"        ? Placement::v
                        : word == "mirror" ? Placement::mirror
                                           : Placement::looped;
       } else {
@@ -375,45 +374,55 @@ std::optional<std::uint32_t> Builder::instruction(const Node& n, Stmt st) {
     const Node& part = *n.children[i];
     statement_range.end = range_of(part).end;
     if (part.is_type<g::direction>()) {
-      if (shape != OperandShape::Wait) return misuse(part, quote(part.string_view()) + " is not an operand of " + std::string(word));
+      if (shape != OperandShape::Wait)
+        return misuse(part,
+                      quote(part.string_view()) + " is not an operand of " + std::string(word));
       st.direction = part.string_view() == "send" ? WaitDirection::send : WaitDirection::recv;
       has_direction = true;
     } else if (part.is_type<g::message_kind>()) {
       if (shape != OperandShape::Message && shape != OperandShape::Wait) {
-        return misuse(part, quote(part.string_view()) + " is not an operand of " + std::string(word));
+        return misuse(part,
+                      quote(part.string_view()) + " is not an operand of " + std::string(word));
       }
       st.message_kind = part.string_view() == "act" ? MessageKind::act : MessageKind::grad;
       has_kind = true;
     } else if (part.is_type<g::micro_batch>()) {
-      if (shape == OperandShape::None) return misuse(part, std::string(word) + " takes no operands");
+      if (shape == OperandShape::None)
+        return misuse(part, std::string(word) + " takes no operands");
       st.micro_batch = expr(part);
       has_mb = true;
     } else if (part.is_type<g::chunk_clause>()) {
-      if (shape == OperandShape::None) return misuse(part, std::string(word) + " takes no operands");
+      if (shape == OperandShape::None)
+        return misuse(part, std::string(word) + " takes no operands");
       st.chunk = expr(*part.children.front());
     } else if (part.is_type<g::to_clause>() || part.is_type<g::from_clause>()) {
       const bool to = part.is_type<g::to_clause>();
       if (shape != OperandShape::Message) return misuse(part, std::string(word) + " has no peer");
       if (to && !st.sending) {
-        return misuse(part, "'to' names where a send goes; " + std::string(word) + " takes 'from S'");
+        return misuse(part,
+                      "'to' names where a send goes; " + std::string(word) + " takes 'from S'");
       }
       if (!to && st.sending) {
-        return misuse(part, "'from' names where a receive comes from; " + std::string(word) + " takes 'to S'");
+        return misuse(part, "'from' names where a receive comes from; " + std::string(word) +
+                                " takes 'to S'");
       }
       st.peer = expr(*part.children.front());
     }
   }
   const SourceRange after_opcode{range_of(opcode_node).end, range_of(opcode_node).end + 1};
   if (shape == OperandShape::Wait && !has_direction) {
-    error(DiagnosticKind::SyntaxError, std::string(word) + " needs 'send' or 'recv'; usage: " + usage, after_opcode);
+    error(DiagnosticKind::SyntaxError,
+          std::string(word) + " needs 'send' or 'recv'; usage: " + usage, after_opcode);
     return std::nullopt;
   }
   if ((shape == OperandShape::Message || shape == OperandShape::Wait) && !has_kind) {
-    error(DiagnosticKind::SyntaxError, std::string(word) + " needs 'act' or 'grad'; usage: " + usage, after_opcode);
+    error(DiagnosticKind::SyntaxError,
+          std::string(word) + " needs 'act' or 'grad'; usage: " + usage, after_opcode);
     return std::nullopt;
   }
   if (shape != OperandShape::None && !has_mb) {
-    error(DiagnosticKind::SyntaxError, std::string(word) + " needs a micro-batch; usage: " + usage, after_opcode);
+    error(DiagnosticKind::SyntaxError, std::string(word) + " needs a micro-batch; usage: " + usage,
+          after_opcode);
     return std::nullopt;
   }
   st.range = statement_range;

@@ -21,8 +21,7 @@ std::optional<std::uint32_t> builtin_slot(std::string_view name) {
 }
 }  // namespace
 
-Resolver::Resolver(Schedule& schedule, Diagnostics& diagnostics)
-    : s_(schedule), d_(diagnostics) {
+Resolver::Resolver(Schedule& schedule, Diagnostics& diagnostics) : s_(schedule), d_(diagnostics) {
   scopes_.emplace_back();
 }
 
@@ -34,20 +33,21 @@ void Resolver::error(DiagnosticKind kind, std::string message, SourceRange range
   d_.report(kind, std::move(message), Location{s_.file, range, -1, -1});
 }
 
-std::uint32_t Resolver::new_slot() { return s_.slot_count++; }
+std::uint32_t Resolver::new_slot() {
+  return s_.slot_count++;
+}
 
 bool Resolver::check_bindable(SourceRange name) {
   const std::string_view word = text(name);
   if (builtin_slot(word)) {
-    error(DiagnosticKind::Redefinition,
-          quote(word) + " is a built-in name and cannot be redefined", name);
+    error(DiagnosticKind::Redefinition, quote(word) + " is a built-in name and cannot be redefined",
+          name);
     return false;
   }
   const auto it = visible_.find(word);
   if (it != visible_.end() && !it->second.empty() &&
       it->second.back().depth + 1 == scopes_.size()) {
-    error(DiagnosticKind::Redefinition,
-          quote(word) + " is already defined in this scope", name);
+    error(DiagnosticKind::Redefinition, quote(word) + " is already defined in this scope", name);
     return false;
   }
   return true;
@@ -82,8 +82,8 @@ void Resolver::declare_global(SourceRange name) {
   const auto order = static_cast<std::uint32_t>(global_slots_.size());
   global_slots_.push_back(slot);
   if (builtin_slot(word)) {
-    error(DiagnosticKind::Redefinition,
-          quote(word) + " is a built-in name and cannot be redefined", name);
+    error(DiagnosticKind::Redefinition, quote(word) + " is a built-in name and cannot be redefined",
+          name);
     return;
   }
   const auto [it, inserted] = globals_.emplace(word, Global{order, slot, name});
@@ -115,7 +115,9 @@ std::uint32_t Resolver::define_global(SourceRange name) {
   return slot;
 }
 
-void Resolver::push_scope() { scopes_.emplace_back(); }
+void Resolver::push_scope() {
+  scopes_.emplace_back();
+}
 
 void Resolver::pop_scope() {
   for (const std::string_view name : scopes_.back()) {
@@ -143,9 +145,9 @@ std::uint32_t Resolver::lookup(SourceRange name) {
       return it->second.slot;
     }
     const LineColumn defined = s_.file->position(it->second.range.begin);
-    Diagnostic& d = d_.report(DiagnosticKind::UnknownName,
-                              quote(word) + " is used before its definition",
-                              Location{s_.file, name, -1, -1});
+    Diagnostic& d =
+        d_.report(DiagnosticKind::UnknownName, quote(word) + " is used before its definition",
+                  Location{s_.file, name, -1, -1});
     d.notes.push_back(Note{"defined here, line " + std::to_string(defined.line),
                            Location{s_.file, it->second.range, -1, -1}});
     return it->second.slot;
@@ -162,19 +164,17 @@ std::optional<std::uint32_t> Resolver::call(SourceRange name, SourceRange statem
   const std::string_view word = text(name);
   const auto it = procedure_index_.find(word);
   if (it == procedure_index_.end()) {
-    error(DiagnosticKind::UnknownProcedure, "unknown procedure '" + std::string(word) + "'",
-          name);
+    error(DiagnosticKind::UnknownProcedure, "unknown procedure '" + std::string(word) + "'", name);
     return std::nullopt;
   }
   const Procedure& procedure = s_.procedures[it->second];
   if (procedure.params.size() != arguments) {
     const auto expected = procedure.params.size();
-    Diagnostic& d = d_.report(
-        DiagnosticKind::WrongArgumentCount,
-        quote(word) + " takes " + std::to_string(expected) +
-            (expected == 1 ? " argument, " : " arguments, ") + std::to_string(arguments) +
-            " given",
-        Location{s_.file, statement, -1, -1});
+    Diagnostic& d = d_.report(DiagnosticKind::WrongArgumentCount,
+                              quote(word) + " takes " + std::to_string(expected) +
+                                  (expected == 1 ? " argument, " : " arguments, ") +
+                                  std::to_string(arguments) + " given",
+                              Location{s_.file, statement, -1, -1});
     d.notes.push_back(Note{"defined here", Location{s_.file, procedure.range, -1, -1}});
     return std::nullopt;
   }
@@ -201,7 +201,8 @@ void Resolver::visit(std::uint32_t procedure, std::vector<std::uint32_t>& path,
       const auto start = std::find(path.begin(), path.end(), site.callee);
       const std::string& callee = s_.procedures[site.callee].name;
       std::string message = "procedure '" + callee + "' calls itself";
-      if (start + 1 != path.end()) message += ", through '" + s_.procedures[*(start + 1)].name + "'";
+      if (start + 1 != path.end())
+        message += ", through '" + s_.procedures[*(start + 1)].name + "'";
       Diagnostic& d = d_.report(DiagnosticKind::RecursiveProcedure, std::move(message),
                                 Location{s_.file, site.range, -1, -1});
       for (auto p = start; p != path.end(); ++p) {
@@ -209,9 +210,9 @@ void Resolver::visit(std::uint32_t procedure, std::vector<std::uint32_t>& path,
         // the call from *p to next
         for (const CallSite& edge : facts_[*p].calls) {
           if (edge.callee != next) continue;
-          d.notes.push_back(Note{quote(s_.procedures[*p].name) + " calls '" +
-                                     s_.procedures[next].name + "' here",
-                                 Location{s_.file, edge.range, -1, -1}});
+          d.notes.push_back(
+              Note{quote(s_.procedures[*p].name) + " calls '" + s_.procedures[next].name + "' here",
+                   Location{s_.file, edge.range, -1, -1}});
           break;
         }
       }

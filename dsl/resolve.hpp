@@ -71,7 +71,7 @@ class Resolver {
   struct ProcedureFacts {
     std::vector<CallSite> calls;
     GlobalUse direct;
-    GlobalUse total;  // including the procedures it calls
+    GlobalUse total;         // including the procedures it calls
     std::size_t height = 1;  // longest chain of calls starting here
   };
 

@@ -21,9 +21,9 @@ Result pipevm(const std::string& arguments) {
   // One file per process and call: ctest runs these tests in parallel.
   static int calls = 0;
   const std::string err_path = std::string(PIPEVM_BINARY_DIR) + "/dsl_cli_test." +
-                               std::to_string(getpid()) + "." + std::to_string(++calls) +
-                               ".stderr";
-  const std::string command = std::string(PIPEVM_BINARY_DIR) + "/pipevm " + arguments + " 2>" + err_path;
+                               std::to_string(getpid()) + "." + std::to_string(++calls) + ".stderr";
+  const std::string command =
+      std::string(PIPEVM_BINARY_DIR) + "/pipevm " + arguments + " 2>" + err_path;
   Result r;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return r;

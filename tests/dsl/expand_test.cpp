@@ -31,24 +31,23 @@ TEST(dsl_expand, gpipe_two_stages_three_micro_batches) {
                    "Send act 1", "LoadInput 2", "Fwd 2", "Send act 2", "Recv grad 0", "Bwd 0",
                    "Recv grad 1", "Bwd 1", "Recv grad 2", "BwdAllReduce 2", "OptimizerStep"}));
   EXPECT_EQ(test::stream(p, 1),
-            (Lines{"ZeroGrad", "Recv act 0", "Fwd 0", "Recv act 1", "Fwd 1", "Recv act 2",
-                   "Fwd 2", "LoadTarget 0", "Bwd 0", "Send grad 0", "LoadTarget 1", "Bwd 1",
-                   "Send grad 1", "LoadTarget 2", "BwdAllReduce 2", "Send grad 2",
-                   "OptimizerStep"}));
+            (Lines{"ZeroGrad", "Recv act 0", "Fwd 0", "Recv act 1", "Fwd 1", "Recv act 2", "Fwd 2",
+                   "LoadTarget 0", "Bwd 0", "Send grad 0", "LoadTarget 1", "Bwd 1", "Send grad 1",
+                   "LoadTarget 2", "BwdAllReduce 2", "Send grad 2", "OptimizerStep"}));
 }
 
 TEST(dsl_expand, one_f_one_b_two_stages_three_micro_batches) {
   const Program p = expand_file("schedules/1f1b.pipe", config(2, 3));
-  EXPECT_EQ(test::stream(p, 0),
-            (Lines{"ZeroGrad", "LoadInput 0", "Fwd 0", "ISend act 0", "LoadInput 1", "Fwd 1",
-                   "ISend act 1", "Recv grad 0", "Bwd 0", "LoadInput 2", "Fwd 2", "ISend act 2",
-                   "Recv grad 1", "Bwd 1", "Recv grad 2", "BwdAllReduce 2", "WaitAll",
-                   "OptimizerStep"}));
-  EXPECT_EQ(test::stream(p, 1),
-            (Lines{"ZeroGrad", "Recv act 0", "Fwd 0", "LoadTarget 0", "Bwd 0", "ISend grad 0",
-                   "Recv act 1", "Fwd 1", "LoadTarget 1", "Bwd 1", "ISend grad 1", "Recv act 2",
-                   "Fwd 2", "LoadTarget 2", "BwdAllReduce 2", "ISend grad 2", "WaitAll",
-                   "OptimizerStep"}));
+  EXPECT_EQ(
+      test::stream(p, 0),
+      (Lines{"ZeroGrad", "LoadInput 0", "Fwd 0", "ISend act 0", "LoadInput 1", "Fwd 1",
+             "ISend act 1", "Recv grad 0", "Bwd 0", "LoadInput 2", "Fwd 2", "ISend act 2",
+             "Recv grad 1", "Bwd 1", "Recv grad 2", "BwdAllReduce 2", "WaitAll", "OptimizerStep"}));
+  EXPECT_EQ(
+      test::stream(p, 1),
+      (Lines{"ZeroGrad", "Recv act 0", "Fwd 0", "LoadTarget 0", "Bwd 0", "ISend grad 0",
+             "Recv act 1", "Fwd 1", "LoadTarget 1", "Bwd 1", "ISend grad 1", "Recv act 2", "Fwd 2",
+             "LoadTarget 2", "BwdAllReduce 2", "ISend grad 2", "WaitAll", "OptimizerStep"}));
 }
 
 TEST(dsl_expand, gpipe_four_stages_eight_micro_batches) {
@@ -96,8 +95,8 @@ TEST(dsl_expand, one_f_one_b_four_stages_eight_micro_batches) {
   Lines last{"ZeroGrad"};
   for (int i = 0; i < m; ++i) {
     const std::string mb = std::to_string(i);
-    last.insert(last.end(), {"Recv act " + mb, "Fwd " + mb, "LoadTarget " + mb, bwd(i, m),
-                             "ISend grad " + mb});
+    last.insert(last.end(),
+                {"Recv act " + mb, "Fwd " + mb, "LoadTarget " + mb, bwd(i, m), "ISend grad " + mb});
   }
   last.insert(last.end(), {"WaitAll", "OptimizerStep"});
   EXPECT_EQ(test::stream(p, 0), first);
@@ -106,14 +105,12 @@ TEST(dsl_expand, one_f_one_b_four_stages_eight_micro_batches) {
 
 TEST(dsl_expand, naive_runs_each_micro_batch_forward_and_back) {
   const Program p = expand_file("schedules/naive.pipe", config(2, 2));
-  EXPECT_EQ(test::stream(p, 0),
-            (Lines{"ZeroGrad", "LoadInput 0", "Fwd 0", "Send act 0", "Recv grad 0", "Bwd 0",
-                   "LoadInput 1", "Fwd 1", "Send act 1", "Recv grad 1", "BwdAllReduce 1",
-                   "OptimizerStep"}));
-  EXPECT_EQ(test::stream(p, 1),
-            (Lines{"ZeroGrad", "Recv act 0", "Fwd 0", "LoadTarget 0", "Bwd 0", "Send grad 0",
-                   "Recv act 1", "Fwd 1", "LoadTarget 1", "BwdAllReduce 1", "Send grad 1",
-                   "OptimizerStep"}));
+  EXPECT_EQ(test::stream(p, 0), (Lines{"ZeroGrad", "LoadInput 0", "Fwd 0", "Send act 0",
+                                       "Recv grad 0", "Bwd 0", "LoadInput 1", "Fwd 1", "Send act 1",
+                                       "Recv grad 1", "BwdAllReduce 1", "OptimizerStep"}));
+  EXPECT_EQ(test::stream(p, 1), (Lines{"ZeroGrad", "Recv act 0", "Fwd 0", "LoadTarget 0", "Bwd 0",
+                                       "Send grad 0", "Recv act 1", "Fwd 1", "LoadTarget 1",
+                                       "BwdAllReduce 1", "Send grad 1", "OptimizerStep"}));
 }
 
 TEST(dsl_expand, default_peers_follow_the_data) {
@@ -131,9 +128,10 @@ TEST(dsl_expand, default_peers_follow_the_data) {
 TEST(dsl_expand, default_peers_depend_on_placement) {
   Diagnostics d;
   // v placement: chunk 1 runs back from the last stage; its activations go to stage - 1.
-  const auto p = test::compile_text("placement v\nstage 1 { Send act 0 chunk 1; Send act 0 }\n"
-                                    "stage 3 { Send act 0 chunk 0 }",
-                                    config(4, 2, 2), d);
+  const auto p = test::compile_text(
+      "placement v\nstage 1 { Send act 0 chunk 1; Send act 0 }\n"
+      "stage 3 { Send act 0 chunk 0 }",
+      config(4, 2, 2), d);
   ASSERT_TRUE(p);
   EXPECT_EQ(p->placement, Placement::v);
   EXPECT_EQ(p->rank(1)[0].peer, 0);

@@ -48,7 +48,8 @@ Golden read_expectations(const SourceFile& file) {
 }
 
 TEST(dsl, golden_diagnostics) {
-  const std::filesystem::path folder = std::filesystem::path(PIPEVM_SOURCE_DIR) / "tests/dsl/golden";
+  const std::filesystem::path folder =
+      std::filesystem::path(PIPEVM_SOURCE_DIR) / "tests/dsl/golden";
   std::vector<std::filesystem::path> files;
   for (const auto& entry : std::filesystem::directory_iterator(folder)) {
     if (entry.path().extension() == ".pipe") files.push_back(entry.path());
@@ -71,13 +72,13 @@ TEST(dsl, golden_diagnostics) {
                        std::to_string(at.column));
       codes_seen.insert(code(x.kind));
     }
-    EXPECT_EQ(actual, g.expected)
-        << path.filename() << " (tests/dsl/update_golden.py --update rewrites expectations)";
+    EXPECT_EQ(actual, g.expected) << path.filename()
+                                  << " (tests/dsl/update_golden.py --update rewrites expectations)";
   }
   // Every front-end error has at least one golden file.
-  for (const char* wanted : {"PV1001", "PV1002", "PV1003", "PV1004", "PV1005", "PV1006",
-                             "PV1007", "PV1008", "PV1009", "PV1010", "PV1011", "PV1012",
-                             "PV1013", "PV1014", "PV1100"}) {
+  for (const char* wanted :
+       {"PV1001", "PV1002", "PV1003", "PV1004", "PV1005", "PV1006", "PV1007", "PV1008", "PV1009",
+        "PV1010", "PV1011", "PV1012", "PV1013", "PV1014", "PV1100"}) {
     EXPECT_TRUE(codes_seen.count(wanted)) << wanted << " has no golden file";
   }
 }

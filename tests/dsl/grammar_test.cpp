@@ -54,8 +54,8 @@ TEST(dsl_parse, min_and_max) {
 }
 
 TEST(dsl_parse, builtin_names) {
-  EXPECT_EQ(run("Fwd stage\nFwd stages\nFwd micro_batches - 1\nFwd chunks\nFwd dp_rank\nFwd dp",
-                5, config(3, 8, 1, 2)),
+  EXPECT_EQ(run("Fwd stage\nFwd stages\nFwd micro_batches - 1\nFwd chunks\nFwd dp_rank\nFwd dp", 5,
+                config(3, 8, 1, 2)),
             (Lines{"Fwd 2", "Fwd 3", "Fwd 7", "Fwd 1", "Fwd 1", "Fwd 2"}));
 }
 
@@ -94,8 +94,7 @@ TEST(dsl_parse, procedures_are_hoisted_and_read_earlier_globals) {
 }
 
 TEST(dsl_parse, procedure_arguments_may_span_lines) {
-  EXPECT_EQ(run("proc two(a, b) { Fwd a; Fwd b }\ntwo(\n  1,\n  2\n)"),
-            (Lines{"Fwd 1", "Fwd 2"}));
+  EXPECT_EQ(run("proc two(a, b) { Fwd a; Fwd b }\ntwo(\n  1,\n  2\n)"), (Lines{"Fwd 1", "Fwd 2"}));
 }
 
 TEST(dsl_parse, operand_expressions_stop_before_keywords) {
@@ -116,8 +115,8 @@ TEST(dsl_parse, operand_expressions_stop_before_keywords) {
 }
 
 TEST(dsl_parse, wait_operands) {
-  EXPECT_EQ(run("ISend act 0\nWait send act 0\nIRecv grad 1 chunk 1\nWait recv grad 1 chunk 1",
-                1, config(4, 8, 2)),
+  EXPECT_EQ(run("ISend act 0\nWait send act 0\nIRecv grad 1 chunk 1\nWait recv grad 1 chunk 1", 1,
+                config(4, 8, 2)),
             (Lines{"ISend act 0", "Wait send act 0", "IRecv grad 1 chunk 1",
                    "Wait recv grad 1 chunk 1"}));
 }
@@ -137,7 +136,8 @@ TEST(dsl_parse, headers_give_name_and_placement) {
 
 TEST(dsl_parse, one_source_range_per_instruction_statement) {
   Diagnostics d;
-  const auto p = test::compile_text("for i in 0 .. 3 {\n  Fwd i\n  Bwd i # done\n}", config(2, 3), d);
+  const auto p =
+      test::compile_text("for i in 0 .. 3 {\n  Fwd i\n  Bwd i # done\n}", config(2, 3), d);
   ASSERT_TRUE(p);
   ASSERT_EQ(p->sources.size(), 2u);
   EXPECT_EQ(p->code.size(), 12u);

@@ -43,7 +43,8 @@ TEST(dsl_robustness, ten_thousand_unary_operators) {
   std::string nots;
   for (int i = 0; i < 10'000; ++i) nots += "not ";
   EXPECT_EQ(diagnose("Fwd " + nots + "0"), (std::vector<std::string>{"PV1013"}));
-  EXPECT_EQ(diagnose("Fwd " + std::string(10'000, '-') + "0"), (std::vector<std::string>{"PV1013"}));
+  EXPECT_EQ(diagnose("Fwd " + std::string(10'000, '-') + "0"),
+            (std::vector<std::string>{"PV1013"}));
 }
 
 TEST(dsl_robustness, ten_thousand_else_ifs) {
@@ -90,8 +91,7 @@ TEST(dsl_robustness, loops_that_never_emit_are_stopped) {
 
 TEST(dsl_robustness, extreme_integers_overflow_cleanly) {
   EXPECT_EQ(diagnose("Fwd -9223372036854775807 - 1 - 1"), (std::vector<std::string>{"PV1012"}));
-  EXPECT_EQ(diagnose("Fwd (-9223372036854775807 - 1) / -1"),
-            (std::vector<std::string>{"PV1012"}));
+  EXPECT_EQ(diagnose("Fwd (-9223372036854775807 - 1) / -1"), (std::vector<std::string>{"PV1012"}));
   EXPECT_EQ(diagnose("Fwd -(-9223372036854775807 - 1)"), (std::vector<std::string>{"PV1012"}));
   EXPECT_EQ(diagnose("for i in reversed(-9223372036854775807 - 1 .. -9223372036854775807 + 1) {\n"
                      " Fwd i }"),
