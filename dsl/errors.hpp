@@ -4,6 +4,10 @@
 // "syntax error" fallback is never the whole story in practice.
 #pragma once
 
+#include <cstddef>
+#include <type_traits>
+#include <vector>
+
 #include <tao/pegtl.hpp>
 
 #include "grammar.hpp"
@@ -60,12 +64,43 @@ template <> inline constexpr const char* error_message<schedule_name> = "expecte
 template <> inline constexpr const char* error_message<placement_name> = "expected 'looped', 'v' or 'mirror' after 'placement'";
 // clang-format on
 
-// Raises the table's message where a committed rule fails.
+// Where the blocks being parsed were opened, innermost last: a missing '}'
+// is reported at the end of the input, so the note points at the opening.
+struct ParseState {
+  std::vector<std::size_t> open_braces;  // byte offsets
+};
+
+// A block that never closes.
+struct unclosed_block : parse_error {
+  unclosed_block(const char* message, const position& where, std::size_t opened_at)
+      : parse_error(message, where), opened(opened_at) {}
+  std::size_t opened;
+};
+
+template <typename Rule>
+inline constexpr bool closes_block =
+    std::is_same_v<Rule, for_close> || std::is_same_v<Rule, if_close> ||
+    std::is_same_v<Rule, else_close> || std::is_same_v<Rule, stage_close> ||
+    std::is_same_v<Rule, proc_close>;
+
+// Raises the table's message where a committed rule fails, and keeps the
+// stack of open blocks.
 template <typename Rule>
 struct control : normal<Rule> {
   template <typename Input, typename... States>
-  [[noreturn]] static void raise(const Input& in, States&&... /*states*/) {
-    if constexpr (error_message<Rule> != nullptr) {
+  static void success(const Input& in, ParseState& state, States&&... /*states*/) {
+    if constexpr (std::is_same_v<Rule, open_brace>) {
+      state.open_braces.push_back(in.iterator().byte - 1);
+    } else if constexpr (closes_block<Rule>) {
+      state.open_braces.pop_back();
+    }
+  }
+
+  template <typename Input, typename... States>
+  [[noreturn]] static void raise(const Input& in, ParseState& state, States&&... /*states*/) {
+    if constexpr (closes_block<Rule>) {
+      throw unclosed_block(error_message<Rule>, in.position(), state.open_braces.back());
+    } else if constexpr (error_message<Rule> != nullptr) {
       throw parse_error(error_message<Rule>, in);
     } else {
       throw parse_error("syntax error", in);

@@ -440,7 +440,15 @@ std::shared_ptr<const Schedule> parse(std::shared_ptr<const SourceFile> file,
   std::unique_ptr<Node> root;
   try {
     tao::pegtl::memory_input<> in(file->text(), file->name());
-    root = pt::parse<g::program, selector, tao::pegtl::nothing, g::control>(in);
+    g::ParseState state;
+    root = pt::parse<g::program, selector, tao::pegtl::nothing, g::control>(in, state);
+  } catch (const g::unclosed_block& e) {
+    const auto offset = static_cast<std::uint32_t>(e.positions().front().byte);
+    const auto opened = static_cast<std::uint32_t>(e.opened);
+    Diagnostic& d = diagnostics.report(DiagnosticKind::SyntaxError, std::string(e.message()),
+                                       Location{file, {offset, offset + 1}, -1, -1});
+    d.notes.push_back(Note{"the block opens here", Location{file, {opened, opened + 1}, -1, -1}});
+    return nullptr;
   } catch (const g::nesting_error& e) {
     const auto offset = static_cast<std::uint32_t>(e.positions().front().byte);
     diagnostics.report(DiagnosticKind::NestingTooDeep,

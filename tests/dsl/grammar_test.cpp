@@ -152,3 +152,21 @@ TEST(dsl_parse, one_source_range_per_instruction_statement) {
 
 }  // namespace
 }  // namespace pipevm
+
+namespace pipevm {
+namespace {
+
+TEST(dsl_parse, a_missing_brace_points_back_at_the_opening) {
+  Diagnostics d;
+  EXPECT_FALSE(parse(test::source("stage 0 {\n  if 1 { Fwd 0 }\n  for i in 0 .. 2 {\n"), d));
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d.all()[0].message, "expected '}' to close the for body");
+  ASSERT_EQ(d.all()[0].notes.size(), 1u);
+  const SourceFile& file = *d.all()[0].notes[0].location.file;
+  const LineColumn opened = file.position(d.all()[0].notes[0].location.range.begin);
+  EXPECT_EQ(opened.line, 3u);
+  EXPECT_EQ(opened.column, 19u);
+}
+
+}  // namespace
+}  // namespace pipevm
