@@ -313,6 +313,23 @@ TEST(vm, more_pieces_than_layers_is_refused) {
                std::invalid_argument);
 }
 
+TEST(vm, replicas_that_differ_are_detected_on_every_rank) {
+  const Program program = compile_file(schedule_path("gpipe"), Config{2, 4, 1, 2});
+  const TrainingOptions options = training_options(kGlobalBatch, 1);
+  std::mutex mutex;
+  std::vector<int> verdicts;
+  runtime::run_in_process(2, 2, [&](runtime::Comm& comm) {
+    Trainer trainer(program, comm, options, &vm_test::small_data());
+    trainer.train_epoch(0);
+    const bool before = trainer.replicas_agree();
+    if (comm.world_rank() == 3) trainer.machine().piece(0).parameters()[0] += 1e-3F;
+    const bool after = trainer.replicas_agree();
+    std::lock_guard lock(mutex);
+    verdicts.push_back(before && !after ? 1 : 0);
+  });
+  EXPECT_EQ(verdicts, std::vector<int>(4, 1));
+}
+
 // Records every instruction the observer sees.
 class CountingObserver : public VmObserver {
  public:
