@@ -242,6 +242,13 @@ StageMemory RankWalker::walk(int rank, bool loud) {
     }
   }
   finish();
+  // Requests never completed leave their keys' lists behind: empty them for
+  // the next rank.
+  for (std::uint32_t r = pending_head_; r != kNone; r = pending_next_[r]) {
+    const Instruction& in = program_.code[begin_ + r];
+    const std::size_t c = cell(in);
+    if (c != cells_) fifo_[fifo_slot(is_recv(in.op), in.kind, c)] = {kNone, kNone};
+  }
   return peak_;
 }
 

@@ -176,6 +176,14 @@ TEST(check, requests_never_waited_and_waits_without_requests) {
   EXPECT_NE(std::find(c.begin(), c.end(), "PV2009"), c.end()) << ::testing::PrintToString(c);
 }
 
+TEST(check, a_request_left_pending_on_one_rank_is_not_waited_on_the_next) {
+  ProgramBuilder b(config(2, 1));
+  const CheckResult result = check(b.build(
+      {{"LoadInput 0", "Fwd 0", "ISend act 0"}, {"Recv act 0", "Fwd 0", "Wait send act 0"}}));
+  const auto c = codes(result);
+  EXPECT_EQ(c, (std::vector<std::string>{"PV2009", "PV2010"}));
+}
+
 TEST(check, reading_a_pending_receive_is_misuse) {
   ProgramBuilder b(config(2, 1));
   const CheckResult result =
