@@ -349,9 +349,13 @@ void check_progress(const Program& program, const Links& links, Reporter& report
         sends += (sends.empty() ? "`" : ", `") + disassemble(in) + "`";
       }
     }
-    report_cycle(DiagnosticKind::BufferingHazard,
-                 "finishes only if MPI buffers " + sends +
-                     " (without buffering, a cycle of blocking sends): ",
+    // A cycle made only of waits: the sends that need a buffer are the
+    // pending ISends those waits complete.
+    const std::string what = sends.empty()
+                                 ? "the non-blocking sends these waits complete (without "
+                                   "buffering, their receives are never posted): "
+                                 : sends + " (without buffering, a cycle of blocking sends): ";
+    report_cycle(DiagnosticKind::BufferingHazard, "finishes only if MPI buffers " + what,
                  rendezvous, hazard, reporter);
   }
 }
