@@ -55,8 +55,9 @@ struct RunFlags {
   CLI::Option* save = nullptr;
   std::string loss_name;
   bool no_progress = false;
-  std::string trace;    // Chrome trace of one step of the first epoch
-  std::string profile;  // measured costs for `pipevm simulate --costs`
+  std::string wait = "sleep";  // how MPI waits: sleep or spin
+  std::string trace;           // Chrome trace of one step of the first epoch
+  std::string profile;         // measured costs for `pipevm simulate --costs`
 };
 
 bool given(const CLI::Option* option) {
@@ -237,7 +238,8 @@ int run(const RunFlags& flags) {
   std::unique_ptr<Trainer> trainer;
   try {
     comm = std::make_unique<runtime::MpiComm>(
-        session, stages, runtime::MessageTags(program->placement, shape).max_tag());
+        session, stages, runtime::MessageTags(program->placement, shape).max_tag(),
+        flags.wait == "spin" ? runtime::WaitMode::spin : runtime::WaitMode::sleep);
     trainer = std::make_unique<Trainer>(*program, *comm, options, data.get());
   } catch (const std::exception& error) {
     return everyone_fails(kExitUsage, error.what());
@@ -355,6 +357,10 @@ Command add_run_command(CLI::App& root) {
   app->add_option(
       "--profile", flags->profile,
       "Write the measured median cost of each instruction kind (YAML for simulate --costs)");
+  app->add_option("--mpi-wait", flags->wait,
+                  "How a rank waits for messages: sleep (test, then nap; default: leaves the "
+                  "core to the others when ranks share cores) or spin (inside MPI)")
+      ->check(CLI::IsMember({"sleep", "spin"}));
   app->add_flag("--no-progress", flags->no_progress,
                 "No progress bar (mpiexec shows ranks a terminal even when piped)");
   command.run = [flags] { return run(*flags); };

@@ -4,7 +4,11 @@
 #include "mpi_comm.hpp"
 
 #include <mpi.h>
+#include <sys/prctl.h>
+#include <time.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -39,6 +43,32 @@ int to_count(std::size_t size) {
     throw CommError("message of " + std::to_string(size) + " elements exceeds MPI's int count");
   }
   return static_cast<int>(size);
+}
+
+// Completes `count` requests. With `sleep`, after a short spin it tests with
+// growing sleeps in between instead of spinning inside MPI: a rank that
+// spins keeps its core (and, under the kernel's fair scheduler, spends its
+// share of it) while the rank it waits for may be queued behind it, which is
+// the common case with more ranks than cores or on a busy machine.
+void complete_requests(MPI_Request* requests, int count, bool sleep) {
+  if (!sleep) {
+    PIPEVM_MPI_CHECK(MPI_Waitall(count, requests, MPI_STATUSES_IGNORE));
+    return;
+  }
+  constexpr auto spin = std::chrono::microseconds(20);
+  constexpr long longest_nap_ns = 50'000;
+  const auto start = std::chrono::steady_clock::now();
+  long nap_ns = 2'000;
+  int done = 0;
+  PIPEVM_MPI_CHECK(MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE));
+  while (!done) {
+    if (std::chrono::steady_clock::now() - start > spin) {
+      const timespec nap{0, nap_ns};
+      nanosleep(&nap, nullptr);
+      nap_ns = std::min(2 * nap_ns, longest_nap_ns);
+    }
+    PIPEVM_MPI_CHECK(MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE));
+  }
 }
 
 }  // namespace
@@ -85,6 +115,7 @@ struct MpiComm::State {
   std::vector<MPI_Request> requests;  // slot i is request id i; MPI_REQUEST_NULL when free
   std::vector<int> free_slots;
   int active = 0;
+  bool sleep_while_waiting = false;
 
   Request take_slot() {
     if (free_slots.empty()) {
@@ -103,9 +134,12 @@ struct MpiComm::State {
   }
 };
 
-MpiComm::MpiComm(const MpiSession& session, int stages, std::int64_t max_tag)
+MpiComm::MpiComm(const MpiSession& session, int stages, std::int64_t max_tag, WaitMode wait)
     : state_(std::make_unique<State>()) {
   State& s = *state_;
+  s.sleep_while_waiting = wait == WaitMode::sleep;
+  // Naps of a few microseconds, not the default 50 us of timer slack.
+  if (s.sleep_while_waiting) prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
   s.world_rank = session.world_rank();
   s.world_size = session.world_size();
   s.stages = stages;
@@ -149,13 +183,17 @@ int MpiComm::dp() const {
 }
 
 void MpiComm::send(int peer_stage, int tag, std::span<const float> data) {
-  PIPEVM_MPI_CHECK(
-      MPI_Send(data.data(), to_count(data.size()), MPI_FLOAT, peer_stage, tag, state_->pipeline));
+  MPI_Request request = MPI_REQUEST_NULL;
+  PIPEVM_MPI_CHECK(MPI_Isend(data.data(), to_count(data.size()), MPI_FLOAT, peer_stage, tag,
+                             state_->pipeline, &request));
+  complete_requests(&request, 1, state_->sleep_while_waiting);
 }
 
 void MpiComm::recv(int peer_stage, int tag, std::span<float> data) {
-  PIPEVM_MPI_CHECK(MPI_Recv(data.data(), to_count(data.size()), MPI_FLOAT, peer_stage, tag,
-                            state_->pipeline, MPI_STATUS_IGNORE));
+  MPI_Request request = MPI_REQUEST_NULL;
+  PIPEVM_MPI_CHECK(MPI_Irecv(data.data(), to_count(data.size()), MPI_FLOAT, peer_stage, tag,
+                             state_->pipeline, &request));
+  complete_requests(&request, 1, state_->sleep_while_waiting);
 }
 
 Comm::Request MpiComm::isend(int peer_stage, int tag, std::span<const float> data) {
@@ -174,8 +212,10 @@ Comm::Request MpiComm::irecv(int peer_stage, int tag, std::span<float> data) {
 
 void MpiComm::allreduce_sum(std::span<float> data) {
   if (dp() == 1) return;
-  PIPEVM_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data.data(), to_count(data.size()), MPI_FLOAT,
-                                 MPI_SUM, state_->data_parallel));
+  MPI_Request request = MPI_REQUEST_NULL;
+  PIPEVM_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data.data(), to_count(data.size()), MPI_FLOAT,
+                                  MPI_SUM, state_->data_parallel, &request));
+  complete_requests(&request, 1, state_->sleep_while_waiting);
 }
 
 Comm::Request MpiComm::iallreduce_sum(std::span<float> data) {
@@ -192,15 +232,14 @@ void MpiComm::wait(Request request) {
   if (request < 0 || static_cast<std::size_t>(request) >= s.requests.size()) {
     throw CommError("wait on an unknown request " + std::to_string(request));
   }
-  PIPEVM_MPI_CHECK(MPI_Wait(&s.requests[static_cast<std::size_t>(request)], MPI_STATUS_IGNORE));
+  complete_requests(&s.requests[static_cast<std::size_t>(request)], 1, s.sleep_while_waiting);
   s.release_slot(request);
 }
 
 void MpiComm::wait_all() {
   State& s = *state_;
   if (s.active == 0) return;
-  PIPEVM_MPI_CHECK(
-      MPI_Waitall(to_count(s.requests.size()), s.requests.data(), MPI_STATUSES_IGNORE));
+  complete_requests(s.requests.data(), to_count(s.requests.size()), s.sleep_while_waiting);
   // Every slot is free again; rebuild the free list without reallocating.
   s.free_slots.clear();
   for (std::size_t i = s.requests.size(); i-- > 0;) s.free_slots.push_back(static_cast<int>(i));

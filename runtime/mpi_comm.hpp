@@ -38,11 +38,18 @@ class MpiSession {
   std::int64_t tag_upper_bound_ = 32767;
 };
 
+// How a rank waits for a message or collective: inside MPI (Open MPI spins,
+// and yields only when it knows the node is oversubscribed), or by testing
+// with short sleeps in between, which leaves the core to the rank it waits
+// for when ranks share cores.
+enum class WaitMode { spin, sleep };
+
 class MpiComm final : public Comm {
  public:
   // `stages` must divide the world size; throws CommError when a tag of
   // `max_tag` would not fit MPI_TAG_UB.
-  MpiComm(const MpiSession& session, int stages, std::int64_t max_tag);
+  MpiComm(const MpiSession& session, int stages, std::int64_t max_tag,
+          WaitMode wait = WaitMode::spin);
   ~MpiComm() override;
 
   int world_rank() const override;
