@@ -22,7 +22,12 @@ void linear_backward_weight(MatrixMap d_weight, RowVectorMap d_bias, ConstMatrix
                             ConstMatrixMap in) {
   assert(d_weight.rows() == d_out.cols() && d_weight.cols() == in.cols());
   d_weight.noalias() += d_out.transpose() * in;
-  d_bias += d_out.colwise().sum();
+  // Row by row, not d_out.colwise().sum(): Eigen vectorises that column sum
+  // only from the first 32-byte-aligned element of d_bias on, and sums the
+  // columns before it in another order, so the bits of the gradient depended
+  // on where the heap had put the gradient array (4-rank runs differed from
+  // run to run). Element-wise adds in row order give the same bits anywhere.
+  for (Eigen::Index r = 0; r < d_out.rows(); ++r) d_bias += d_out.row(r);
 }
 
 void relu_forward(MatrixMap out, ConstMatrixMap in) {
@@ -37,11 +42,20 @@ namespace {
 
 // Writes softmax(logits row) into `probabilities` and returns the row's
 // log-sum-exp shifted by its maximum: log softmax[k] = logit[k] - shift.
+//
+// Scalar loops on purpose. Eigen vectorises a row from its first aligned
+// element on and does the elements before it one by one: its packet exp()
+// rounds differently from std::exp, and its sum() adds in another order. A
+// row's address (the heap's layout, which changes from run to run) then
+// changed the bits of the loss gradient. One std::exp per logit is cheap.
 template <typename Row, typename OutRow>
 float softmax_row(OutRow probabilities, const Row& logits) {
   const float maximum = logits.maxCoeff();
-  probabilities = (logits.array() - maximum).exp().matrix();
-  const float sum = probabilities.sum();
+  float sum = 0.0f;
+  for (Eigen::Index k = 0; k < logits.size(); ++k) {
+    probabilities(k) = std::exp(logits(k) - maximum);
+    sum += probabilities(k);
+  }
   probabilities /= sum;
   return maximum + std::log(sum);
 }
@@ -78,7 +92,8 @@ float softmax_mse(MatrixMap d_logits, ConstMatrixMap logits, std::span<const std
     // and through the softmax Jacobian dloss/dz_k = 2 p_k (e_k - e.p) with
     // e.p = |p|^2 - p_label.
     const float p_label = p(label);
-    const float p_squared = p.squaredNorm();
+    float p_squared = 0.0f;  // in index order, for the reason softmax_row gives
+    for (Eigen::Index k = 0; k < p.size(); ++k) p_squared += p(k) * p(k);
     loss += static_cast<double>(p_squared - 2.0f * p_label + 1.0f);
     const float error_dot_p = p_squared - p_label;
     p.array() = 2.0f * p.array() * (p.array() - error_dot_p);
