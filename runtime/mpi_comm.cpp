@@ -212,10 +212,10 @@ Comm::Request MpiComm::irecv(int peer_stage, int tag, std::span<float> data) {
 
 void MpiComm::allreduce_sum(std::span<float> data) {
   if (dp() == 1) return;
-  MPI_Request request = MPI_REQUEST_NULL;
-  PIPEVM_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data.data(), to_count(data.size()), MPI_FLOAT,
-                                  MPI_SUM, state_->data_parallel, &request));
-  complete_requests(&request, 1, state_->sleep_while_waiting);
+  // The blocking collective, even when waits nap: Open MPI's tuned
+  // MPI_Allreduce took 2-3x less time than MPI_Iallreduce + wait on 724 KB.
+  PIPEVM_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data.data(), to_count(data.size()), MPI_FLOAT,
+                                 MPI_SUM, state_->data_parallel));
 }
 
 Comm::Request MpiComm::iallreduce_sum(std::span<float> data) {
