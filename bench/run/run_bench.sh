@@ -1,7 +1,8 @@
 #!/bin/sh
 # The figures of bench/RESULTS.md "## run": seconds per epoch of `pipevm run`
 # on Fashion-MNIST (the default model and batch: 128 in 4 micro-batches)
-# for 1 rank, --dp 2 on 2 ranks, and GPipe and 1F1B over 2 stages; the
+# for 1 rank, --dp 2 on 2 ranks, GPipe and 1F1B over 2 stages, and GPipe
+# over 4 stages (4 ranks on the 2 cores) with both wait modes; the
 # median over RUNS runs of the last epoch's training time (evaluation
 # excluded), all in one session so that they share one baseline.
 #   bench/run/run_bench.sh BUILD_DIR [RUNS] [EPOCHS]
@@ -43,4 +44,6 @@ measure "1 rank, gpipe (sequential)" 1 schedules/gpipe.pipe
 measure "2 ranks, gpipe --dp 2" 2 schedules/gpipe.pipe --dp 2
 measure "2 ranks, gpipe, 2 stages" 2 schedules/gpipe.pipe
 measure "2 ranks, 1f1b, 2 stages" 2 schedules/1f1b.pipe
+measure "4 ranks, gpipe, 4 stages" 4 schedules/gpipe.pipe
+measure "4 ranks, gpipe, 4 stages, --mpi-wait spin" 4 schedules/gpipe.pipe --mpi-wait spin
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
