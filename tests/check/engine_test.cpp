@@ -25,15 +25,6 @@ std::uint32_t line_of(const Location& location) {
   return location.file ? location.file->position(location.range.begin).line : 0;
 }
 
-Config config(int stages, int micro_batches, int dp = 1, int chunks = 1) {
-  Config c;
-  c.stages = stages;
-  c.micro_batches = micro_batches;
-  c.dp = dp;
-  c.chunks = chunks;
-  return c;
-}
-
 // 1F1B for two stages and two micro-batches, sends as given.
 Streams one_f_one_b(const std::string& send) {
   return {{"ZeroGrad", "LoadInput 0", "Fwd 0", send + " act 0", "LoadInput 1", "Fwd 1",
@@ -45,7 +36,7 @@ Streams one_f_one_b(const std::string& send) {
 }
 
 TEST(check, one_f_one_b_with_isend_passes) {
-  ProgramBuilder b(config(2, 2));
+  ProgramBuilder b(Config{2, 2});
   const CheckResult result = check(b.build(one_f_one_b("ISend")));
   EXPECT_TRUE(result.ok()) << (result.diagnostics.empty() ? "" : result.diagnostics[0].message);
   ASSERT_EQ(result.memory.size(), 2u);
@@ -55,7 +46,7 @@ TEST(check, one_f_one_b_with_isend_passes) {
 }
 
 TEST(check, blocking_one_f_one_b_is_a_buffering_hazard_naming_both_sends) {
-  ProgramBuilder b(config(2, 2));
+  ProgramBuilder b(Config{2, 2});
   const CheckResult result = check(b.build(one_f_one_b("Send")));
   ASSERT_EQ(codes(result), std::vector<std::string>{"PV2002"});
   const Diagnostic& d = result.diagnostics[0];
@@ -69,7 +60,7 @@ TEST(check, blocking_one_f_one_b_is_a_buffering_hazard_naming_both_sends) {
 }
 
 TEST(check, receives_first_on_both_sides_deadlock_with_the_cycle) {
-  ProgramBuilder b(config(2, 1));
+  ProgramBuilder b(Config{2, 1});
   const CheckResult result =
       check(b.build({{"Recv grad 0 from 1", "Send act 0"}, {"Recv act 0", "Send grad 0 to 0"}}));
   const auto c = codes(result);
@@ -87,7 +78,7 @@ TEST(check, receives_first_on_both_sides_deadlock_with_the_cycle) {
 
 TEST(check, shortest_cycle_is_reported_and_other_stuck_ranks_noted) {
   // Ranks 1 and 2 wait for each other; rank 0 waits for rank 1 (not in the cycle).
-  ProgramBuilder b(config(3, 1));
+  ProgramBuilder b(Config{3, 1});
   const CheckResult result = check(b.build({{"Recv grad 0", "Send act 0"},
                                             {"Recv grad 0", "Send grad 0", "Recv act 0", "Send act 0"},
                                             {"Recv act 0", "Send grad 0"}}));
@@ -103,7 +94,7 @@ TEST(check, shortest_cycle_is_reported_and_other_stuck_ranks_noted) {
 
 TEST(check, parity_ordered_blocking_exchange_passes) {
   // Even stages send first, odd stages receive first: no buffer needed.
-  ProgramBuilder b(config(2, 1));
+  ProgramBuilder b(Config{2, 1});
   const CheckResult result = check(b.build(
       {{"ZeroGrad", "LoadInput 0", "Fwd 0", "Send act 0", "Recv grad 0", "Bwd 0", "OptimizerStep"},
        {"ZeroGrad", "Recv act 0", "Fwd 0", "LoadTarget 0", "Bwd 0", "Send grad 0",
@@ -112,7 +103,7 @@ TEST(check, parity_ordered_blocking_exchange_passes) {
 }
 
 TEST(check, unmatched_send_and_receive_are_counted_per_channel) {
-  ProgramBuilder b(config(2, 3));
+  ProgramBuilder b(Config{2, 3});
   const CheckResult result =
       check(b.build({{"LoadInput 0", "Fwd 0", "ISend act 0", "LoadInput 1", "Fwd 1", "ISend act 1",
                       "LoadInput 2", "Fwd 2", "ISend act 2", "WaitAll"},
@@ -127,7 +118,7 @@ TEST(check, unmatched_send_and_receive_are_counted_per_channel) {
 
 TEST(check, messages_pair_on_the_full_key_not_on_arrival_order) {
   // Stage 1 receives micro-batch 1 before 0: with ISends that is fine.
-  ProgramBuilder b(config(2, 2));
+  ProgramBuilder b(Config{2, 2});
   const CheckResult result = check(b.build(
       {{"LoadInput 0", "Fwd 0", "ISend act 0", "LoadInput 1", "Fwd 1", "ISend act 1", "WaitAll"},
        {"Recv act 1", "Fwd 1", "Recv act 0", "Fwd 0"}}));
@@ -135,7 +126,7 @@ TEST(check, messages_pair_on_the_full_key_not_on_arrival_order) {
 }
 
 TEST(check, wrong_peers) {
-  ProgramBuilder b(config(3, 1));
+  ProgramBuilder b(Config{3, 1});
   const CheckResult result = check(b.build({{"LoadInput 0", "Fwd 0", "Send act 0 to 2"},
                                             {"Recv act 0 from 1"},
                                             {"Recv act 0 from 5", "Fwd 0", "Send act 0"}}));
@@ -146,7 +137,7 @@ TEST(check, wrong_peers) {
 TEST(check, size_mismatch_when_explicit_peers_pair_different_positions) {
   // Stage 0 sends the output of piece 0 to stage 2, which takes it as its
   // input: 128 values against 127 (the default MLP split in three).
-  ProgramBuilder b(config(3, 1));
+  ProgramBuilder b(Config{3, 1});
   const CheckResult result =
       check(b.build({{"LoadInput 0", "Fwd 0", "ISend act 0 to 2", "WaitAll"},
                      {},
@@ -157,7 +148,7 @@ TEST(check, size_mismatch_when_explicit_peers_pair_different_positions) {
 }
 
 TEST(check, piece_widths_split_the_mlp_by_layer_count) {
-  ProgramBuilder b(config(2, 1));
+  ProgramBuilder b(Config{2, 1});
   const Program p = b.build({{}, {}});
   // Seven layers in two pieces: three, then four.
   EXPECT_EQ(piece_boundary_widths(p, {}), (std::vector<int>{784, 126, 10}));
@@ -167,7 +158,7 @@ TEST(check, piece_widths_split_the_mlp_by_layer_count) {
 }
 
 TEST(check, requests_never_waited_and_waits_without_requests) {
-  ProgramBuilder b(config(2, 1));
+  ProgramBuilder b(Config{2, 1});
   const CheckResult result = check(b.build({{"LoadInput 0", "Fwd 0", "ISend act 0", "Wait send act 0",
                                              "Wait send act 0"},
                                             {"IRecv act 0"}}));
@@ -177,7 +168,7 @@ TEST(check, requests_never_waited_and_waits_without_requests) {
 }
 
 TEST(check, a_request_left_pending_on_one_rank_is_not_waited_on_the_next) {
-  ProgramBuilder b(config(2, 1));
+  ProgramBuilder b(Config{2, 1});
   const CheckResult result = check(b.build(
       {{"LoadInput 0", "Fwd 0", "ISend act 0"}, {"Recv act 0", "Fwd 0", "Wait send act 0"}}));
   const auto c = codes(result);
@@ -185,7 +176,7 @@ TEST(check, a_request_left_pending_on_one_rank_is_not_waited_on_the_next) {
 }
 
 TEST(check, reading_a_pending_receive_is_misuse) {
-  ProgramBuilder b(config(2, 1));
+  ProgramBuilder b(Config{2, 1});
   const CheckResult result =
       check(b.build({{"LoadInput 0", "Fwd 0", "ISend act 0", "WaitAll"},
                      {"IRecv act 0", "Fwd 0", "Wait recv act 0"}}));
@@ -193,7 +184,7 @@ TEST(check, reading_a_pending_receive_is_misuse) {
 }
 
 TEST(check, dataflow_rules) {
-  ProgramBuilder b(config(1, 3));
+  ProgramBuilder b(Config{1, 3});
   const CheckResult result = check(b.build(
       {{"Fwd 0", "Bwd 1", "LoadInput 2", "Fwd 2", "LoadTarget 2", "BwdWeight 2", "OptimizerStep",
         "LoadTarget 0", "Bwd 0"}}));
@@ -205,7 +196,7 @@ TEST(check, dataflow_rules) {
 }
 
 TEST(check, forward_only_programs_need_no_backward) {
-  ProgramBuilder b(config(2, 2));
+  ProgramBuilder b(Config{2, 2});
   const CheckResult result = check(b.build(
       {{"LoadInput 0", "Fwd 0", "Send act 0", "LoadInput 1", "Fwd 1", "Send act 1"},
        {"Recv act 0", "Fwd 0", "Recv act 1", "Fwd 1"}}));
@@ -214,7 +205,7 @@ TEST(check, forward_only_programs_need_no_backward) {
 }
 
 TEST(check, micro_batch_never_forwarded) {
-  ProgramBuilder b(config(1, 3));
+  ProgramBuilder b(Config{1, 3});
   const CheckResult result = check(b.build({{"LoadInput 0", "Fwd 0"}}));
   ASSERT_EQ(codes(result), std::vector<std::string>{"PV2024"});
   EXPECT_NE(result.diagnostics[0].message.find("micro-batches 1, 2"), std::string::npos)
@@ -226,21 +217,21 @@ std::vector<std::string> replica(const std::string& collective) {
 }
 
 TEST(check, data_parallel_replicas_with_allreduce_pass) {
-  ProgramBuilder b(config(1, 1, 2));
+  ProgramBuilder b(Config{.stages = 1, .micro_batches = 1, .dp = 2});
   const auto r = replica("AllReduce");
   const CheckResult result = check(b.build({r, r}));
   EXPECT_TRUE(result.ok()) << (result.diagnostics.empty() ? "" : result.diagnostics[0].message);
 }
 
 TEST(check, collective_missing_and_step_without_reduction) {
-  ProgramBuilder b(config(1, 1, 2));
+  ProgramBuilder b(Config{.stages = 1, .micro_batches = 1, .dp = 2});
   const CheckResult result = check(b.build({replica("AllReduce"), replica("ZeroGrad")}));
   const auto c = codes(result);
   EXPECT_NE(std::find(c.begin(), c.end(), "PV2008"), c.end()) << ::testing::PrintToString(c);
 }
 
 TEST(check, collective_order_differs_between_replicas) {
-  ProgramBuilder b(config(1, 2, 2));
+  ProgramBuilder b(Config{.stages = 1, .micro_batches = 2, .dp = 2});
   const Streams s = {{"ZeroGrad", "LoadInput 0", "Fwd 0", "LoadTarget 0", "LoadInput 1", "Fwd 1",
                       "LoadTarget 1", "BwdAllReduce 0", "BwdAllReduce 1", "OptimizerStep"},
                      {"ZeroGrad", "LoadInput 0", "Fwd 0", "LoadTarget 0", "LoadInput 1", "Fwd 1",
@@ -254,7 +245,7 @@ TEST(check, collective_and_point_to_point_in_a_cycle) {
   // dp = 2, two stages. Rank 0 all-reduces with rank 2, which first waits
   // for a gradient from rank 3, which all-reduces with rank 1, which waits
   // for an activation from rank 0: a cycle through two collectives.
-  ProgramBuilder b(config(2, 1, 2));
+  ProgramBuilder b(Config{.stages = 2, .micro_batches = 1, .dp = 2});
   const Streams s = {{"AllReduce", "Send act 0"},
                      {"Recv act 0", "AllReduce", "Send grad 0"},
                      {"Recv grad 0", "AllReduce", "Send act 0"},
@@ -270,7 +261,7 @@ TEST(check, collective_and_point_to_point_in_a_cycle) {
 }
 
 TEST(check, memory_counts_messages_in_flight) {
-  ProgramBuilder b(config(2, 2));
+  ProgramBuilder b(Config{2, 2});
   const CheckResult result = check(b.build(
       {{"LoadInput 0", "Fwd 0", "ISend act 0", "LoadInput 1", "Fwd 1", "ISend act 1", "WaitAll"},
        {"IRecv act 0", "IRecv act 1", "Wait recv act 0", "Fwd 0", "Wait recv act 1", "Fwd 1"}}));
@@ -285,7 +276,7 @@ TEST(check, memory_counts_messages_in_flight) {
 TEST(check, self_send_through_a_v_turn_needs_nonblocking) {
   // v placement, one stage: chunk 0 (position 0) hands its activation to
   // chunk 1 (position 1) on the same rank.
-  ProgramBuilder b(config(1, 1, 1, 2), Placement::v);
+  ProgramBuilder b(Config{.stages = 1, .micro_batches = 1, .chunks = 2, .dp = 1}, Placement::v);
   const CheckResult blocking = check(b.build(
       {{"LoadInput 0", "Fwd 0", "Send act 0", "Recv act 0 chunk 1", "Fwd 0 chunk 1"}}));
   EXPECT_EQ(codes(blocking), std::vector<std::string>{"PV2002"});
@@ -297,7 +288,7 @@ TEST(check, self_send_through_a_v_turn_needs_nonblocking) {
 }
 
 TEST(check, sarif_has_rules_and_results) {
-  ProgramBuilder b(config(2, 2));
+  ProgramBuilder b(Config{2, 2});
   const CheckResult result = check(b.build(one_f_one_b("Send")));
   const nlohmann::json s = to_sarif(result.diagnostics, "0.1.0");
   EXPECT_EQ(s["version"], "2.1.0");

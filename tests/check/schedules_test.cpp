@@ -29,15 +29,6 @@ std::vector<fs::path> shipped_schedules() {
   return files;
 }
 
-Config config(int stages, int micro_batches, int chunks = 1, int dp = 1) {
-  Config c;
-  c.stages = stages;
-  c.micro_batches = micro_batches;
-  c.chunks = chunks;
-  c.dp = dp;
-  return c;
-}
-
 // Whether the code (not its comments or strings) says `chunk C` somewhere.
 // Scanned by hand: GCC 12 warns inside <regex> under ASan (-Wmaybe-uninitialized).
 bool names_chunk_operands(const std::string& text) {
@@ -84,7 +75,7 @@ TEST(check_schedules, shipped_schedules_pass_the_sweep) {
     for (int p = 1; p <= 8; ++p) {
       for (int m = 1; m <= 16; ++m) {
         Diagnostics expansion;
-        const auto program = expand(*schedule, config(p, m, chunked ? 2 : 1), expansion);
+        const auto program = expand(*schedule, Config{p, m, chunked ? 2 : 1}, expansion);
         if (!program) {
           EXPECT_TRUE(require_failed(expansion)) << path << " P=" << p << " M=" << m;
           continue;
@@ -110,7 +101,7 @@ std::optional<Program> compile_file(const fs::path& path, const Config& c) {
 TEST(check_schedules, one_f_one_b_stage_s_holds_min_of_stages_minus_s_and_micro_batches) {
   for (int p = 1; p <= 8; ++p) {
     for (int m = p; m <= 16; ++m) {
-      const auto program = compile_file(kSource / "schedules/1f1b.pipe", config(p, m));
+      const auto program = compile_file(kSource / "schedules/1f1b.pipe", Config{p, m});
       ASSERT_TRUE(program);
       const CheckResult result = check(*program);
       ASSERT_EQ(result.memory.size(), static_cast<std::size_t>(p));
@@ -123,7 +114,7 @@ TEST(check_schedules, one_f_one_b_stage_s_holds_min_of_stages_minus_s_and_micro_
 }
 
 TEST(check_schedules, gpipe_holds_every_micro_batch) {
-  const auto program = compile_file(kSource / "schedules/gpipe.pipe", config(4, 8));
+  const auto program = compile_file(kSource / "schedules/gpipe.pipe", Config{4, 8});
   ASSERT_TRUE(program);
   for (const StageMemory& m : check(*program).memory) EXPECT_EQ(m.peak_activations, 8);
 }
@@ -132,7 +123,7 @@ TEST(check_schedules, blocking_one_f_one_b_is_a_buffering_hazard_naming_two_send
   const fs::path path = kSource / "tests/check/corpus/buffering_1f1b_blocking.pipe";
   for (int p = 2; p <= 8; ++p) {
     for (int m = 2; m <= 16; ++m) {
-      const auto program = compile_file(path, config(p, m));
+      const auto program = compile_file(path, Config{p, m});
       ASSERT_TRUE(program);
       const CheckResult result = check(*program);
       ASSERT_EQ(result.diagnostics.size(), 1u) << "P=" << p << " M=" << m;
@@ -142,7 +133,7 @@ TEST(check_schedules, blocking_one_f_one_b_is_a_buffering_hazard_naming_two_send
       EXPECT_NE(d.message.find("`, `Send grad "), std::string::npos) << d.message;
     }
   }
-  const auto single = compile_file(path, config(4, 1));
+  const auto single = compile_file(path, Config{4, 1});
   ASSERT_TRUE(single);
   EXPECT_TRUE(check(*single).ok()) << "one micro-batch never needs a buffer";
 }
@@ -161,8 +152,8 @@ TEST(check_schedules, checking_twice_gives_identical_json) {
   for (const fs::path& path : {kSource / "schedules/1f1b.pipe",
                                kSource / "tests/check/corpus/buffering_1f1b_blocking.pipe",
                                kSource / "tests/check/corpus/collective_order_cycle.pipe"}) {
-    const Config c = path.filename() == "collective_order_cycle.pipe" ? config(2, 1, 1, 2)
-                                                                       : config(6, 12);
+    const Config c = path.filename() == "collective_order_cycle.pipe" ? Config{2, 1, 1, 2}
+                                                                       : Config{6, 12};
     const std::string first = checked_json(path, c);
     ASSERT_FALSE(first.empty()) << path;
     EXPECT_EQ(first, checked_json(path, c)) << path;

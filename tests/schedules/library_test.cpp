@@ -69,15 +69,6 @@ std::string slurp(const fs::path& path) {
   return text.str();
 }
 
-Config config(int stages, int micro_batches, int chunks, int dp = 1) {
-  Config c;
-  c.stages = stages;
-  c.micro_batches = micro_batches;
-  c.chunks = chunks;
-  c.dp = dp;
-  return c;
-}
-
 // The program, or nothing when a `require` excludes the configuration; any
 // other failure to expand fails the test.
 std::optional<Program> expand_if_allowed(const Schedule& schedule, const Config& c,
@@ -118,7 +109,7 @@ void expect_memory_formula(const Entry& entry) {
   int compared = 0;
   for (int p = 1; p <= 8; ++p) {
     for (int m = 1; m <= 16; ++m) {
-      const Config c = config(p, m, entry.chunks);
+      const Config c = Config{p, m, entry.chunks};
       const std::string what = describe(entry.name, c);
       const auto program = expand_if_allowed(*schedule, c, what);
       if (!program) continue;
@@ -170,7 +161,7 @@ TEST(schedules, every_schedule_passes_the_checker_with_two_replicas) {
     int checked = 0;
     for (int p = 1; p <= 8; ++p) {
       for (int m = 1; m <= 16; ++m) {
-        const Config c = config(p, m, e.chunks, 2);
+        const Config c = Config{p, m, e.chunks, 2};
         const std::string what = describe(e.name, c);
         const auto program = expand_if_allowed(*schedule, c, what);
         if (!program) continue;
@@ -189,7 +180,7 @@ TEST(schedules, interleaved_passes_with_one_to_three_chunks) {
   for (int v = 1; v <= 3; ++v) {
     for (int p = 1; p <= 8; ++p) {
       for (int m = p; m <= 16; m += p) {
-        const Config c = config(p, m, v);
+        const Config c = Config{p, m, v};
         const auto program = expand_if_allowed(*schedule, c, describe("interleaved-1f1b", c));
         ASSERT_TRUE(program) << describe("interleaved-1f1b", c);
         const CheckResult result = check(*program);
@@ -204,13 +195,13 @@ TEST(schedules, interleaved_passes_with_one_to_three_chunks) {
 // unnoticed there: each schedule's preconditions are pinned here.
 TEST(schedules, requires_exclude_what_the_headers_say) {
   const std::map<std::string, std::vector<Config>> excluded = {
-      {"1f1b", {config(4, 3, 1)}},
-      {"zb-h1", {config(4, 3, 1)}},
-      {"interleaved-1f1b", {config(4, 6, 2)}},
-      {"dualpipe", {config(3, 6, 2), config(4, 6, 2), config(4, 9, 2), config(4, 8, 1)}},
-      {"dualpipev", {config(4, 7, 2), config(4, 8, 1)}},
-      {"dp", {config(2, 4, 1)}},
-      {"gpipe", {config(2, 4, 2)}},
+      {"1f1b", {Config{4, 3, 1}}},
+      {"zb-h1", {Config{4, 3, 1}}},
+      {"interleaved-1f1b", {Config{4, 6, 2}}},
+      {"dualpipe", {Config{3, 6, 2}, Config{4, 6, 2}, Config{4, 9, 2}, Config{4, 8, 1}}},
+      {"dualpipev", {Config{4, 7, 2}, Config{4, 8, 1}}},
+      {"dp", {Config{2, 4, 1}}},
+      {"gpipe", {Config{2, 4, 2}}},
   };
   for (const auto& [name, configs] : excluded) {
     const auto schedule = parse_file(path_of(name));
@@ -237,7 +228,7 @@ TEST(schedules, dualpipe_without_its_allreduce_fails_with_replicas) {
       parse(std::make_shared<const SourceFile>("dualpipe-no-reduce.pipe", text), diagnostics);
   ASSERT_TRUE(schedule);
   for (const int dp : {1, 2}) {
-    const auto program = expand_if_allowed(*schedule, config(4, 8, 2, dp), "dp");
+    const auto program = expand_if_allowed(*schedule, Config{4, 8, 2, dp}, "dp");
     ASSERT_TRUE(program);
     const CheckResult result = check(*program);
     if (dp == 1) {
