@@ -109,6 +109,14 @@ int default_peer(Placement placement, const Config& config, int stage, MessageKi
   return stage_at(placement, config, where);
 }
 
+bool peer_in_pipeline(Placement placement, const Config& config, int stage,
+                      const Instruction& in) {
+  if (in.peer == stage) {
+    return default_peer(placement, config, stage, in.kind, in.chunk, is_send(in.op)) == stage;
+  }
+  return in.peer >= 0 && in.peer < config.stages;
+}
+
 std::optional<Opcode> opcode_from_name(std::string_view word) {
   for (std::size_t i = 0; i < kOpcodeCount; ++i) {
     if (kOpcodeInfo[i].name == word) return static_cast<Opcode>(i);

@@ -75,6 +75,12 @@ MessageKey message_key(Placement placement, const Config& config, int stage,
 int default_peer(Placement placement, const Config& config, int stage, MessageKind kind,
                  int chunk, bool sending);
 
+// Whether a Send/Recv's peer is a stage the message can travel to: another
+// stage of the pipeline, or this very stage where the lane turns back on
+// itself (the turn of a V placement).
+bool peer_in_pipeline(Placement placement, const Config& config, int stage,
+                      const Instruction& instruction);
+
 struct Program {
   std::shared_ptr<const SourceFile> file;  // the schedule's text
   std::string name;                        // from `schedule NAME`, else the file stem

@@ -41,12 +41,7 @@ int peer_rank(const Config& config, int rank, const Instruction& in) {
 }  // namespace
 
 bool peer_is_valid(const Program& program, int rank, const Instruction& in) {
-  const int stage = stage_of(program.config, rank);
-  if (in.peer == stage) {
-    return default_peer(program.placement, program.config, stage, in.kind, in.chunk,
-                        is_send(in.op)) == stage;
-  }
-  return in.peer >= 0 && in.peer < program.config.stages;
+  return peer_in_pipeline(program.placement, program.config, stage_of(program.config, rank), in);
 }
 
 std::vector<std::size_t> pair_partners(const Program& program) {

@@ -263,14 +263,9 @@ Machine::Chunk& VmStep::chunk_of(const Instruction& in) {
 }
 
 int VmStep::peer_of(const Instruction& in) const {
-  // At the turn of a V placement the lane's next position is on this very
-  // rank: the message goes to itself (an ISend and a Recv; the checker
-  // rejects a blocking self-send).
-  if (in.peer == m_.stage_ && default_peer(program_.placement, program_.config, m_.stage_, in.kind,
-                                           in.chunk, is_send(in.op)) == m_.stage_) {
-    return in.peer;
-  }
-  if (in.peer < 0 || in.peer >= program_.config.stages || in.peer == m_.stage_) {
+  // At the turn of a V placement the peer is this very rank (an ISend and a
+  // Recv; the checker rejects a blocking self-send).
+  if (!peer_in_pipeline(program_.placement, program_.config, m_.stage_, in)) {
     unsupported("peer stage " + std::to_string(in.peer) + " is not another stage of the " +
                 std::to_string(program_.config.stages) + "-stage pipeline");
   }

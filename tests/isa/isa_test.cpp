@@ -110,3 +110,23 @@ TEST(isa, message_keys_pair_a_send_with_its_receive) {
 
 }  // namespace
 }  // namespace pipevm
+
+namespace pipevm {
+namespace {
+
+TEST(isa, peer_in_pipeline_allows_self_only_at_a_v_turn) {
+  const Config c{4, 8, 2, 1};
+  Instruction send;
+  send.op = Opcode::ISend;
+  send.kind = MessageKind::act;
+  send.peer = 3;
+  EXPECT_TRUE(peer_in_pipeline(Placement::v, c, 3, send));        // chunk 0 turns on stage 3
+  EXPECT_FALSE(peer_in_pipeline(Placement::looped, c, 3, send));  // no turn in a looped lane
+  send.peer = 4;
+  EXPECT_FALSE(peer_in_pipeline(Placement::looped, c, 3, send));
+  send.peer = 0;
+  EXPECT_TRUE(peer_in_pipeline(Placement::looped, c, 3, send));
+}
+
+}  // namespace
+}  // namespace pipevm
