@@ -22,6 +22,7 @@
 #include "check.hpp"
 #include "commands.hpp"
 #include "compile.hpp"
+#include "layers.hpp"
 #include "mpi_comm.hpp"
 #include "run_config.hpp"
 #include "safetensors.hpp"
@@ -254,6 +255,7 @@ int run(const RunFlags& flags) {
         std::string(runtime::name(config.model.loss)).c_str(), config.optimizer.kind.c_str(),
         static_cast<double>(config.optimizer.lr), config.data.c_str(), data->train.samples,
         data->test.samples);
+    std::printf("pipevm run: GEMMs on %s\n", runtime::gemm_backend().c_str());
     std::fflush(stdout);
   }
 
