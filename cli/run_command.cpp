@@ -22,6 +22,7 @@
 #include "check.hpp"
 #include "commands.hpp"
 #include "compile.hpp"
+#include "layer_costs.hpp"
 #include "layers.hpp"
 #include "mpi_comm.hpp"
 #include "run_config.hpp"
@@ -56,9 +57,10 @@ struct RunFlags {
   CLI::Option* save = nullptr;
   std::string loss_name;
   bool no_progress = false;
-  std::string wait = "spin";  // how MPI waits: spin or sleep
-  std::string trace;           // Chrome trace of one step of the first epoch
-  std::string profile;         // measured costs for `pipevm simulate --costs`
+  std::string wait = "spin";       // how MPI waits: spin or sleep
+  std::string split = "measured";  // how the model is cut into pieces: measured or flops
+  std::string trace;               // Chrome trace of one step of the first epoch
+  std::string profile;             // measured costs for `pipevm simulate --costs`
 };
 
 bool given(const CLI::Option* option) {
@@ -90,7 +92,7 @@ std::string widths(const std::vector<int>& sizes) {
 }
 
 // The data this rank needs, or the reason it cannot have it.
-runtime::DataSplit load_data(const RunConfig& config) {
+runtime::DataSplit load_data(const RunConfig& config, runtime::DataParts parts) {
   runtime::DataSplit data;
   if (config.data == "synthetic") {
     data = runtime::synthetic(config.synthetic_train, config.synthetic_test,
@@ -99,7 +101,7 @@ runtime::DataSplit load_data(const RunConfig& config) {
   } else {
     const std::string directory =
         config.data == "fashion-mnist" ? runtime::kFashionMnistDirectory : config.data;
-    data = runtime::load_directory(directory);
+    data = runtime::load_directory(directory, 0.15, parts);
   }
   if (data.train.features != config.model.sizes.front()) {
     throw std::runtime_error("the data has " + std::to_string(data.train.features) +
@@ -112,6 +114,29 @@ runtime::DataSplit load_data(const RunConfig& config) {
                              std::to_string(config.model.sizes.back()));
   }
   return data;
+}
+
+// "layers 0-1 | 2-6, split by measured time 48% | 52%" (or by multiply-adds).
+std::string describe_split(const std::vector<runtime::LayerRange>& split,
+                           const std::vector<double>& layer_costs) {
+  std::string layers = "layers ";
+  std::string shares;
+  double total = 0.0;
+  for (const double cost : layer_costs) total += cost;
+  for (const runtime::LayerRange& piece : split) {
+    const std::string separator = piece.begin == 0 ? "" : " | ";
+    layers += separator + std::to_string(piece.begin);
+    if (piece.size() > 1) layers += "-" + std::to_string(piece.end - 1);
+    if (total > 0.0) {
+      double cost = 0.0;
+      for (int layer = piece.begin; layer < piece.end; ++layer) {
+        cost += layer_costs[static_cast<std::size_t>(layer)];
+      }
+      shares += separator + std::to_string(static_cast<int>(100.0 * cost / total + 0.5)) + "%";
+    }
+  }
+  if (split.size() == 1) return "one piece";
+  return layers + (total > 0.0 ? ", split by measured time " + shares : ", split by multiply-adds");
 }
 
 // Redraws "epoch 2/3 [#####.....] 120/398" in place on a terminal, only
@@ -192,9 +217,24 @@ int run(const RunFlags& flags) {
                                           " stages), more than the " + std::to_string(layers) +
                                           " layer(s) of the model " + widths(config.model.sizes));
   }
+  // Where the model is cut: by each layer's time measured on rank 0 (every
+  // rank must cut it alike), or by multiply-adds. Either way every layer
+  // computes the same bits, so the trained weights do not depend on it.
+  std::vector<double> layer_costs;
+  if (pieces > 1 && flags.split == "measured") {
+    layer_costs.assign(static_cast<std::size_t>(layers), 0.0);
+    if (root) {
+      const int rows = config.batch_size / (config.dp * config.micro_batches);
+      layer_costs =
+          runtime::measure_layer_costs(config.model, config.optimizer, rows, config.micro_batches);
+    }
+    session.broadcast_from_root(std::as_writable_bytes(std::span<double>(layer_costs)));
+  }
+  const std::vector<runtime::LayerRange> split =
+      runtime::split_layers(config.model.sizes, pieces, layer_costs);
   CheckOptions check_options;
   check_options.layer_widths = config.model.sizes;
-  for (const runtime::LayerRange& piece : runtime::split_layers(config.model.sizes, pieces)) {
+  for (const runtime::LayerRange& piece : split) {
     check_options.piece_widths.push_back(config.model.sizes[static_cast<std::size_t>(piece.begin)]);
   }
   check_options.piece_widths.push_back(config.model.sizes.back());
@@ -209,12 +249,17 @@ int run(const RunFlags& flags) {
     return kExitFailed;
   }
 
-  // Data: only ranks that load inputs or targets (and rank 0, which evaluates).
+  // Data: only ranks that load inputs or targets (and rank 0, which
+  // evaluates), and of it only what they read: the training pixels where
+  // inputs are loaded, the test set on rank 0.
   std::unique_ptr<runtime::DataSplit> data;
   std::string data_error;
   if (root || needs_data(*program, world_rank)) {
+    runtime::DataParts parts;
+    parts.train_pixels = root || loads_inputs(*program, world_rank);
+    parts.test = root;
     try {
-      data = std::make_unique<runtime::DataSplit>(load_data(config));
+      data = std::make_unique<runtime::DataSplit>(load_data(config, parts));
     } catch (const std::exception& error) {
       data_error = error.what();
     }
@@ -233,6 +278,7 @@ int run(const RunFlags& flags) {
   options.machine.model = config.model;
   options.machine.optimizer = config.optimizer;
   options.machine.global_batch = config.batch_size;
+  options.machine.layer_costs = layer_costs;
   options.shuffle_seed = config.seed;
 
   std::unique_ptr<runtime::MpiComm> comm;
@@ -255,7 +301,8 @@ int run(const RunFlags& flags) {
         std::string(runtime::name(config.model.loss)).c_str(), config.optimizer.kind.c_str(),
         static_cast<double>(config.optimizer.lr), config.data.c_str(), data->train.samples,
         data->test.samples);
-    std::printf("pipevm run: GEMMs on %s\n", runtime::gemm_backend().c_str());
+    std::printf("pipevm run: GEMMs on %s; %s\n", runtime::gemm_backend().c_str(),
+                describe_split(split, layer_costs).c_str());
     std::fflush(stdout);
   }
 
@@ -282,7 +329,7 @@ int run(const RunFlags& flags) {
         test = out.str();
       }
       std::printf(
-          "epoch %d/%d  loss %.4f  test accuracy %s  %.0f samples/s  %.1f s/epoch  elapsed %.1f "
+          "epoch %d/%d  loss %.4f  test accuracy %s  %.0f samples/s  %.3f s/epoch  elapsed %.1f "
           "s\n",
           epoch + 1, config.epochs, report.train_loss, test.c_str(), report.samples_per_second,
           report.train_seconds, elapsed);
@@ -364,6 +411,10 @@ Command add_run_command(CLI::App& root) {
                   "machine that is otherwise idle) or sleep (test, then nap: leaves the core "
                   "to the others when the machine is loaded)")
       ->check(CLI::IsMember({"sleep", "spin"}));
+  app->add_option("--split", flags->split,
+                  "Where stages cut the model: measured (each layer's time, measured on rank 0 "
+                  "at start-up; default) or flops (multiply-adds, as pipevm check assumes)")
+      ->check(CLI::IsMember({"measured", "flops"}));
   app->add_flag("--no-progress", flags->no_progress,
                 "No progress bar (mpiexec shows ranks a terminal even when piped)");
   command.run = [flags] { return run(*flags); };

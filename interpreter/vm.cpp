@@ -75,7 +75,7 @@ Machine::Machine(const Program& program, int rank, runtime::Comm& comm,
                                 " pieces, but it has only " + std::to_string(layers) + " layers");
   }
   const std::vector<runtime::LayerRange> split_ranges =
-      runtime::split_layers(options.model.sizes, pieces);
+      runtime::split_layers(options.model.sizes, pieces, options.layer_costs);
   const int chunk_count = chunks_per_rank(program.placement, config);
   const std::size_t micro_batches = to_size(config.micro_batches);
   chunks_.reserve(to_size(chunk_count));

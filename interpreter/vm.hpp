@@ -71,6 +71,9 @@ struct MachineOptions {
   runtime::ModelConfig model;
   runtime::OptimizerConfig optimizer;
   int global_batch = 128;  // samples per step over all data-parallel replicas
+  // Cost of each layer for cutting the model into pieces (runtime::split_layers);
+  // empty: the multiply-add model. Every rank must be given the same.
+  std::vector<double> layer_costs;
 };
 
 class Machine {

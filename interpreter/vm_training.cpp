@@ -38,6 +38,12 @@ bool needs_data(const Program& program, int rank) {
   });
 }
 
+bool loads_inputs(const Program& program, int rank) {
+  const auto stream = program.rank(rank);
+  return std::any_of(stream.begin(), stream.end(),
+                     [](const Instruction& in) { return in.op == Opcode::LoadInput; });
+}
+
 Trainer::Trainer(const Program& program, runtime::Comm& comm, const TrainingOptions& options,
                  const runtime::DataSplit* data)
     : program_(program),
@@ -133,8 +139,8 @@ std::vector<float> Trainer::gather_parameters() {
 
   const Config& config = program_.config;
   const std::vector<int>& sizes = options_.machine.model.sizes;
-  const std::vector<runtime::LayerRange> pieces =
-      runtime::split_layers(sizes, model_pieces(program_.placement, config));
+  const std::vector<runtime::LayerRange> pieces = runtime::split_layers(
+      sizes, model_pieces(program_.placement, config), options_.machine.layer_costs);
   std::vector<float> model(runtime::parameter_count(sizes, {0, runtime::layer_count(sizes)}));
   std::size_t read = 0;
   for (int rank = 0; rank < config.stages; ++rank) {  // replica 0 holds world ranks [0, stages)

@@ -44,6 +44,9 @@ struct EpochReport {
 
 // True when `rank`'s stream loads inputs or targets.
 bool needs_data(const Program& program, int rank);
+// True when `rank`'s stream loads inputs (so it needs the training pixels,
+// not only the labels).
+bool loads_inputs(const Program& program, int rank);
 
 class Trainer {
  public:

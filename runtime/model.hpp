@@ -57,6 +57,10 @@ std::size_t parameter_count(const std::vector<int>& sizes, LayerRange layers);
 // those, the one whose split points come first. A pure function of
 // (sizes, pieces). Throws std::invalid_argument if pieces < 1 or pieces > layers.
 std::vector<LayerRange> split_layers(const std::vector<int>& sizes, int pieces);
+// The same split under other costs, one per layer (e.g. measured times,
+// layer_costs.hpp); empty `layer_costs` means the multiply-add model above.
+std::vector<LayerRange> split_layers(const std::vector<int>& sizes, int pieces,
+                                     const std::vector<double>& layer_costs);
 
 // Initial weight and bias of global layer `layer`: He-uniform weights
 // (bound sqrt(6 / in)) and zero biases, drawn from a generator seeded by

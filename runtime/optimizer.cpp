@@ -1,6 +1,6 @@
 // SGD with momentum and Adam with bias correction over flat arrays (see
-// optimizer.hpp). Adam follows PyTorch's arithmetic: the bias corrections
-// are folded into the step size and the denominator.
+// optimizer.hpp). Adam follows PyTorch's arithmetic (the bias corrections
+// are folded into the step size and the denominator), but for one division.
 #include "optimizer.hpp"
 
 #include <Eigen/Core>
@@ -92,7 +92,9 @@ void Optimizer::step(std::span<float> params, std::span<const float> grads) {
     const auto correction2 =
         static_cast<float>(1.0 - std::pow(static_cast<double>(config_.beta2), t));
     const float step_size = config_.lr / correction1;
-    const float root_correction2 = std::sqrt(correction2);
+    // sqrt(v) / sqrt(correction2) as a product: one division per element
+    // (the divider bounds this pass), not two as in PyTorch's formula.
+    const float inverse_root_correction2 = 1.0f / std::sqrt(correction2);
     const float beta1 = config_.beta1;
     const float beta2 = config_.beta2;
     const float eps = config_.eps;
@@ -101,7 +103,7 @@ void Optimizer::step(std::span<float> params, std::span<const float> grads) {
                    [&](BlockMap p, ConstBlockMap g, BlockMap m, BlockMap v) {
                      m = beta1 * m + (1.0f - beta1) * g;
                      v = beta2 * v + (1.0f - beta2) * g.square();
-                     p -= step_size * m / (v.sqrt() / root_correction2 + eps);
+                     p -= step_size * m / (v.sqrt() * inverse_root_correction2 + eps);
                    });
   } else if (config_.momentum > 0.0f) {
     const float momentum = config_.momentum;
