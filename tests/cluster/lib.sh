@@ -17,10 +17,14 @@ on_fresh_cluster() { # hosts script args...
 
 # mpirun across the cluster: its hostfile, its interface for messages (btl)
 # and for Open MPI's own traffic (oob), ranks that yield while they wait
-# (all the hosts share this machine's cores: docs/multihost.md).
+# (all the hosts share this machine's cores: docs/multihost.md). Remote
+# ranks see only what mpirun forwards: under the sanitizer preset, its
+# options.
 cluster_mpirun() {
+  local forward=()
+  [[ -z ${ASAN_OPTIONS:-} ]] || forward=(-x ASAN_OPTIONS)
   mpirun --hostfile "$CLUSTER_HOSTFILE" --mca btl_tcp_if_include "$CLUSTER_INTERFACE" \
-    --mca oob_tcp_if_include "$CLUSTER_INTERFACE" --mca mpi_yield_when_idle 1 "$@"
+    --mca oob_tcp_if_include "$CLUSTER_INTERFACE" --mca mpi_yield_when_idle 1 "${forward[@]}" "$@"
 }
 
 # Where mpirun --display-map put the ranks: "h1:0,2 h2:1,3" (mpirun may
