@@ -27,8 +27,9 @@
 #   cluster.sh agent HOST CMD...      Open MPI's plm_rsh_agent (internal)
 #
 # NAME defaults to $PIPEVM_CLUSTER, else "pipevm". Commands run by `run` and
-# `with` see PIPEVM_CLUSTER, CLUSTER_NAME, CLUSTER_HOSTFILE, CLUSTER_INTERFACE, CLUSTER_DIR
-# and OMPI_MCA_plm_rsh_agent (plus Open MPI's permission to run as root).
+# `with` see PIPEVM_CLUSTER, CLUSTER_NAME, CLUSTER_HOSTFILE,
+# CLUSTER_INTERFACE, CLUSTER_DIR and OMPI_MCA_plm_rsh_agent (plus Open MPI's
+# permission to run as root).
 set -euo pipefail
 
 script=$(readlink -f "$0")
