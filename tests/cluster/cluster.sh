@@ -26,7 +26,9 @@
 #   cluster.sh list | sweep           clusters; remove those whose owner died
 #   cluster.sh agent HOST CMD...      Open MPI's plm_rsh_agent (internal)
 #
-# NAME defaults to $PIPEVM_CLUSTER, else "pipevm". Commands run by `run` and
+# NAME defaults to $PIPEVM_CLUSTER, else "pipevm". With PIPEVM_CLUSTER_OWNER
+# set to a process id, `up` makes a cluster that `sweep` removes once that
+# process is gone (as `with` does). Commands run by `run` and
 # `with` see PIPEVM_CLUSTER, CLUSTER_NAME, CLUSTER_HOSTFILE,
 # CLUSTER_INTERFACE, CLUSTER_DIR and OMPI_MCA_plm_rsh_agent (plus Open MPI's
 # permission to run as root).
@@ -162,7 +164,7 @@ up() { # count rate slots [owner-pid]
   chmod +x "$dir/agent"
   echo "$rate" >"$dir/rate"
   echo "$count" >"$dir/size" # last: the cluster is complete
-  [[ -n $owner ]] || remove_on_exit=0
+  remove_on_exit=0
   echo "cluster $name: hosts h1..h$count ($subnet_prefix.$first_address-$((first_address + count - 1)) on $interface), $slots slots each, links ${rate/unlimited/unlimited (no tbf)}"
   echo "  hostfile $dir/hosts"
   echo "  agent    $dir/agent (Open MPI's plm_rsh_agent; \`cluster.sh run\` sets it)"
@@ -261,6 +263,7 @@ with() { # count rate slots cmd...
   trap 'exit 130' INT
   trap 'exit 143' TERM
   up "$count" "$rate" "$slots" "$$" >&2
+  remove_on_exit=1
   cluster_environment
   # In the background, so that a signal's trap runs at once (bash runs it
   # only when a foreground command ends); this shell stays to take the
@@ -318,7 +321,7 @@ main() {
   valid_name "$name" || die "cluster name '$name': lower-case letters, digits and -, at most 20"
   case $command in
     check) check ;;
-    up) up "${words[0]:-}" "$rate" "$slots" ;;
+    up) up "${words[0]:-}" "$rate" "$slots" "${PIPEVM_CLUSTER_OWNER:-}" ;;
     down) down ;;
     run) require_cluster && run "$host" "$@" ;;
     with) with "${words[0]:-}" "$rate" "$slots" "$@" ;;

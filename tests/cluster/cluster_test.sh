@@ -12,6 +12,7 @@ source "$(dirname "$(readlink -f "$0")")/lib.sh"
 "$cluster" check
 
 a=ta$$ b=tb$$
+export PIPEVM_CLUSTER_OWNER=$$ # if this test is killed, the next up removes them
 trap '"$cluster" down --name $a; "$cluster" down --name $b' EXIT
 # Running (a process killed but not yet reaped by its new parent is a zombie).
 alive() { [[ -e /proc/$1/stat && $(awk '{ sub(/^.*\) /, ""); print $1 }' "/proc/$1/stat") != Z ]]; }
