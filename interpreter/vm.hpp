@@ -95,6 +95,8 @@ class Machine {
   std::size_t chunk_count() const { return chunks_.size(); }
   runtime::Piece& piece(std::size_t chunk) { return chunks_[chunk].piece; }
   const runtime::Piece& piece(std::size_t chunk) const { return chunks_[chunk].piece; }
+  runtime::Optimizer& optimizer(std::size_t chunk) { return chunks_[chunk].optimizer; }
+  const runtime::Optimizer& optimizer(std::size_t chunk) const { return chunks_[chunk].optimizer; }
   PipelinePosition position(std::size_t chunk) const { return chunks_[chunk].where; }
   runtime::Comm& comm() { return comm_; }
 
