@@ -1,0 +1,101 @@
+#!/bin/sh
+# kill_and_resume.sh WORKDIR VICTIM MIN_STEP COMMAND...
+#
+# The crash test of checkpoints. COMMAND is a whole `mpiexec ... pipevm run
+# SCHEDULE [flags]` launch; this script adds --save, --checkpoint and
+# --resume to it. It
+#   1. runs COMMAND to the end, saving the uninterrupted weights;
+#   2. runs it again with --checkpoint, waits (from outside) until a
+#      committed manifest records at least MIN_STEP steps, then SIGKILLs the
+#      process of world rank VICTIM; Open MPI brings the other ranks down;
+#   3. resumes with --resume from what the killed run left behind;
+#   4. passes when the resumed run's weights are byte-identical to 1's.
+# The rank's process is found by its environment: the marker variable this
+# script exports (mpiexec passes it to the ranks it starts on this host) and
+# Open MPI's OMPI_COMM_WORLD_RANK.
+set -u
+work=$1
+victim=$2
+min_step=$3
+shift 3
+
+fail() {
+  echo "kill_and_resume: $*" >&2
+  exit 1
+}
+seconds() { date +%s.%N; }
+elapsed() { echo "$1 $(seconds)" | awk '{ printf "%.1f", $2 - $1 }'; }
+
+rm -rf "$work"
+mkdir -p "$work" || fail "cannot create $work"
+started=$(seconds)
+
+# 1. The uninterrupted run.
+"$@" --save "$work/uninterrupted.safetensors" >"$work/uninterrupted.log" 2>&1 ||
+  { cat "$work/uninterrupted.log"; fail "the uninterrupted run failed"; }
+echo "uninterrupted run: $(elapsed "$started") s"
+
+# 2. The same run, killed in the middle of an epoch.
+PIPEVM_KILL_AND_RESUME=$$
+export PIPEVM_KILL_AND_RESUME
+killed_at=$(seconds)
+"$@" --checkpoint "$work/checkpoint" --save "$work/resumed.safetensors" \
+  >"$work/killed.log" 2>&1 &
+run=$!
+trap 'kill "$run" 2>/dev/null' EXIT
+
+# The process of rank $victim: a pipevm process with this script's marker
+# and the rank in its environment (read once the ranks are surely running).
+find_victim() {
+  for dir in /proc/[0-9]*; do
+    read -r name <"$dir/comm" 2>/dev/null || continue
+    [ "$name" = pipevm ] || continue
+    tr '\0' '\n' <"$dir/environ" 2>/dev/null >"$work/environ" || continue
+    if grep -qx "PIPEVM_KILL_AND_RESUME=$$" "$work/environ" &&
+      grep -qx "OMPI_COMM_WORLD_RANK=$victim" "$work/environ"; then
+      echo "${dir#/proc/}"
+    fi
+  done
+}
+
+manifest="$work/checkpoint/manifest.json"
+pid=
+tries=0
+while :; do
+  if [ -f "$manifest" ]; then
+    [ -n "$pid" ] || pid=$(find_victim)
+    [ -n "$pid" ] || fail "no process of rank $victim found"
+    step=$(sed -n 's/^ *"step": *\([0-9][0-9]*\).*/\1/p' "$manifest" | head -n 1)
+    in_epoch=$(sed -n 's/^ *"step_in_epoch": *\([0-9][0-9]*\).*/\1/p' "$manifest" | head -n 1)
+    # A checkpoint in the middle of an epoch, so that the resume starts there.
+    [ -n "$step" ] && [ "$step" -ge "$min_step" ] && [ "${in_epoch:-0}" -ne 0 ] && break
+  fi
+  kill -0 "$run" 2>/dev/null || { cat "$work/killed.log"; fail "the run ended before the kill"; }
+  tries=$((tries + 1))
+  [ "$tries" -lt 3000 ] || fail "no checkpoint of $min_step steps within 60 s"
+  sleep 0.02
+done
+kill -KILL "$pid" || fail "cannot kill rank $victim (pid $pid)"
+echo "killed rank $victim (pid $pid) once the checkpoint of step $step was committed"
+
+wait "$run"
+status=$?
+trap - EXIT
+echo "the killed run exited with status $status after $(elapsed "$killed_at") s"
+[ "$status" -ne 0 ] || { cat "$work/killed.log"; fail "the killed run reported success"; }
+[ ! -e "$work/resumed.safetensors" ] || fail "the killed run finished before the kill"
+unset PIPEVM_KILL_AND_RESUME
+
+# 3. Resume from the last complete checkpoint.
+resumed_at=$(seconds)
+"$@" --checkpoint "$work/checkpoint" --resume "$work/checkpoint" \
+  --save "$work/resumed.safetensors" >"$work/resumed.log" 2>&1 ||
+  { cat "$work/resumed.log"; fail "the resumed run failed"; }
+grep '^resumed from' "$work/resumed.log"
+echo "resumed run: $(elapsed "$resumed_at") s"
+
+# 4. The same bytes.
+cmp "$work/uninterrupted.safetensors" "$work/resumed.safetensors" ||
+  fail "the resumed weights differ from the uninterrupted run's"
+echo "the resumed run saved the uninterrupted run's bytes ($(elapsed "$started") s in all)"
+rm -rf "$work"
