@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <charconv>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -75,15 +76,12 @@ std::string encode_piece(const RankCheckpoint& mine, const CheckpointPosition& p
   return encode_safetensors(tensors, metadata);
 }
 
-std::int64_t to_integer(const std::string& text, const std::string& what, const std::string& path) {
-  std::size_t used = 0;
-  long long value = 0;
-  try {
-    value = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size()) {
+template <typename Integer>
+Integer to_integer(const std::string& text, const std::string& what, const std::string& path) {
+  Integer value{};
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (text.empty() || error != std::errc() || stop != end) {
     throw CheckpointError(path + ": " + what + " is not an integer ('" + text + "')");
   }
   return value;
@@ -103,14 +101,14 @@ RankCheckpoint decode_piece(const SafetensorsFile& file, const std::string& path
     return found->second.data;
   };
   RankCheckpoint piece;
-  const std::int64_t chunks = to_integer(meta("chunks"), "chunks", path);
-  if (chunks < 0 || chunks > 1024) throw CheckpointError(path + ": implausible chunk count");
-  for (std::size_t c = 0; c < static_cast<std::size_t>(chunks); ++c) {
+  const auto chunks = to_integer<std::size_t>(meta("chunks"), "chunks", path);
+  if (chunks > 1024) throw CheckpointError(path + ": implausible chunk count");
+  for (std::size_t c = 0; c < chunks; ++c) {
     RankCheckpoint::Chunk chunk;
     chunk.parameters = tensor(chunk_key(c, "parameters"));
     chunk.gradients = tensor(chunk_key(c, "gradients"));
     chunk.optimizer.steps =
-        to_integer(meta(chunk_key(c, "optimizer.steps")), "optimizer steps", path);
+        to_integer<std::int64_t>(meta(chunk_key(c, "optimizer.steps")), "optimizer steps", path);
     const std::string& names = meta(chunk_key(c, "optimizer.arrays"));
     for (std::size_t begin = 0; begin < names.size();) {
       const std::size_t end = std::min(names.find(',', begin), names.size());
@@ -120,10 +118,10 @@ RankCheckpoint decode_piece(const SafetensorsFile& file, const std::string& path
     }
     piece.chunks.push_back(std::move(chunk));
   }
-  piece.epoch_loss = std::bit_cast<double>(
-      static_cast<std::uint64_t>(to_integer(meta("epoch.loss"), "epoch.loss", path)));
-  piece.epoch_correct = to_integer(meta("epoch.correct"), "epoch.correct", path);
-  piece.epoch_rows = to_integer(meta("epoch.rows"), "epoch.rows", path);
+  piece.epoch_loss =
+      std::bit_cast<double>(to_integer<std::uint64_t>(meta("epoch.loss"), "epoch.loss", path));
+  piece.epoch_correct = to_integer<std::int64_t>(meta("epoch.correct"), "epoch.correct", path);
+  piece.epoch_rows = to_integer<std::int64_t>(meta("epoch.rows"), "epoch.rows", path);
   return piece;
 }
 

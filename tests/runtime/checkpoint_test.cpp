@@ -47,7 +47,8 @@ RankCheckpoint piece_of(int rank, int chunks = 2) {
     chunk.optimizer.arrays.emplace_back("second_moment", chunk.gradients);
     piece.chunks.push_back(std::move(chunk));
   }
-  piece.epoch_loss = 0.1 + rank;  // not representable exactly in decimal
+  // Not exact in decimal; rank 1's has the sign bit set (its bits pass 2^63).
+  piece.epoch_loss = rank == 0 ? 0.1 : -1.1;
   piece.epoch_correct = 17 + rank;
   piece.epoch_rows = 32;
   return piece;
