@@ -6,8 +6,9 @@
 # --resume to it. It
 #   1. runs COMMAND to the end, saving the uninterrupted weights;
 #   2. runs it again with --checkpoint, waits (from outside) until a
-#      committed manifest records at least MIN_STEP steps, then SIGKILLs the
-#      process of world rank VICTIM; Open MPI brings the other ranks down;
+#      committed manifest records at least MIN_STEP steps, in the middle of
+#      an epoch, then SIGKILLs the process of world rank VICTIM; Open MPI
+#      brings the other ranks down;
 #   3. resumes with --resume from what the killed run left behind;
 #   4. passes when the resumed run's weights are byte-identical to 1's.
 # The rank's process is found by its environment: the marker variable this
@@ -45,7 +46,7 @@ run=$!
 trap 'kill "$run" 2>/dev/null' EXIT
 
 # The process of rank $victim: a pipevm process with this script's marker
-# and the rank in its environment (read once the ranks are surely running).
+# and the rank in its environment.
 find_victim() {
   for dir in /proc/[0-9]*; do
     read -r name <"$dir/comm" 2>/dev/null || continue
@@ -57,23 +58,33 @@ find_victim() {
     fi
   done
 }
-
-manifest="$work/checkpoint/manifest.json"
+tries=0
 pid=
+while [ -z "$pid" ]; do
+  kill -0 "$run" 2>/dev/null || { cat "$work/killed.log"; fail "the run ended before the kill"; }
+  tries=$((tries + 1))
+  [ "$tries" -lt 1000 ] || fail "no process of rank $victim within 20 s"
+  sleep 0.02
+  pid=$(find_victim)
+done
+
+# The victim runs in slices of 10 ms and is stopped (SIGSTOP) while the
+# manifest is read, so it is killed before the run can end however fast
+# the machine: the other ranks cannot finish without it.
+manifest="$work/checkpoint/manifest.json"
 tries=0
 while :; do
+  kill -STOP "$pid" 2>/dev/null || { cat "$work/killed.log"; fail "the run ended before the kill"; }
   if [ -f "$manifest" ]; then
-    [ -n "$pid" ] || pid=$(find_victim)
-    [ -n "$pid" ] || fail "no process of rank $victim found"
     step=$(sed -n 's/^ *"step": *\([0-9][0-9]*\).*/\1/p' "$manifest" | head -n 1)
     in_epoch=$(sed -n 's/^ *"step_in_epoch": *\([0-9][0-9]*\).*/\1/p' "$manifest" | head -n 1)
     # A checkpoint in the middle of an epoch, so that the resume starts there.
     [ -n "$step" ] && [ "$step" -ge "$min_step" ] && [ "${in_epoch:-0}" -ne 0 ] && break
   fi
-  kill -0 "$run" 2>/dev/null || { cat "$work/killed.log"; fail "the run ended before the kill"; }
+  kill -CONT "$pid"
   tries=$((tries + 1))
   [ "$tries" -lt 3000 ] || fail "no checkpoint of $min_step steps within 60 s"
-  sleep 0.02
+  sleep 0.01
 done
 kill -KILL "$pid" || fail "cannot kill rank $victim (pid $pid)"
 echo "killed rank $victim (pid $pid) once the checkpoint of step $step was committed"
