@@ -9,14 +9,20 @@
 // Output on rank 0: a header, one line per epoch (mean training loss, test
 // accuracy of the whole model gathered to rank 0, samples/s, elapsed), a
 // progress bar when stdout is a terminal, the model digest at the end.
+//
+// Outputs (--save, --trace, --profile, the checkpoint directory) are checked
+// before the schedule is compiled or data loaded; checkpoints and resuming
+// are in run_outputs.hpp.
 // Not here: the VM (interpreter/vm.hpp), the epoch loop (vm_training.hpp).
 #include <unistd.h>
 
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "check.hpp"
@@ -26,6 +32,7 @@
 #include "layers.hpp"
 #include "mpi_comm.hpp"
 #include "run_config.hpp"
+#include "run_outputs.hpp"
 #include "safetensors.hpp"
 #include "tensor.hpp"
 #include "trace_recorder.hpp"
@@ -55,6 +62,9 @@ struct RunFlags {
   CLI::Option* chunks = nullptr;
   CLI::Option* loss = nullptr;
   CLI::Option* save = nullptr;
+  CLI::Option* checkpoint = nullptr;
+  CLI::Option* checkpoint_every = nullptr;
+  std::string resume;  // a checkpoint directory to continue from
   std::string loss_name;
   bool no_progress = false;
   std::string wait = "spin";       // how MPI waits: spin or sleep
@@ -81,6 +91,13 @@ RunConfig resolve_config(const RunFlags& f) {
   if (given(f.chunks)) config.chunks = f.flags.chunks;
   if (given(f.loss)) config.model.loss = parse_loss(f.loss_name);
   if (given(f.save)) config.save = f.flags.save;
+  if (given(f.checkpoint)) config.checkpoint = f.flags.checkpoint;
+  if (given(f.checkpoint_every)) config.checkpoint_every = f.flags.checkpoint_every;
+  if (given(f.checkpoint_every) && config.checkpoint.empty()) {
+    throw ConfigError(
+        "--checkpoint-every needs a directory (--checkpoint DIR, or "
+        "checkpoint.directory in the configuration)");
+  }
   validate(config);
   return config;
 }
@@ -116,9 +133,10 @@ runtime::DataSplit load_data(const RunConfig& config, runtime::DataParts parts) 
   return data;
 }
 
-// "layers 0-1 | 2-6, split by measured time 48% | 52%" (or by multiply-adds).
+// "layers 0-1 | 2-6, split by measured time 48% | 52%" (or by multiply-adds,
+// or as the checkpoint a run resumes from was).
 std::string describe_split(const std::vector<runtime::LayerRange>& split,
-                           const std::vector<double>& layer_costs) {
+                           const std::vector<double>& layer_costs, bool resumed) {
   std::string layers = "layers ";
   std::string shares;
   double total = 0.0;
@@ -136,7 +154,25 @@ std::string describe_split(const std::vector<runtime::LayerRange>& split,
     }
   }
   if (split.size() == 1) return "one piece";
+  if (resumed) return layers + ", as in the checkpoint";
   return layers + (total > 0.0 ? ", split by measured time " + shares : ", split by multiply-adds");
+}
+
+// World-wide agreement after a step that may fail on some ranks: true when
+// `error` is empty on every rank. Otherwise the failing ranks print their
+// error (rank 0 alone when it failed too: the ranks then mostly share the
+// cause) and every rank returns false. `all_ok` is the world's agreement.
+bool agree(const std::function<bool(bool)>& all_ok, int rank, const std::string& error) {
+  const bool root_ok = all_ok(rank != 0 || error.empty());
+  if (all_ok(error.empty())) return true;
+  if (!error.empty() && (rank == 0 || root_ok)) {
+    std::istringstream lines(error);
+    for (std::string line; std::getline(lines, line);) {
+      std::cerr << "pipevm run: error: " << (rank == 0 ? "" : "rank " + std::to_string(rank) + ": ")
+                << line << "\n";
+    }
+  }
+  return false;
 }
 
 // Redraws "epoch 2/3 [#####.....] 120/398" in place on a terminal, only
@@ -196,6 +232,13 @@ int run(const RunFlags& flags) {
                         " is not divisible by dp x micro-batches = " + std::to_string(config.dp) +
                         " x " + std::to_string(config.micro_batches));
   }
+  const auto session_agrees = [&](const std::string& error) {
+    return agree([&](bool ok) { return session.all_ok(ok); }, world_rank, error);
+  };
+  // Before anything long: a run must not train for hours and then fail to write.
+  const RunOutputs outputs{config.save, flags.trace, flags.profile, config.checkpoint,
+                           flags.resume};
+  if (!session_agrees(check_outputs(outputs, root))) return kExitUsage;
 
   // Compile for the whole world: the checker needs every rank's stream.
   Diagnostics diagnostics;
@@ -218,10 +261,26 @@ int run(const RunFlags& flags) {
                                           " layer(s) of the model " + widths(config.model.sizes));
   }
   // Where the model is cut: by each layer's time measured on rank 0 (every
-  // rank must cut it alike), or by multiply-adds. Either way every layer
-  // computes the same bits, so the trained weights do not depend on it.
+  // rank must cut it alike), or by multiply-adds; a resumed run where its
+  // checkpoint's run did. Every layer computes the same bits whatever the
+  // cut, so the trained weights do not depend on it.
+  std::vector<runtime::LayerRange> split;
+  if (!flags.resume.empty()) {
+    std::string resume_error;
+    try {
+      split = recorded_split(flags.resume, layers);
+      if (static_cast<int>(split.size()) != pieces) {
+        resume_error = "--resume " + flags.resume + ": the checkpoint's model is cut into " +
+                       std::to_string(split.size()) + " pieces, this schedule needs " +
+                       std::to_string(pieces);
+      }
+    } catch (const runtime::CheckpointError& error) {
+      resume_error = error.what();
+    }
+    if (!session_agrees(resume_error)) return kExitUsage;
+  }
   std::vector<double> layer_costs;
-  if (pieces > 1 && flags.split == "measured") {
+  if (split.empty() && pieces > 1 && flags.split == "measured") {
     layer_costs.assign(static_cast<std::size_t>(layers), 0.0);
     if (root) {
       const int rows = config.batch_size / (config.dp * config.micro_batches);
@@ -230,8 +289,7 @@ int run(const RunFlags& flags) {
     }
     session.broadcast_from_root(std::as_writable_bytes(std::span<double>(layer_costs)));
   }
-  const std::vector<runtime::LayerRange> split =
-      runtime::split_layers(config.model.sizes, pieces, layer_costs);
+  if (split.empty()) split = runtime::split_layers(config.model.sizes, pieces, layer_costs);
   CheckOptions check_options;
   check_options.layer_widths = config.model.sizes;
   for (const runtime::LayerRange& piece : split) {
@@ -249,6 +307,19 @@ int run(const RunFlags& flags) {
     return kExitFailed;
   }
 
+  // Resuming: every rank reads and checks its piece before the data loads.
+  const runtime::RunIdentity identity = run_identity(config, *program, split);
+  std::optional<Resumed> resumed;
+  if (!flags.resume.empty()) {
+    std::string resume_error;
+    try {
+      resumed = read_resume(flags.resume, identity, world_rank);
+    } catch (const runtime::CheckpointError& error) {
+      resume_error = error.what();
+    }
+    if (!session_agrees(resume_error)) return kExitUsage;
+  }
+
   // Data: only ranks that load inputs or targets (and rank 0, which
   // evaluates), and of it only what they read: the training pixels where
   // inputs are loaded, the test set on rank 0.
@@ -264,21 +335,14 @@ int run(const RunFlags& flags) {
       data_error = error.what();
     }
   }
-  const bool root_loaded = session.all_ok(!root || data_error.empty());
-  if (!session.all_ok(data_error.empty())) {
-    if (root || root_loaded) {
-      if (!data_error.empty())
-        std::cerr << "pipevm run: error: rank " << world_rank << ": " << data_error << "\n";
-    }
-    return kExitUsage;
-  }
+  if (!session_agrees(data_error)) return kExitUsage;
 
   runtime::tune_eigen_for_one_core();
   TrainingOptions options;
   options.machine.model = config.model;
   options.machine.optimizer = config.optimizer;
   options.machine.global_batch = config.batch_size;
-  options.machine.layer_costs = layer_costs;
+  options.machine.split = split;
   options.shuffle_seed = config.seed;
 
   std::unique_ptr<runtime::MpiComm> comm;
@@ -291,6 +355,22 @@ int run(const RunFlags& flags) {
   } catch (const std::exception& error) {
     return everyone_fails(kExitUsage, error.what());
   }
+  if (resumed) {
+    std::string resume_error;
+    try {
+      trainer->resume(resumed->piece, resumed->position);
+    } catch (const std::invalid_argument& error) {
+      resume_error = "--resume " + flags.resume + ": " + error.what();
+    }
+    if (!agree([&](bool ok) { return comm->all_ok(ok); }, world_rank, resume_error)) {
+      return kExitUsage;
+    }
+    resumed.reset();  // the piece's copy of the weights is no longer needed
+  }
+  std::optional<Checkpoints> checkpoints;
+  if (!config.checkpoint.empty()) {
+    checkpoints.emplace(config.checkpoint, config.checkpoint_every, identity);
+  }
 
   if (root) {
     std::printf(
@@ -302,7 +382,17 @@ int run(const RunFlags& flags) {
         static_cast<double>(config.optimizer.lr), config.data.c_str(), data->train.samples,
         data->test.samples);
     std::printf("pipevm run: GEMMs on %s; %s\n", runtime::gemm_backend().c_str(),
-                describe_split(split, layer_costs).c_str());
+                describe_split(split, layer_costs, !flags.resume.empty()).c_str());
+    if (checkpoints) {
+      const std::string when = config.checkpoint_every > 0
+                                   ? "every " + std::to_string(config.checkpoint_every) + " steps"
+                                   : "after every epoch";
+      std::printf("checkpoints into %s %s\n", config.checkpoint.c_str(), when.c_str());
+    }
+    if (!flags.resume.empty()) {
+      std::printf("resumed from %s at %s\n", flags.resume.c_str(),
+                  describe(trainer->position()).c_str());
+    }
     std::fflush(stdout);
   }
 
@@ -312,12 +402,18 @@ int run(const RunFlags& flags) {
     recorder = std::make_unique<TraceRecorder>(trainer->steps_per_epoch() > 1 ? 1 : 0, 20);
   }
   const auto start = std::chrono::steady_clock::now();
+  const int first_epoch = trainer->position().epoch;
   try {
-    for (int epoch = 0; epoch < config.epochs; ++epoch) {
+    for (int epoch = first_epoch; epoch < config.epochs; ++epoch) {
       const EpochReport report = trainer->train_epoch(
-          epoch, [&](int done, int total) { bar.show(epoch + 1, config.epochs, done, total); },
-          epoch == 0 ? recorder.get() : nullptr);
+          epoch,
+          [&](int done, int total) {
+            bar.show(epoch + 1, config.epochs, done, total);
+            if (checkpoints) checkpoints->after_step(*trainer, *comm, done, total);
+          },
+          epoch == first_epoch ? recorder.get() : nullptr);
       bar.clear();
+      if (checkpoints) checkpoints->after_epoch(*trainer, *comm);
       if (!root) continue;
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -359,6 +455,10 @@ int run(const RunFlags& flags) {
   if (root) {
     std::printf("model digest fnv1a64 %016" PRIx64 " (%zu parameters%s)\n", fnv1a(model),
                 model.size(), config.dp > 1 ? ", data-parallel replicas identical" : "");
+    if (checkpoints && checkpoints->latest()) {
+      std::printf("latest checkpoint %s at %s\n", checkpoints->directory().c_str(),
+                  describe(*checkpoints->latest()).c_str());
+    }
   }
   if (root && !config.save.empty()) {
     try {
@@ -381,7 +481,9 @@ Command add_run_command(CLI::App& root) {
       "run",
       "Train the MLP with a schedule on the MPI ranks (the default command):\n"
       "  mpirun -n 4 pipevm run schedules/gpipe.pipe [--config FILE.yaml] [flags]\n"
-      "stages = number of ranks / dp; flags override the YAML file.");
+      "stages = number of ranks / dp; flags override the YAML file.\n"
+      "Every output (--save, --trace, --profile, --checkpoint) is checked writable before\n"
+      "the run starts; a bad one stops it at once with the path and the reason.");
   command.app = app;
   app->add_option("file", flags->file, "The schedule (.pipe)")->required();
   app->add_option("--config", flags->config_file, "YAML configuration (see examples/)");
@@ -399,13 +501,31 @@ Command add_run_command(CLI::App& root) {
       app->add_option("--data", f.data, "fashion-mnist, synthetic or a directory of IDX files");
   flags->chunks = app->add_option("--chunks", f.chunks, "Model chunks per rank (default 1)");
   flags->loss = app->add_option("--loss", flags->loss_name, "cross-entropy or softmax-mse");
-  flags->save = app->add_option("--save", f.save, "Write the trained model (.safetensors)");
+  flags->save = app->add_option("--save", f.save, "Write the trained model (.safetensors)")
+                    ->type_name("FILE");
+  flags->checkpoint =
+      app->add_option("--checkpoint", f.checkpoint,
+                      "Write a checkpoint into DIR after every epoch (created when missing; it "
+                      "keeps the latest complete one); resume it with --resume DIR")
+          ->type_name("DIR");
+  flags->checkpoint_every =
+      app->add_option("--checkpoint-every", f.checkpoint_every,
+                      "Checkpoint every N steps (counted across epochs) instead of after every "
+                      "epoch")
+          ->type_name("N");
+  app->add_option("--resume", flags->resume,
+                  "Continue from the checkpoint in DIR (made by the same schedule, world, model "
+                  "and training configuration; --epochs may differ): the final weights are the "
+                  "bits an uninterrupted run would give")
+      ->type_name("DIR");
   app->add_option(
-      "--trace", flags->trace,
-      "Write a Chrome/Perfetto trace of one training step (the format of simulate --trace)");
+         "--trace", flags->trace,
+         "Write a Chrome/Perfetto trace of one training step (the format of simulate --trace)")
+      ->type_name("FILE");
   app->add_option(
-      "--profile", flags->profile,
-      "Write the measured median cost of each instruction kind (YAML for simulate --costs)");
+         "--profile", flags->profile,
+         "Write the measured median cost of each instruction kind (YAML for simulate --costs)")
+      ->type_name("FILE");
   app->add_option("--mpi-wait", flags->wait,
                   "How a rank waits for messages: spin (inside MPI; default, fastest on a "
                   "machine that is otherwise idle) or sleep (test, then nap: leaves the core "

@@ -120,9 +120,15 @@ void apply_yaml_text(const std::string& text, const std::string& name, RunConfig
       s.read("dp", config.dp);
       s.read("chunks", config.chunks);
       s.reject_unknown();
+    } else if (section == "checkpoint") {
+      Section s(node, section, name);
+      s.read("directory", config.checkpoint);
+      s.read("every_steps", config.checkpoint_every);
+      s.reject_unknown();
     } else {
       fail_at(name, entry.first.Mark(),
-              "unknown section '" + section + "' (expected model, data, training or parallel)");
+              "unknown section '" + section +
+                  "' (expected model, data, training, parallel or checkpoint)");
     }
   }
 }
@@ -155,6 +161,10 @@ void validate(const RunConfig& config) {
   if (!(config.optimizer.lr > 0.0F)) throw ConfigError("the learning rate must be positive");
   if (config.optimizer.kind != "adam" && config.optimizer.kind != "sgd") {
     throw ConfigError("unknown optimizer '" + config.optimizer.kind + "' (expected adam or sgd)");
+  }
+  if (config.checkpoint_every < 0) {
+    throw ConfigError("checkpoint.every_steps must be 0 (every epoch) or positive, not " +
+                      std::to_string(config.checkpoint_every));
   }
   if (config.data == "synthetic") {
     positive(config.synthetic_train, "data.synthetic_train");

@@ -120,4 +120,41 @@ void Optimizer::step(std::span<float> params, std::span<const float> grads) {
   }
 }
 
+Optimizer::State Optimizer::state() const {
+  State state;
+  state.steps = steps_;
+  if (adam_) {
+    state.arrays.emplace_back("first_moment", first_moment_);
+    state.arrays.emplace_back("second_moment", second_moment_);
+  } else if (!first_moment_.empty()) {
+    state.arrays.emplace_back("velocity", first_moment_);
+  }
+  return state;
+}
+
+void Optimizer::restore(const State& state) {
+  const State mine = this->state();
+  bool fits = state.steps >= 0 && state.arrays.size() == mine.arrays.size();
+  for (std::size_t i = 0; fits && i < mine.arrays.size(); ++i) {
+    fits = state.arrays[i].first == mine.arrays[i].first &&
+           state.arrays[i].second.size() == parameter_count_;
+  }
+  if (!fits) {
+    std::string expected = mine.arrays.empty() ? "no state arrays" : "";
+    for (const auto& [name, values] : mine.arrays) {
+      expected += (expected.empty() ? "" : ", ") + name;
+    }
+    throw std::invalid_argument("the optimizer state is not one of " + config_.kind + " over " +
+                                std::to_string(parameter_count_) + " parameters (expected " +
+                                expected + ")");
+  }
+  steps_ = state.steps;
+  if (adam_) {
+    first_moment_ = state.arrays[0].second;
+    second_moment_ = state.arrays[1].second;
+  } else if (!first_moment_.empty()) {
+    first_moment_ = state.arrays[0].second;
+  }
+}
+
 }  // namespace pipevm::runtime
