@@ -4,7 +4,12 @@
 // command line and files fails the same way on every rank, so rank 0 prints
 // it once and all ranks return. A failure during training (one rank only)
 // prints its message with its position in the schedule, then MPI_Abort
-// brings every rank down: never a hang.
+// brings every rank down: never a hang. A wait that makes no progress for
+// --timeout seconds (the watchdog, runtime/mpi_comm.hpp) is such a failure.
+//
+// Which MPI process plays which program rank is --layout's choice
+// (runtime/rank_layout.hpp): from here on `rank` is the program rank; rank 0
+// prints where every rank runs when the ranks span hosts.
 //
 // Output on rank 0: a header, one line per epoch (mean training loss, test
 // accuracy of the whole model gathered to rank 0, samples/s, elapsed), a
@@ -16,6 +21,7 @@
 // Not here: the VM (interpreter/vm.hpp), the epoch loop (vm_training.hpp).
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -31,6 +37,7 @@
 #include "layer_costs.hpp"
 #include "layers.hpp"
 #include "mpi_comm.hpp"
+#include "rank_layout.hpp"
 #include "run_config.hpp"
 #include "run_outputs.hpp"
 #include "safetensors.hpp"
@@ -64,6 +71,8 @@ struct RunFlags {
   CLI::Option* save = nullptr;
   CLI::Option* checkpoint = nullptr;
   CLI::Option* checkpoint_every = nullptr;
+  CLI::Option* layout = nullptr;
+  CLI::Option* timeout = nullptr;
   std::string resume;  // a checkpoint directory to continue from
   std::string loss_name;
   bool no_progress = false;
@@ -93,6 +102,8 @@ RunConfig resolve_config(const RunFlags& f) {
   if (given(f.save)) config.save = f.flags.save;
   if (given(f.checkpoint)) config.checkpoint = f.flags.checkpoint;
   if (given(f.checkpoint_every)) config.checkpoint_every = f.flags.checkpoint_every;
+  if (given(f.layout)) config.layout = f.flags.layout;
+  if (given(f.timeout)) config.timeout = f.flags.timeout;
   if (given(f.checkpoint_every) && config.checkpoint.empty()) {
     throw ConfigError(
         "--checkpoint-every needs a directory (--checkpoint DIR, or "
@@ -203,9 +214,36 @@ class ProgressBar {
   int drawn_ = -1;
 };
 
-int run(const RunFlags& flags) {
-  runtime::MpiSession session(nullptr, nullptr);
-  const int world_rank = session.world_rank();
+// Where the ranks run: the program rank this process plays (`rank`) and the
+// host of every program rank.
+struct Placement {
+  int rank = 0;
+  std::vector<std::string> hosts;  // by program rank
+  std::vector<std::string> lines;  // what rank 0 prints; empty on one host
+};
+
+Placement place_ranks(runtime::MpiSession& session, runtime::RankLayout layout, int stages) {
+  const std::vector<std::string> by_mpi_rank = session.host_names();
+  const std::vector<int> program = runtime::program_ranks(by_mpi_rank, layout, stages);
+  Placement placement;
+  placement.rank = program[static_cast<std::size_t>(session.world_rank())];
+  placement.hosts.resize(by_mpi_rank.size());
+  std::vector<int> mpi_rank_of(by_mpi_rank.size());
+  for (std::size_t mpi = 0; mpi < by_mpi_rank.size(); ++mpi) {
+    const auto rank = static_cast<std::size_t>(program[mpi]);
+    placement.hosts[rank] = by_mpi_rank[mpi];
+    mpi_rank_of[rank] = static_cast<int>(mpi);
+  }
+  const bool one_host =
+      std::all_of(by_mpi_rank.begin(), by_mpi_rank.end(),
+                  [&](const std::string& host) { return host == by_mpi_rank[0]; });
+  if (!one_host || layout != runtime::RankLayout::mpi) {
+    placement.lines = runtime::describe_placement(placement.hosts, mpi_rank_of, layout, stages);
+  }
+  return placement;
+}
+
+int train(const RunFlags& flags, runtime::MpiSession& session, int& world_rank) {
   const bool root = world_rank == 0;
   // For failures every rank meets alike: rank 0 says it, all return.
   const auto everyone_fails = [&](int status, const std::string& message) {
@@ -232,6 +270,10 @@ int run(const RunFlags& flags) {
                         " is not divisible by dp x micro-batches = " + std::to_string(config.dp) +
                         " x " + std::to_string(config.micro_batches));
   }
+  session.set_timeout(config.timeout);
+  const runtime::RankLayout layout = *runtime::rank_layout_from_name(config.layout);
+  const Placement placement = place_ranks(session, layout, stages);
+  world_rank = placement.rank;
   const auto session_agrees = [&](const std::string& error) {
     return agree([&](bool ok) { return session.all_ok(ok); }, world_rank, error);
   };
@@ -348,9 +390,13 @@ int run(const RunFlags& flags) {
   std::unique_ptr<runtime::MpiComm> comm;
   std::unique_ptr<Trainer> trainer;
   try {
+    runtime::MpiCommOptions comm_options;
+    comm_options.wait = flags.wait == "spin" ? runtime::WaitMode::spin : runtime::WaitMode::sleep;
+    comm_options.timeout_seconds = config.timeout;
+    comm_options.rank = world_rank;
+    comm_options.hosts = placement.hosts;
     comm = std::make_unique<runtime::MpiComm>(
-        session, stages, runtime::MessageTags(program->placement, shape).max_tag(),
-        flags.wait == "spin" ? runtime::WaitMode::spin : runtime::WaitMode::sleep);
+        session, stages, runtime::MessageTags(program->placement, shape).max_tag(), comm_options);
     trainer = std::make_unique<Trainer>(*program, *comm, options, data.get());
   } catch (const std::exception& error) {
     return everyone_fails(kExitUsage, error.what());
@@ -383,6 +429,7 @@ int run(const RunFlags& flags) {
         data->test.samples);
     std::printf("pipevm run: GEMMs on %s; %s\n", runtime::gemm_backend().c_str(),
                 describe_split(split, layer_costs, !flags.resume.empty()).c_str());
+    for (const std::string& line : placement.lines) std::printf("%s\n", line.c_str());
     if (checkpoints) {
       const std::string when = config.checkpoint_every > 0
                                    ? "every " + std::to_string(config.checkpoint_every) + " steps"
@@ -436,7 +483,9 @@ int run(const RunFlags& flags) {
     print_text(message, to_diagnostic(error, *program, world_rank));
     comm->abort(message.str());
   } catch (const std::exception& error) {
-    comm->abort("pipevm run: error: rank " + std::to_string(world_rank) + ": " + error.what());
+    // Between steps: the epoch's report, a checkpoint.
+    comm->abort("pipevm run: error: rank " + std::to_string(world_rank) + " at " +
+                describe(trainer->position()) + ": " + error.what());
   }
 
   // World-wide: no rank may return before the collectives below.
@@ -470,6 +519,22 @@ int run(const RunFlags& flags) {
     }
   }
   return recorded ? 0 : kExitFailed;
+}
+
+int run(const RunFlags& flags) {
+  runtime::MpiSession session(nullptr, nullptr);
+  int rank = session.world_rank();  // the program rank, once placed
+  try {
+    return train(flags, session, rank);
+  } catch (const runtime::CommError& error) {
+    // Outside the VM: at start-up, between steps (the epoch's report, a
+    // checkpoint) or at the end. Inside it, train() aborts with the
+    // instruction's place.
+    const bool timeout = dynamic_cast<const runtime::CommTimeout*>(&error) != nullptr;
+    runtime::MpiSession::abort(
+        "pipevm run: error: rank " + std::to_string(rank) + ": " + error.what(),
+        timeout ? runtime::MpiSession::kWatchdogGraceSeconds : 0.0);
+  }
 }
 
 }  // namespace
@@ -526,6 +591,19 @@ Command add_run_command(CLI::App& root) {
          "--profile", flags->profile,
          "Write the measured median cost of each instruction kind (YAML for simulate --costs)")
       ->type_name("FILE");
+  flags->layout =
+      app->add_option("--layout", f.layout,
+                      "Which parallel dimension stays inside a host: pp-inner (a replica's "
+                      "stages share a host; the all-reduce crosses hosts), dp-inner (a stage's "
+                      "replicas share a host; pipeline messages cross hosts) or mpi (MPI rank = "
+                      "program rank, as mpirun placed them; default)")
+          ->check(CLI::IsMember({"mpi", "pp-inner", "dp-inner"}));
+  flags->timeout =
+      app->add_option("--timeout", f.timeout,
+                      "The watchdog: a wait for another rank that makes no progress for SECONDS "
+                      "is an error naming the instruction and the peer, and every rank stops "
+                      "(default 300; 0: wait for ever)")
+          ->type_name("SECONDS");
   app->add_option("--mpi-wait", flags->wait,
                   "How a rank waits for messages: spin (inside MPI; default, fastest on a "
                   "machine that is otherwise idle) or sleep (test, then nap: leaves the core "

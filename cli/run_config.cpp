@@ -5,8 +5,11 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
+
+#include "rank_layout.hpp"
 
 namespace pipevm::cli {
 
@@ -119,6 +122,8 @@ void apply_yaml_text(const std::string& text, const std::string& name, RunConfig
       Section s(node, section, name);
       s.read("dp", config.dp);
       s.read("chunks", config.chunks);
+      s.read("layout", config.layout);
+      s.read("timeout", config.timeout);
       s.reject_unknown();
     } else if (section == "checkpoint") {
       Section s(node, section, name);
@@ -161,6 +166,13 @@ void validate(const RunConfig& config) {
   if (!(config.optimizer.lr > 0.0F)) throw ConfigError("the learning rate must be positive");
   if (config.optimizer.kind != "adam" && config.optimizer.kind != "sgd") {
     throw ConfigError("unknown optimizer '" + config.optimizer.kind + "' (expected adam or sgd)");
+  }
+  if (!runtime::rank_layout_from_name(config.layout)) {
+    throw ConfigError("unknown layout '" + config.layout +
+                      "' (expected mpi, pp-inner or dp-inner)");
+  }
+  if (!(config.timeout >= 0.0) || !std::isfinite(config.timeout)) {
+    throw ConfigError("the timeout must be 0 (wait for ever) or a positive number of seconds");
   }
   if (config.checkpoint_every < 0) {
     throw ConfigError("checkpoint.every_steps must be 0 (every epoch) or positive, not " +

@@ -5,7 +5,7 @@
 //   model:    {sizes: [784, 128, ..., 10], loss: cross-entropy | softmax-mse, seed: 0}
 //   data:     {source: fashion-mnist | synthetic | DIR, synthetic_train: N, synthetic_test: N}
 //   training: {epochs, batch_size, micro_batches, optimizer: adam | sgd, lr, momentum, seed}
-//   parallel: {dp, chunks}
+//   parallel: {dp, chunks, layout: mpi | pp-inner | dp-inner, timeout: SECONDS}
 //   checkpoint: {directory: DIR, every_steps: N}   (0: every epoch)
 //
 // Not here: validation against the world size or the schedule (run_command.cpp).
@@ -38,9 +38,11 @@ struct RunConfig {
   std::uint64_t seed = 0;              // shuffling of the training set
   int dp = 1;
   int chunks = 1;
-  std::string save;          // --save FILE.safetensors
-  std::string checkpoint;    // a directory: checkpoints are written there
-  int checkpoint_every = 0;  // steps between checkpoints; 0: after every epoch
+  std::string layout = "mpi";  // which dimension stays inside a host (runtime/rank_layout.hpp)
+  double timeout = 300.0;      // the watchdog: seconds a wait may last; 0: for ever
+  std::string save;            // --save FILE.safetensors
+  std::string checkpoint;      // a directory: checkpoints are written there
+  int checkpoint_every = 0;    // steps between checkpoints; 0: after every epoch
 };
 
 // Applies the YAML file at `path` onto `config`. Throws ConfigError.

@@ -28,6 +28,12 @@ class CommError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A wait that made no progress within the watchdog's timeout (MpiComm).
+class CommTimeout : public CommError {
+ public:
+  using CommError::CommError;
+};
+
 class Comm {
  public:
   // A pending non-blocking operation; complete it with wait() or wait_all().

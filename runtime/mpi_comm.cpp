@@ -11,8 +11,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <string>
+#include <thread>
 
 namespace pipevm::runtime {
 
@@ -38,6 +40,8 @@ namespace {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 int to_count(std::size_t size) {
   if (size > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
     throw CommError("message of " + std::to_string(size) + " elements exceeds MPI's int count");
@@ -45,30 +49,82 @@ int to_count(std::size_t size) {
   return static_cast<int>(size);
 }
 
-// Completes `count` requests. With `sleep`, after a short spin it tests with
-// growing sleeps in between instead of spinning inside MPI: a rank that
-// spins keeps its core (and, under the kernel's fair scheduler, spends its
-// share of it) while the rank it waits for may be queued behind it, which is
-// the common case with more ranks than cores or on a busy machine.
-void complete_requests(MPI_Request* requests, int count, bool sleep) {
-  if (!sleep) {
+// How a rank waits: napping or not, and for how long at most (0: for ever).
+struct Waiting {
+  bool sleep = false;
+  double timeout_seconds = 0.0;
+};
+
+// Completes `count` requests; false (with the seconds waited) when the
+// timeout passed first, the requests left pending. Without a timeout a
+// spinning wait is MPI_Waitall. Otherwise it tests in a loop, reading the
+// clock in between; with `sleep`, after a short spin it naps with growing
+// sleeps instead of spinning inside MPI: a rank that spins keeps its core
+// (and, under the kernel's fair scheduler, spends its share of it) while the
+// rank it waits for may be queued behind it, which is the common case with
+// more ranks than cores or on a busy machine.
+bool complete_requests(MPI_Request* requests, int count, const Waiting& how, double& waited) {
+  const bool limited = how.timeout_seconds > 0.0;
+  if (!how.sleep && !limited) {
     PIPEVM_MPI_CHECK(MPI_Waitall(count, requests, MPI_STATUSES_IGNORE));
-    return;
+    return true;
   }
-  constexpr auto spin = std::chrono::microseconds(20);
-  constexpr long longest_nap_ns = 50'000;
-  const auto start = std::chrono::steady_clock::now();
-  long nap_ns = 2'000;
   int done = 0;
   PIPEVM_MPI_CHECK(MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE));
-  while (!done) {
-    if (std::chrono::steady_clock::now() - start > spin) {
+  if (done) return true;
+  constexpr auto spin = std::chrono::microseconds(20);
+  constexpr long longest_nap_ns = 50'000;
+  const auto limit = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(how.timeout_seconds));
+  const auto start = Clock::now();
+  long nap_ns = 2'000;
+  while (true) {
+    const auto elapsed = Clock::now() - start;
+    if (limited && elapsed > limit) {
+      waited = std::chrono::duration<double>(elapsed).count();
+      return false;
+    }
+    if (how.sleep && elapsed > spin) {
       const timespec nap{0, nap_ns};
       nanosleep(&nap, nullptr);
       nap_ns = std::min(2 * nap_ns, longest_nap_ns);
     }
     PIPEVM_MPI_CHECK(MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE));
+    if (done) return true;
   }
+}
+
+std::string seconds_text(double seconds, int decimals) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.*f", decimals, seconds);
+  return text;
+}
+
+// "no progress for 5.0 s (timeout 5 s) on host h1: waiting WHAT"
+[[noreturn]] void throw_timeout(double waited, double timeout, const std::string& host,
+                                const std::string& what) {
+  char limit[32];
+  std::snprintf(limit, sizeof limit, "%g", timeout);
+  throw CommTimeout("no progress for " + seconds_text(waited, 1) + " s (timeout " + limit + " s)" +
+                    (host.empty() ? "" : " on host " + host) + ": waiting " + what);
+}
+
+// Completes a world-wide operation of the session (before any Comm exists).
+void complete_session_request(MPI_Request& request, double timeout, const std::string& host,
+                              const char* what) {
+  double waited = 0.0;
+  if (!complete_requests(&request, 1, {false, timeout}, waited)) {
+    throw_timeout(waited, timeout, host, what);
+  }
+}
+
+// Open MPI's non-blocking all-reduce (libnbc) reduces in place along a
+// binomial tree and broadcasts back: twice the time of the blocking
+// MPI_Allreduce on 724 KB between two ranks. Reduce-scatter + allgather
+// (its algorithm 3) takes what the blocking one does. A choice the user
+// made (mpirun --mca, or the environment) stands.
+void prefer_fast_nonblocking_allreduce() {
+  setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "3", 0);
 }
 
 }  // namespace
@@ -76,7 +132,10 @@ void complete_requests(MPI_Request* requests, int count, bool sleep) {
 MpiSession::MpiSession(int* argc, char*** argv) {
   int initialized = 0;
   PIPEVM_MPI_CHECK(MPI_Initialized(&initialized));
-  if (!initialized) PIPEVM_MPI_CHECK(MPI_Init(argc, argv));
+  if (!initialized) {
+    prefer_fast_nonblocking_allreduce();
+    PIPEVM_MPI_CHECK(MPI_Init(argc, argv));
+  }
   PIPEVM_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
   PIPEVM_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_));
   PIPEVM_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world_size_));
@@ -84,6 +143,10 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   int found = 0;
   PIPEVM_MPI_CHECK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &value, &found));
   if (found && value != nullptr) tag_upper_bound_ = *static_cast<int*>(value);
+  char host[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  PIPEVM_MPI_CHECK(MPI_Get_processor_name(host, &length));
+  host_.assign(host, static_cast<std::size_t>(length));
 }
 
 MpiSession::~MpiSession() {
@@ -95,40 +158,84 @@ MpiSession::~MpiSession() {
 bool MpiSession::all_ok(bool ok) const {
   int mine = ok ? 1 : 0;
   int all = 0;
-  PIPEVM_MPI_CHECK(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD));
+  MPI_Request request = MPI_REQUEST_NULL;
+  PIPEVM_MPI_CHECK(MPI_Iallreduce(&mine, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD, &request));
+  complete_session_request(request, timeout_seconds_, host_,
+                           "in a world-wide agreement of all ranks at start-up");
   return all != 0;
 }
 
 void MpiSession::broadcast_from_root(std::span<std::byte> data) const {
-  PIPEVM_MPI_CHECK(MPI_Bcast(data.data(), to_count(data.size()), MPI_BYTE, 0, MPI_COMM_WORLD));
+  MPI_Request request = MPI_REQUEST_NULL;
+  PIPEVM_MPI_CHECK(
+      MPI_Ibcast(data.data(), to_count(data.size()), MPI_BYTE, 0, MPI_COMM_WORLD, &request));
+  complete_session_request(request, timeout_seconds_, host_,
+                           "in a world-wide broadcast from MPI rank 0 at start-up");
 }
 
-void MpiSession::abort(std::string_view message) {
+std::vector<std::string> MpiSession::host_names() {
+  std::vector<char> mine(MPI_MAX_PROCESSOR_NAME, '\0');
+  std::copy(host_.begin(), host_.end(), mine.begin());
+  std::vector<char> all(mine.size() * static_cast<std::size_t>(world_size_));
+  MPI_Request request = MPI_REQUEST_NULL;
+  PIPEVM_MPI_CHECK(MPI_Iallgather(mine.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(),
+                                  MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD, &request));
+  complete_session_request(request, timeout_seconds_, host_,
+                           "in the world-wide exchange of host names at start-up");
+  std::vector<std::string> hosts;
+  for (int rank = 0; rank < world_size_; ++rank) {
+    const char* name = all.data() + static_cast<std::size_t>(rank) * mine.size();
+    hosts.emplace_back(name, strnlen(name, mine.size()));
+  }
+  return hosts;
+}
+
+void MpiSession::abort(std::string_view message, double grace_seconds) {
   std::fprintf(stderr, "%.*s\n", static_cast<int>(message.size()), message.data());
   std::fflush(stderr);
+  if (grace_seconds > 0.0)
+    std::this_thread::sleep_for(std::chrono::duration<double>(grace_seconds));
+  // MPI_Abort reaches the other ranks through this host's Open MPI daemon
+  // and mpirun; from a host whose link is down it may never return.
+  std::thread([] {
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    std::_Exit(1);
+  }).detach();
   MPI_Abort(MPI_COMM_WORLD, 1);
   std::abort();
 }
 
 struct MpiComm::State {
-  int world_rank = 0;
+  // What a pending request waits for, for the watchdog's message.
+  struct Subject {
+    enum class Kind : std::uint8_t { send, recv, all_reduce } kind = Kind::send;
+    int peer = 0;  // program rank (send, recv)
+  };
+
+  int world_rank = 0;  // the program rank
   int world_size = 1;
   int stages = 1;
+  MPI_Comm world = MPI_COMM_NULL;  // MPI_COMM_WORLD ordered by program rank
   MPI_Comm pipeline = MPI_COMM_NULL;
   MPI_Comm data_parallel = MPI_COMM_NULL;
   std::vector<MPI_Request> requests;  // slot i is request id i; MPI_REQUEST_NULL when free
+  std::vector<Subject> subjects;      // of slot i
   std::vector<int> free_slots;
   int active = 0;
-  bool sleep_while_waiting = false;
+  Waiting waiting;
+  std::vector<std::string> hosts;  // by program rank; may be empty
+  bool timed_out = false;
 
-  Request take_slot() {
+  Request take_slot(Subject subject) {
     if (free_slots.empty()) {
       const std::size_t grown = requests.empty() ? 16 : requests.size() * 2;
       for (std::size_t i = grown; i-- > requests.size();) free_slots.push_back(static_cast<int>(i));
       requests.resize(grown, MPI_REQUEST_NULL);
+      subjects.resize(grown);
     }
     const int slot = free_slots.back();
     free_slots.pop_back();
+    subjects[static_cast<std::size_t>(slot)] = subject;
     ++active;
     return slot;
   }
@@ -136,30 +243,96 @@ struct MpiComm::State {
     free_slots.push_back(slot);
     --active;
   }
+
+  int program_rank(int stage, int dp_rank) const { return dp_rank * stages + stage; }
+
+  // "rank 3 (stage 1, replica 1, host h2)"
+  std::string rank_text(int rank) const {
+    return "rank " + std::to_string(rank) + " (stage " + std::to_string(rank % stages) +
+           ", replica " + std::to_string(rank / stages) +
+           (hosts.empty() ? "" : ", host " + hosts[static_cast<std::size_t>(rank)]) + ")";
+  }
+  // "all 4 ranks (hosts h1, h2)"
+  std::string world_text() const {
+    std::string text = "all " + std::to_string(world_size) + " ranks";
+    std::vector<std::string> on;
+    for (const std::string& host : hosts) {
+      if (std::find(on.begin(), on.end(), host) == on.end()) on.push_back(host);
+    }
+    for (std::size_t i = 0; i < on.size(); ++i) {
+      text += (i == 0 ? (on.size() > 1 ? " (hosts " : " (host ") : ", ") + on[i];
+    }
+    return on.empty() ? text : text + ")";
+  }
+
+  std::string describe(const Subject& subject) const {
+    switch (subject.kind) {
+      case Subject::Kind::send:
+        return "for " + rank_text(subject.peer) + " to receive";
+      case Subject::Kind::recv:
+        return "to receive from " + rank_text(subject.peer);
+      case Subject::Kind::all_reduce: {
+        const int stage = world_rank % stages;
+        std::string others;
+        for (int replica = 0; replica < world_size / stages; ++replica) {
+          const int rank = program_rank(stage, replica);
+          if (rank != world_rank) others += (others.empty() ? "" : ", ") + rank_text(rank);
+        }
+        return "in the all-reduce of stage " + std::to_string(stage) + "'s replicas with " + others;
+      }
+    }
+    return "";
+  }
+
+  [[noreturn]] void time_out(double waited, const std::string& what) {
+    timed_out = true;
+    throw_timeout(waited, waiting.timeout_seconds,
+                  hosts.empty() ? "" : hosts[static_cast<std::size_t>(world_rank)], what);
+  }
+
+  // Completes one request of `subject` (not from the pool).
+  void complete(MPI_Request& request, const Subject& subject) {
+    double waited = 0.0;
+    if (!complete_requests(&request, 1, waiting, waited)) time_out(waited, describe(subject));
+  }
+  // Completes one world-wide collective; `what()` says which, when needed.
+  template <typename What>
+  void complete_world(MPI_Request& request, const What& what) {
+    double waited = 0.0;
+    if (!complete_requests(&request, 1, waiting, waited)) time_out(waited, what());
+  }
 };
 
-MpiComm::MpiComm(const MpiSession& session, int stages, std::int64_t max_tag, WaitMode wait)
+MpiComm::MpiComm(const MpiSession& session, int stages, std::int64_t max_tag,
+                 MpiCommOptions options)
     : state_(std::make_unique<State>()) {
   State& s = *state_;
-  s.sleep_while_waiting = wait == WaitMode::sleep;
+  s.waiting = {options.wait == WaitMode::sleep, options.timeout_seconds};
   // Naps of a few microseconds, not the default 50 us of timer slack.
-  if (s.sleep_while_waiting) prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
-  s.world_rank = session.world_rank();
+  if (s.waiting.sleep) prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+  s.world_rank = options.rank < 0 ? session.world_rank() : options.rank;
   s.world_size = session.world_size();
   s.stages = stages;
   if (stages <= 0 || s.world_size % stages != 0) {
     throw CommError("the world size " + std::to_string(s.world_size) +
                     " is not a multiple of the stage count " + std::to_string(stages));
   }
+  if (s.world_rank >= s.world_size || (s.world_rank == 0) != (session.world_rank() == 0)) {
+    throw CommError("MPI rank " + std::to_string(session.world_rank()) + " cannot play rank " +
+                    std::to_string(s.world_rank) + " (program rank 0 must be MPI rank 0)");
+  }
   if (max_tag > session.tag_upper_bound()) {
     throw CommError("this configuration needs message tags up to " + std::to_string(max_tag) +
                     ", more than this MPI allows (MPI_TAG_UB = " +
                     std::to_string(session.tag_upper_bound()) + "); use fewer micro-batches");
   }
+  if (static_cast<int>(options.hosts.size()) == s.world_size) s.hosts = std::move(options.hosts);
   const int stage = s.world_rank % stages;
   const int dp_rank = s.world_rank / stages;
-  PIPEVM_MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, dp_rank, stage, &s.pipeline));
-  PIPEVM_MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, stage, dp_rank, &s.data_parallel));
+  PIPEVM_MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, 0, s.world_rank, &s.world));
+  PIPEVM_MPI_CHECK(MPI_Comm_set_errhandler(s.world, MPI_ERRORS_RETURN));
+  PIPEVM_MPI_CHECK(MPI_Comm_split(s.world, dp_rank, stage, &s.pipeline));
+  PIPEVM_MPI_CHECK(MPI_Comm_split(s.world, stage, dp_rank, &s.data_parallel));
   PIPEVM_MPI_CHECK(MPI_Comm_set_errhandler(s.pipeline, MPI_ERRORS_RETURN));
   PIPEVM_MPI_CHECK(MPI_Comm_set_errhandler(s.data_parallel, MPI_ERRORS_RETURN));
 }
@@ -171,6 +344,7 @@ MpiComm::~MpiComm() {
   if (finalized) return;
   if (s.pipeline != MPI_COMM_NULL) MPI_Comm_free(&s.pipeline);
   if (s.data_parallel != MPI_COMM_NULL) MPI_Comm_free(&s.data_parallel);
+  if (s.world != MPI_COMM_NULL) MPI_Comm_free(&s.world);
 }
 
 int MpiComm::world_rank() const {
@@ -187,47 +361,61 @@ int MpiComm::dp() const {
 }
 
 void MpiComm::send(int peer_stage, int tag, std::span<const float> data) {
+  State& s = *state_;
   MPI_Request request = MPI_REQUEST_NULL;
   PIPEVM_MPI_CHECK(MPI_Isend(data.data(), to_count(data.size()), MPI_FLOAT, peer_stage, tag,
-                             state_->pipeline, &request));
-  complete_requests(&request, 1, state_->sleep_while_waiting);
+                             s.pipeline, &request));
+  s.complete(request, {State::Subject::Kind::send, s.program_rank(peer_stage, dp_rank())});
 }
 
 void MpiComm::recv(int peer_stage, int tag, std::span<float> data) {
+  State& s = *state_;
   MPI_Request request = MPI_REQUEST_NULL;
   PIPEVM_MPI_CHECK(MPI_Irecv(data.data(), to_count(data.size()), MPI_FLOAT, peer_stage, tag,
-                             state_->pipeline, &request));
-  complete_requests(&request, 1, state_->sleep_while_waiting);
+                             s.pipeline, &request));
+  s.complete(request, {State::Subject::Kind::recv, s.program_rank(peer_stage, dp_rank())});
 }
 
 Comm::Request MpiComm::isend(int peer_stage, int tag, std::span<const float> data) {
-  const Request id = state_->take_slot();
+  State& s = *state_;
+  const Request id =
+      s.take_slot({State::Subject::Kind::send, s.program_rank(peer_stage, dp_rank())});
   PIPEVM_MPI_CHECK(MPI_Isend(data.data(), to_count(data.size()), MPI_FLOAT, peer_stage, tag,
-                             state_->pipeline, &state_->requests[static_cast<std::size_t>(id)]));
+                             s.pipeline, &s.requests[static_cast<std::size_t>(id)]));
   return id;
 }
 
 Comm::Request MpiComm::irecv(int peer_stage, int tag, std::span<float> data) {
-  const Request id = state_->take_slot();
+  State& s = *state_;
+  const Request id =
+      s.take_slot({State::Subject::Kind::recv, s.program_rank(peer_stage, dp_rank())});
   PIPEVM_MPI_CHECK(MPI_Irecv(data.data(), to_count(data.size()), MPI_FLOAT, peer_stage, tag,
-                             state_->pipeline, &state_->requests[static_cast<std::size_t>(id)]));
+                             s.pipeline, &s.requests[static_cast<std::size_t>(id)]));
   return id;
 }
 
 void MpiComm::allreduce_sum(std::span<float> data) {
+  State& s = *state_;
   if (dp() == 1) return;
-  // The blocking collective, even when waits nap: Open MPI's tuned
-  // MPI_Allreduce took 2-3x less time than MPI_Iallreduce + wait on 724 KB.
-  PIPEVM_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data.data(), to_count(data.size()), MPI_FLOAT,
-                                 MPI_SUM, state_->data_parallel));
+  if (s.waiting.timeout_seconds <= 0.0 && !s.waiting.sleep) {
+    // No watchdog: the blocking collective, Open MPI's own choice of algorithm.
+    PIPEVM_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data.data(), to_count(data.size()), MPI_FLOAT,
+                                   MPI_SUM, s.data_parallel));
+    return;
+  }
+  MPI_Request request = MPI_REQUEST_NULL;
+  PIPEVM_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data.data(), to_count(data.size()), MPI_FLOAT,
+                                  MPI_SUM, s.data_parallel, &request));
+  s.complete(request, {State::Subject::Kind::all_reduce, 0});
 }
 
 Comm::Request MpiComm::iallreduce_sum(std::span<float> data) {
-  const Request id = state_->take_slot();
+  State& s = *state_;
+  const Request id = s.take_slot({State::Subject::Kind::all_reduce, 0});
   if (dp() == 1) return id;  // its slot stays MPI_REQUEST_NULL: waiting is a no-op
   PIPEVM_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data.data(), to_count(data.size()), MPI_FLOAT,
-                                  MPI_SUM, state_->data_parallel,
-                                  &state_->requests[static_cast<std::size_t>(id)]));
+                                  MPI_SUM, s.data_parallel,
+                                  &s.requests[static_cast<std::size_t>(id)]));
   return id;
 }
 
@@ -236,14 +424,32 @@ void MpiComm::wait(Request request) {
   if (request < 0 || static_cast<std::size_t>(request) >= s.requests.size()) {
     throw CommError("wait on an unknown request " + std::to_string(request));
   }
-  complete_requests(&s.requests[static_cast<std::size_t>(request)], 1, s.sleep_while_waiting);
+  const auto slot = static_cast<std::size_t>(request);
+  s.complete(s.requests[slot], s.subjects[slot]);
   s.release_slot(request);
 }
 
 void MpiComm::wait_all() {
   State& s = *state_;
   if (s.active == 0) return;
-  complete_requests(s.requests.data(), to_count(s.requests.size()), s.sleep_while_waiting);
+  double waited = 0.0;
+  if (!complete_requests(s.requests.data(), to_count(s.requests.size()), s.waiting, waited)) {
+    // Name what is still missing: the requests not complete yet.
+    std::vector<std::string> missing;
+    for (std::size_t i = 0; i < s.requests.size(); ++i) {
+      int complete = 1;
+      if (s.requests[i] != MPI_REQUEST_NULL) {
+        PIPEVM_MPI_CHECK(MPI_Request_get_status(s.requests[i], &complete, MPI_STATUS_IGNORE));
+      }
+      const std::string what = s.describe(s.subjects[i]);
+      if (!complete && std::find(missing.begin(), missing.end(), what) == missing.end()) {
+        missing.push_back(what);
+      }
+    }
+    std::string text;
+    for (const std::string& what : missing) text += (text.empty() ? "" : "; and ") + what;
+    s.time_out(waited, text);
+  }
   // Every slot is free again; rebuild the free list without reallocating.
   s.free_slots.clear();
   for (std::size_t i = s.requests.size(); i-- > 0;) s.free_slots.push_back(static_cast<int>(i));
@@ -265,20 +471,29 @@ int MpiComm::pending() const {
 }
 
 bool MpiComm::all_ok(bool ok) {
+  State& s = *state_;
   int mine = ok ? 1 : 0;
   int all = 0;
-  PIPEVM_MPI_CHECK(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD));
+  MPI_Request request = MPI_REQUEST_NULL;
+  PIPEVM_MPI_CHECK(MPI_Iallreduce(&mine, &all, 1, MPI_INT, MPI_LAND, s.world, &request));
+  s.complete_world(request, [&] { return "in a world-wide agreement with " + s.world_text(); });
   return all != 0;
 }
 
 std::vector<std::byte> MpiComm::gather_to_root(std::span<const std::byte> mine,
                                                std::vector<std::size_t>& counts) {
-  const State& s = *state_;
+  State& s = *state_;
   const bool root = s.world_rank == 0;
+  const auto what = [&] {
+    return root ? "in a world-wide gather from " + s.world_text()
+                : "in a world-wide gather to " + s.rank_text(0);
+  };
   int my_count = to_count(mine.size());
   std::vector<int> int_counts(root ? static_cast<std::size_t>(s.world_size) : 0);
+  MPI_Request request = MPI_REQUEST_NULL;
   PIPEVM_MPI_CHECK(
-      MPI_Gather(&my_count, 1, MPI_INT, int_counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD));
+      MPI_Igather(&my_count, 1, MPI_INT, int_counts.data(), 1, MPI_INT, 0, s.world, &request));
+  s.complete_world(request, what);
   std::vector<int> displacements(int_counts.size());
   std::size_t total = 0;
   counts.assign(int_counts.size(), 0);
@@ -288,17 +503,25 @@ std::vector<std::byte> MpiComm::gather_to_root(std::span<const std::byte> mine,
     total += counts[r];
   }
   std::vector<std::byte> all(total);
-  PIPEVM_MPI_CHECK(MPI_Gatherv(mine.data(), my_count, MPI_BYTE, all.data(), int_counts.data(),
-                               displacements.data(), MPI_BYTE, 0, MPI_COMM_WORLD));
+  PIPEVM_MPI_CHECK(MPI_Igatherv(mine.data(), my_count, MPI_BYTE, all.data(), int_counts.data(),
+                                displacements.data(), MPI_BYTE, 0, s.world, &request));
+  s.complete_world(request, what);
   return all;
 }
 
 void MpiComm::broadcast_from_root(std::span<std::byte> data) {
-  PIPEVM_MPI_CHECK(MPI_Bcast(data.data(), to_count(data.size()), MPI_BYTE, 0, MPI_COMM_WORLD));
+  State& s = *state_;
+  MPI_Request request = MPI_REQUEST_NULL;
+  PIPEVM_MPI_CHECK(MPI_Ibcast(data.data(), to_count(data.size()), MPI_BYTE, 0, s.world, &request));
+  s.complete_world(request, [&] {
+    return s.world_rank == 0 ? "in a world-wide broadcast to " + s.world_text()
+                             : "in a world-wide broadcast from " + s.rank_text(0);
+  });
 }
 
 void MpiComm::abort(std::string_view message) {
-  MpiSession::abort(message);
+  const State& s = *state_;
+  MpiSession::abort(message, s.timed_out ? MpiSession::kWatchdogGraceSeconds : 0.0);
 }
 
 }  // namespace pipevm::runtime
