@@ -6,13 +6,15 @@
 cluster=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/cluster.sh
 
 # Re-runs the calling script on host h1 of a fresh cluster of HOSTS hosts
-# (removed however the script ends); returns when already on one. Exit
-# status 77 (CTest's skip) with the reason where no cluster can be made.
-on_fresh_cluster() { # hosts script args...
+# (HOSTSxSLOTS: with SLOTS slots each; default 2), removed however the
+# script ends; returns when already on one. Exit status 77 (CTest's skip)
+# with the reason where no cluster can be made.
+on_fresh_cluster() { # hosts[xslots] script args...
   [[ -z ${CLUSTER_NAME:-} ]] || return 0
-  local hosts=$1
+  local hosts=${1%x*} slots=2
+  [[ $1 != *x* ]] || slots=${1#*x}
   shift
-  exec "$cluster" with "$hosts" -- "$@"
+  exec "$cluster" with "$hosts" --slots "$slots" -- "$@"
 }
 
 # mpirun across the cluster: its hostfile, its interface for messages (btl)
@@ -27,15 +29,14 @@ cluster_mpirun() {
     --mca oob_tcp_if_include "$CLUSTER_INTERFACE" --mca mpi_yield_when_idle 1 "${forward[@]}" "$@"
 }
 
-# Where mpirun --display-map put the ranks: "h1:0,2 h2:1,3" (mpirun may
-# print the map more than once).
-job_map() { # file with mpirun's output
-  awk '/Data for node:/ { node = $4 }
-       /Process rank:/ { for (i = 1; i < NF; ++i) if ($i == "rank:") print node, $(i + 1) }' "$1" |
-    sort -u -k1,1 -k2,2n |
-    awk '{ if ($1 in ranks) ranks[$1] = ranks[$1] "," $2; else ranks[$1] = $2 }
-         END { for (node in ranks) print node ":" ranks[node] }' |
-    sort | paste -sd' '
+# Where pipevm placed its ranks, from the placement rank 0 prints
+# ("  h1: rank 0 (stage 0, replica 0), rank 2 (...)"): "h1:0,2 h2:1,3".
+placement_map() { # file with pipevm's output
+  sed -n 's/^  \(h[0-9]*\): \(rank .*\)$/\1 \2/p' "$1" |
+    awk '{ ranks = ""
+           for (i = 2; i < NF; ++i) if ($i == "rank" && $(i - 1) != "MPI") ranks = ranks (ranks == "" ? "" : ",") $(i + 1)
+           print $1 ":" ranks }' |
+    paste -sd' '
 }
 
 # Process ids of the programs named NAME running on HOST.

@@ -40,4 +40,6 @@ for way in "${ways[@]}"; do
   [[ ! -e $marker ]] || fail "cluster.sh with ran its command without a cluster"
   expect_skip "remote_kill_test.sh, $way" "${unprivileged[@]}" "$here/remote_kill_test.sh" \
     /no/pipevm /no/schedule
+  expect_skip "link_down_test.sh, $way" "${unprivileged[@]}" "$here/link_down_test.sh" \
+    /no/pipevm /no/schedule /no/config /no/reference /no/work
 done
