@@ -47,17 +47,9 @@ trap 'kill "$run" 2>/dev/null' EXIT
 
 # The process of rank $victim: a pipevm process with this script's marker
 # and the rank in its environment.
-find_victim() {
-  for dir in /proc/[0-9]*; do
-    read -r name <"$dir/comm" 2>/dev/null || continue
-    [ "$name" = pipevm ] || continue
-    tr '\0' '\n' <"$dir/environ" 2>/dev/null >"$work/environ" || continue
-    if grep -qx "PIPEVM_KILL_AND_RESUME=$$" "$work/environ" &&
-      grep -qx "OMPI_COMM_WORLD_RANK=$victim" "$work/environ"; then
-      echo "${dir#/proc/}"
-    fi
-  done
-}
+# shellcheck source=rank_process.sh
+. "$(dirname "$0")/rank_process.sh"
+find_victim() { rank_process "PIPEVM_KILL_AND_RESUME=$$" "$victim" "$work/environ"; }
 tries=0
 pid=
 while [ -z "$pid" ]; do

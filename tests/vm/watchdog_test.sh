@@ -13,8 +13,8 @@
 #     naming the stopped rank as the peer it waits for, with its stage and
 #     host;
 #   - the stopped process is gone too.
-# The victim is found as kill_and_resume.sh finds it: by this script's
-# marker and Open MPI's OMPI_COMM_WORLD_RANK in its environment.
+# The victim is found by this script's marker and Open MPI's
+# OMPI_COMM_WORLD_RANK in its environment (rank_process.sh).
 set -u
 work=$1
 timeout=$2
@@ -36,17 +36,9 @@ export PIPEVM_WATCHDOG_TEST
 run=$!
 trap 'kill "$run" 2>/dev/null' EXIT
 
-find_victim() {
-  for dir in /proc/[0-9]*; do
-    read -r name <"$dir/comm" 2>/dev/null || continue
-    [ "$name" = pipevm ] || continue
-    tr '\0' '\n' <"$dir/environ" 2>/dev/null >"$work/environ" || continue
-    if grep -qx "PIPEVM_WATCHDOG_TEST=$$" "$work/environ" &&
-      grep -qx "OMPI_COMM_WORLD_RANK=$victim" "$work/environ"; then
-      echo "${dir#/proc/}"
-    fi
-  done
-}
+# shellcheck source=rank_process.sh
+. "$(dirname "$0")/rank_process.sh"
+find_victim() { rank_process "PIPEVM_WATCHDOG_TEST=$$" "$victim" "$work/environ"; }
 # Training runs once rank 0 reported an epoch.
 tries=0
 pid=
