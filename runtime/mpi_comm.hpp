@@ -5,13 +5,14 @@
 // dp_rank), with world rank = dp_rank * stages + stage. Every MPI call is
 // checked; failures become CommError with file:line and MPI_Error_string.
 //
-// The watchdog: with a timeout, every wait (a message, a non-blocking or
+// The watchdog: with a timeout, every wait (a message, an all-reduce, a
 // world-wide collective) tests its requests in a loop instead of blocking
-// inside MPI, and one that has not completed after the timeout throws a
-// CommError naming what it waited for: the peer's program rank, stage and
-// host, or the group of a collective, and how long. A blocking MPI
-// collective could not be interrupted, so there are none once a Comm
-// exists. The MPI headers stay in mpi_comm.cpp.
+// inside MPI, and one that has not completed after the timeout throws
+// CommTimeout naming what it waited for: the peer's program rank, stage and
+// host, or the group of a collective, and how long. A blocking MPI call
+// could not be interrupted, so with a timeout (or napping waits) every
+// collective is MPI's non-blocking one. The MPI headers stay in
+// mpi_comm.cpp.
 #pragma once
 
 #include <cstdint>
