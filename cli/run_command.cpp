@@ -238,7 +238,7 @@ int run(const RunFlags& flags) {
   std::unique_ptr<Trainer> trainer;
   try {
     comm = std::make_unique<runtime::MpiComm>(
-        session, stages, runtime::MessageTags(program->placement, shape).max_tag(),
+        session, stages, MessageTags(program->placement, shape).max_tag(),
         flags.wait == "spin" ? runtime::WaitMode::spin : runtime::WaitMode::sleep);
     trainer = std::make_unique<Trainer>(*program, *comm, options, data.get());
   } catch (const std::exception& error) {

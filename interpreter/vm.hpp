@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "comm.hpp"
-#include "comm_tags.hpp"
 #include "data.hpp"
 #include "diagnostics.hpp"
+#include "message_tags.hpp"
 #include "model.hpp"
 #include "optimizer.hpp"
 #include "program.hpp"
@@ -143,7 +143,7 @@ class Machine {
   int stage_;
   int dp_rank_;
   runtime::Comm& comm_;
-  runtime::MessageTags tags_;
+  MessageTags tags_;
   int rows_;
   float loss_scale_;
   std::vector<Chunk> chunks_;

@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
       TrainingOptions options = vm_test::training_options(config.dp * c.micro_batches * 2, 3);
       options.machine.model.sizes = {24, 22, 20, 18, 16, 14, 12, 10, 6};
       runtime::MpiComm comm(session, config.stages,
-                            runtime::MessageTags(program.placement, config).max_tag());
+                            MessageTags(program.placement, config).max_tag());
       Trainer trainer(program, comm, options, &vm_test::small_data());
       trainer.train_epoch(0);
       const std::vector<float> trained = trainer.gather_parameters();

@@ -9,7 +9,6 @@
 #include <numeric>
 #include <vector>
 
-#include "comm_tags.hpp"
 #include "inprocess_comm.hpp"
 
 namespace pipevm::runtime {
@@ -113,24 +112,6 @@ TEST(vm_comm, a_receive_that_never_comes_times_out) {
   InProcessComm comm(world, 1);
   std::vector<float> never(1);
   EXPECT_THROW(comm.recv(0, 1, never), CommError);
-}
-
-TEST(vm_comm, tags_are_distinct_for_distinct_keys) {
-  const Config config{4, 8, 2, 1};
-  const MessageTags tags(Placement::looped, config);
-  std::vector<int> seen;
-  for (std::uint32_t mb = 0; mb < 8; ++mb) {
-    for (int producer = 0; producer < 8; ++producer) {
-      for (const MessageKind kind : {MessageKind::act, MessageKind::grad}) {
-        seen.push_back(tags.tag({kind, 0, producer, mb}));
-      }
-    }
-  }
-  std::sort(seen.begin(), seen.end());
-  EXPECT_EQ(std::adjacent_find(seen.begin(), seen.end()), seen.end());
-  EXPECT_EQ(seen.front(), 0);
-  EXPECT_EQ(seen.back(), tags.max_message_tag());
-  EXPECT_EQ(tags.gradient_sum_tag(7), tags.max_tag());
 }
 
 }  // namespace

@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
       const Program program = vm_test::compile_file(vm_test::schedule_path(c.schedule), config);
       const TrainingOptions options = vm_test::training_options(16, 3);
       runtime::MpiComm comm(session, config.stages,
-                            runtime::MessageTags(program.placement, config).max_tag());
+                            MessageTags(program.placement, config).max_tag());
       Trainer trainer(program, comm, options, &vm_test::small_data());
       trainer.train_epoch(0);
       const std::vector<float> trained = trainer.gather_parameters();

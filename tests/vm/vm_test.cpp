@@ -5,10 +5,12 @@
 // what the runtime cannot execute is reported at its source position.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <mutex>
 
 #include "inprocess_comm.hpp"
+#include "message_tags.hpp"
 #include "vm.hpp"
 #include "vm_test_support.hpp"
 
@@ -362,6 +364,24 @@ TEST(vm, observer_sees_every_instruction) {
   EXPECT_EQ(observer.calls, static_cast<int>(program.rank(0).size()));
   EXPECT_EQ(observer.last_index, program.rank(0).size() - 1);
   EXPECT_TRUE(observer.ordered);
+}
+
+TEST(vm, message_tags_are_distinct_for_distinct_keys) {
+  const Config config{4, 8, 2, 1};
+  const MessageTags tags(Placement::looped, config);
+  std::vector<int> seen;
+  for (std::uint32_t mb = 0; mb < 8; ++mb) {
+    for (int producer = 0; producer < 8; ++producer) {
+      for (const MessageKind kind : {MessageKind::act, MessageKind::grad}) {
+        seen.push_back(tags.tag({kind, 0, producer, mb}));
+      }
+    }
+  }
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(std::adjacent_find(seen.begin(), seen.end()), seen.end());
+  EXPECT_EQ(seen.front(), 0);
+  EXPECT_EQ(seen.back(), tags.max_message_tag());
+  EXPECT_EQ(tags.gradient_sum_tag(7), tags.max_tag());
 }
 
 }  // namespace

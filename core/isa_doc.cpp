@@ -33,8 +33,8 @@ std::string syntax_of(const OpcodeInfo& op) {
 std::string isa_markdown() {
   std::string out =
       "# The pipevm instruction set\n\n"
-      "Generated from `interpreter/isa.def` by `pipevm_isa_doc`; do not edit by hand\n"
-      "(regenerate with `build/dsl/pipevm_isa_doc > docs/isa.md`).\n\n"
+      "Generated from `core/isa.def` by `pipevm_isa_doc`; do not edit by hand\n"
+      "(regenerate with `build/release/core/pipevm_isa_doc > docs/isa.md`).\n\n"
       "Every instruction is written as `Opcode operands` in a schedule (see\n"
       "[language.md](language.md)). Operands are expressions; `mb` is a micro-batch\n"
       "in `0 .. micro_batches - 1`, `C` a chunk in `0 .. chunks - 1`, `S` a stage.\n"

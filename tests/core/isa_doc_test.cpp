@@ -16,8 +16,8 @@ TEST(dsl, isa_doc_is_up_to_date) {
   std::ostringstream committed;
   committed << in.rdbuf();
   EXPECT_TRUE(committed.str() == isa_markdown())
-      << "docs/isa.md differs from interpreter/isa.def; regenerate it with\n"
-         "  <build>/dsl/pipevm_isa_doc > docs/isa.md";
+      << "docs/isa.md differs from core/isa.def; regenerate it with\n"
+         "  <build>/core/pipevm_isa_doc > docs/isa.md";
 }
 
 TEST(dsl, isa_doc_lists_every_opcode) {

@@ -1,5 +1,6 @@
 // Message tags: a MessageKey (kind, lane, producing position, micro-batch;
-// interpreter/program.hpp) as one non-negative int, so that a receive can
+// core/program.hpp) as one non-negative int, the VM's way of naming a
+// message to the Comm, so that a receive can
 // only match the send of the very same value. The encoding is dense:
 //   tag = ((micro_batch * lanes + lane) * positions + producer) * 2 + kind
 // with kind 0 for activations and 1 for gradients. Above those, one tag per
@@ -12,7 +13,7 @@
 
 #include "program.hpp"
 
-namespace pipevm::runtime {
+namespace pipevm {
 
 class MessageTags {
  public:
@@ -45,4 +46,4 @@ class MessageTags {
   int micro_batches_;
 };
 
-}  // namespace pipevm::runtime
+}  // namespace pipevm
