@@ -1,30 +1,75 @@
-// Names, lookup and the disassembler, all driven by isa.def.
+// Names, lookup, operand syntax and the disassembler, all driven by isa.def.
 #include "isa.hpp"
 
 #include <algorithm>
 #include <cctype>
+#include <vector>
 
 #include "program.hpp"
 
 namespace pipevm {
 
-std::string_view name(OperandShape shape) {
-  switch (shape) {
-    case OperandShape::None: return "";
-    case OperandShape::MicroBatch: return "mb [chunk C]";
-    case OperandShape::Message: return "act|grad mb [chunk C] [to S|from S]";
-    case OperandShape::Wait: return "send|recv act|grad mb [chunk C]";
+std::string_view name(OpClass cls) {
+  switch (cls) {
+    case OpClass::data: return "data";
+    case OpClass::compute: return "compute";
+    case OpClass::p2p: return "point-to-point";
+    case OpClass::wait: return "waits";
+    case OpClass::collective: return "collective";
+    case OpClass::optimizer: return "optimizer";
   }
   return "?";
 }
 
-std::string_view name(OpcodeGroup group) {
-  switch (group) {
-    case OpcodeGroup::data: return "data";
-    case OpcodeGroup::compute: return "compute";
-    case OpcodeGroup::p2p: return "point-to-point";
-    case OpcodeGroup::collective: return "collective";
-    case OpcodeGroup::optimizer: return "optimizer";
+namespace {
+struct GroupInfo {
+  std::string_view name;
+  std::string_view doc;
+};
+constexpr std::array<GroupInfo, kGroupCount> kGroupInfo = {{
+#define PIPEVM_GROUP(name, doc) {#name, doc},
+#include "groups.def"
+}};
+}  // namespace
+
+std::string_view name(Group group) { return kGroupInfo[static_cast<std::size_t>(group)].name; }
+std::string_view describe(Group group) { return kGroupInfo[static_cast<std::size_t>(group)].doc; }
+
+std::optional<Group> group_from_name(std::string_view word) {
+  for (std::size_t g = 0; g < kGroupCount; ++g) {
+    if (kGroupInfo[g].name == word) return static_cast<Group>(g);
+  }
+  return std::nullopt;
+}
+
+std::string_view name(Value value) {
+  switch (value) {
+    case Value::input: return "input";
+    case Value::target: return "target";
+    case Value::activation: return "activation";
+    case Value::output_gradient: return "output gradient";
+    case Value::input_gradient: return "input gradient";
+    case Value::weight_gradient: return "weight gradient";
+    case Value::message: return "the message's value";
+    case Value::gradient: return "accumulated gradients";
+    case Value::reduced_gradient: return "reduced gradients";
+  }
+  return "?";
+}
+
+std::string_view name(CostKind cost) {
+  switch (cost) {
+    case CostKind::none: return "";
+    case CostKind::load: return "load";
+    case CostKind::fwd: return "fwd";
+    case CostKind::bwd: return "bwd";
+    case CostKind::bwd_input: return "bwd-input";
+    case CostKind::bwd_weight: return "bwd-weight";
+    case CostKind::bwd_allreduce: return "bwd + allreduce";
+    case CostKind::allreduce: return "allreduce";
+    case CostKind::message: return "send + bytes / bandwidth";
+    case CostKind::zero_grad: return "zero-grad";
+    case CostKind::optimizer: return "optimizer";
   }
   return "?";
 }
@@ -86,24 +131,67 @@ std::string_view nearest_opcode_name(std::string_view word) {
   return best;
 }
 
+OperandParts operand_parts(Opcode op) {
+  const OpcodeInfo& row = info(op);
+  OperandParts parts;
+  switch (row.operands) {
+    case OperandSyntax::none: break;
+    case OperandSyntax::cell: parts.micro_batch = parts.chunk = true; break;
+    case OperandSyntax::message:
+      parts.kind = parts.micro_batch = parts.chunk = parts.peer = true;
+      break;
+    case OperandSyntax::wait:
+      parts.direction = parts.kind = parts.micro_batch = parts.chunk = true;
+      break;
+  }
+  parts.group = !row.over.empty();
+  return parts;
+}
+
+std::string operand_syntax(Opcode op) {
+  const OperandParts parts = operand_parts(op);
+  std::string out;
+  const auto add = [&out](std::string_view part) {
+    if (!out.empty()) out += ' ';
+    out += part;
+  };
+  if (parts.direction) add("send|recv");
+  if (parts.kind) add("act|grad");
+  if (parts.micro_batch) add("mb");
+  if (parts.chunk) add("[chunk C]");
+  if (parts.peer) add(is_send(op) ? "[to S]" : "[from S]");
+  if (parts.group) {
+    std::string groups;
+    for (std::size_t g = 0; g < kGroupCount; ++g) {
+      if (!info(op).over.contains(static_cast<Group>(g))) continue;
+      if (!groups.empty()) groups += '|';
+      groups += name(static_cast<Group>(g));
+    }
+    add("[over " + groups + "]");
+  }
+  return out;
+}
+
 std::string disassemble(const Instruction& in) {
+  const OperandParts parts = operand_parts(in.op);
   std::string out(name(in.op));
-  const auto shape = info(in.op).shape;
-  if (shape == OperandShape::None) return out;
-  if (shape == OperandShape::Wait) {
+  if (parts.direction) {
     out += ' ';
     out += name(in.direction);
   }
-  if (shape == OperandShape::Message || shape == OperandShape::Wait) {
+  if (parts.kind) {
     out += ' ';
     out += name(in.kind);
   }
-  out += ' ';
-  out += std::to_string(in.micro_batch);
-  if (in.chunk != 0) out += " chunk " + std::to_string(in.chunk);
-  if (shape == OperandShape::Message && in.explicit_peer) {
+  if (parts.micro_batch) out += ' ' + std::to_string(in.micro_batch);
+  if (parts.chunk && in.chunk != 0) out += " chunk " + std::to_string(in.chunk);
+  if (parts.peer && in.explicit_peer) {
     out += is_send(in.op) ? " to " : " from ";
     out += std::to_string(in.peer);
+  }
+  if (parts.group && group_of(in) != info(in.op).group) {
+    out += " over ";
+    out += name(group_of(in));
   }
   return out;
 }

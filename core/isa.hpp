@@ -1,6 +1,13 @@
-// The instruction set as C++: the Opcode enum and the per-opcode facts, all
-// expanded from isa.def. Also the compact Instruction record that a Program
-// stores, one per executed step of one rank.
+// The instruction set as C++: the Opcode enum and, per opcode, what it does
+// (its row of isa.def: operands, class, direction, completion, group,
+// values consumed and produced, cost), all expanded from isa.def. Also the
+// compact Instruction record that a Program stores, one per executed step
+// of one rank, and the operand syntax the parser, the disassembler and the
+// docs share.
+//
+// The columns are what interpreters read instead of lists of opcodes: a
+// switch over Opcode (or over a column's enum) has no `default:`, so that a
+// new row makes the compiler name every place that must decide about it.
 #pragma once
 
 #include <array>
@@ -12,43 +19,151 @@
 namespace pipevm {
 
 enum class Opcode : std::uint8_t {
-#define PIPEVM_OPCODE(name, shape, group, doc) name,
+#define PIPEVM_OPCODE(name, operands, cls, direction, completion, group, over, consumes, \
+                      produces, cost, doc)                                                \
+  name,
 #include "isa.def"
 };
 
 inline constexpr std::size_t kOpcodeCount = 0
-#define PIPEVM_OPCODE(name, shape, group, doc) +1
+#define PIPEVM_OPCODE(name, operands, cls, direction, completion, group, over, consumes, produces, \
+                      cost, doc)                                                                   \
+  +1
 #include "isa.def"
     ;
 
-// What operands an opcode takes; see isa.def.
-enum class OperandShape : std::uint8_t { None, MicroBatch, Message, Wait };
-enum class OpcodeGroup : std::uint8_t { data, compute, p2p, collective, optimizer };
+// What follows the opcode's name; see isa.def.
+enum class OperandSyntax : std::uint8_t { none, cell, message, wait };
 
-// What is sent: an activation (flows to the next stage) or a gradient (flows back).
-enum class MessageKind : std::uint8_t { none = 0, act = 1, grad = 2 };
-// Which pending requests a Wait completes.
-enum class WaitDirection : std::uint8_t { none = 0, send = 1, recv = 2 };
+// What kind of step an instruction is.
+enum class OpClass : std::uint8_t { data, compute, p2p, wait, collective, optimizer };
+
+// Which way a point-to-point instruction's value travels; `operand` when a
+// send|recv operand says it (Wait).
+enum class Direction : std::uint8_t { none, send, recv, operand };
+
+// When an instruction is done: on its own (local), when its partners are
+// there (blocking), or later, when a wait-class instruction completes the
+// request it posts (request).
+enum class Completion : std::uint8_t { local, blocking, request };
+
+// Who an instruction talks to (groups.def).
+enum class Group : std::uint8_t {
+#define PIPEVM_GROUP(name, doc) name,
+#include "groups.def"
+};
+inline constexpr std::size_t kGroupCount = 0
+#define PIPEVM_GROUP(name, doc) +1
+#include "groups.def"
+    ;
+
+// What a dataflow step reads or makes. Per (chunk, micro-batch) cell:
+// input, target, activation, output_gradient, input_gradient,
+// weight_gradient; `message` is the value a message's act|grad operand
+// names. Per rank: gradient (the accumulated gradients), reduced_gradient.
+enum class Value : std::uint8_t {
+  input,
+  target,
+  activation,
+  output_gradient,
+  input_gradient,
+  weight_gradient,
+  message,
+  gradient,
+  reduced_gradient,
+};
+inline constexpr std::size_t kValueCount = 9;
+
+// The simulator's cost of an instruction (costs.hpp turns it into time).
+enum class CostKind : std::uint8_t {
+  none,  // takes no time of its own (a wait lasts as long as its requests)
+  load,
+  fwd,
+  bwd,
+  bwd_input,
+  bwd_weight,
+  bwd_allreduce,  // a backward's compute, then an all-reduce
+  allreduce,
+  message,
+  zero_grad,
+  optimizer,
+};
+
+// A small set of enum values, as bits.
+template <class E>
+class EnumSet {
+ public:
+  constexpr EnumSet() = default;
+  template <class... Es>
+  static constexpr EnumSet of(Es... values) {
+    EnumSet set;
+    ((set.bits_ |= bit(values)), ...);
+    return set;
+  }
+  constexpr bool contains(E value) const { return (bits_ & bit(value)) != 0; }
+  constexpr bool empty() const { return bits_ == 0; }
+  constexpr EnumSet with(E value) const { return EnumSet(bits_ | bit(value)); }
+  constexpr EnumSet without(E value) const {
+    return EnumSet(bits_ & static_cast<std::uint32_t>(~bit(value)));
+  }
+  friend constexpr bool operator==(EnumSet, EnumSet) = default;
+
+ private:
+  constexpr explicit EnumSet(std::uint32_t bits) : bits_(bits) {}
+  static constexpr std::uint32_t bit(E value) { return 1u << static_cast<unsigned>(value); }
+  std::uint32_t bits_ = 0;
+};
+using ValueSet = EnumSet<Value>;
+using GroupSet = EnumSet<Group>;
 
 struct OpcodeInfo {
   std::string_view name;
-  OperandShape shape;
-  OpcodeGroup group;
+  OperandSyntax operands;
+  OpClass cls;
+  Direction direction;
+  Completion completion;
+  Group group;     // the group it talks to when the source names none
+  GroupSet over;   // the groups `over G` may name; empty when it takes no `over`
+  ValueSet consumes;
+  ValueSet produces;
+  CostKind cost;
   std::string_view doc;
 };
 
 inline constexpr std::array<OpcodeInfo, kOpcodeCount> kOpcodeInfo = {{
-#define PIPEVM_OPCODE(name, shape, group, doc) \
-  {#name, OperandShape::shape, OpcodeGroup::group, doc},
+#define PIPEVM_OPCODE(name, operands, cls, direction, completion, group, over, consumes, produces, \
+                      cost, doc)                                                                   \
+  {#name,                                                                                          \
+   OperandSyntax::operands,                                                                        \
+   OpClass::cls,                                                                                   \
+   Direction::direction,                                                                           \
+   Completion::completion,                                                                         \
+   Group::group,                                                                                   \
+   [] {                                                                                            \
+     using enum Group;                                                                             \
+     return GroupSet::of over;                                                                     \
+   }(),                                                                                            \
+   [] {                                                                                            \
+     using enum Value;                                                                             \
+     return ValueSet::of consumes;                                                                 \
+   }(),                                                                                            \
+   [] {                                                                                            \
+     using enum Value;                                                                             \
+     return ValueSet::of produces;                                                                 \
+   }(),                                                                                            \
+   CostKind::cost,                                                                                 \
+   doc},
 #include "isa.def"
 }};
 
 constexpr const OpcodeInfo& info(Opcode op) { return kOpcodeInfo[static_cast<std::size_t>(op)]; }
 constexpr std::string_view name(Opcode op) { return info(op).name; }
-std::string_view name(OperandShape shape);
-std::string_view name(OpcodeGroup group);
-std::string_view name(MessageKind kind);
-std::string_view name(WaitDirection direction);
+std::string_view name(OpClass cls);
+std::string_view name(Group group);
+std::string_view describe(Group group);  // the line of groups.def
+std::optional<Group> group_from_name(std::string_view word);
+std::string_view name(Value value);
+std::string_view name(CostKind cost);
 
 // The opcode spelled exactly `word`, if any.
 std::optional<Opcode> opcode_from_name(std::string_view word);
@@ -56,24 +171,80 @@ std::optional<Opcode> opcode_from_name(std::string_view word);
 // "did you mean" hints; empty when nothing is close.
 std::string_view nearest_opcode_name(std::string_view word);
 
-// Send/ISend and Recv/IRecv.
-constexpr bool is_send(Opcode op) { return op == Opcode::Send || op == Opcode::ISend; }
-constexpr bool is_recv(Opcode op) { return op == Opcode::Recv || op == Opcode::IRecv; }
-constexpr bool is_nonblocking(Opcode op) { return op == Opcode::ISend || op == Opcode::IRecv; }
+// What is sent: an activation (flows to the next stage) or a gradient (flows back).
+enum class MessageKind : std::uint8_t { none = 0, act = 1, grad = 2 };
+// Which pending requests a Wait completes.
+enum class WaitDirection : std::uint8_t { none = 0, send = 1, recv = 2 };
+std::string_view name(MessageKind kind);
+std::string_view name(WaitDirection direction);
+
+// Point-to-point sends and receives, blocking or not, by the table's columns.
+constexpr bool is_send(Opcode op) {
+  return info(op).cls == OpClass::p2p && info(op).direction == Direction::send;
+}
+constexpr bool is_recv(Opcode op) {
+  return info(op).cls == OpClass::p2p && info(op).direction == Direction::recv;
+}
+// Posts a request that a wait-class instruction completes.
+constexpr bool posts_request(Opcode op) { return info(op).completion == Completion::request; }
+constexpr bool is_collective(Opcode op) { return info(op).cls == OpClass::collective; }
+// Applies the reduced gradients to the parameters (an optimizer step).
+constexpr bool is_step(Opcode op) { return info(op).consumes.contains(Value::reduced_gradient); }
+// Computes a backward (an input or a weight gradient).
+constexpr bool is_backward(Opcode op) {
+  return info(op).produces.contains(Value::input_gradient) ||
+         info(op).produces.contains(Value::weight_gradient);
+}
+
+// The value a message carries, as its sender reads it and its receiver
+// makes it: an activation leaves as `activation` and arrives as the next
+// piece's `input`; a gradient leaves as `input_gradient` and arrives as the
+// previous piece's `output_gradient`.
+constexpr Value message_value(MessageKind kind, bool sending) {
+  if (kind == MessageKind::act) return sending ? Value::activation : Value::input;
+  return sending ? Value::input_gradient : Value::output_gradient;
+}
+
+// The operands an opcode takes, in the order they are written; declared
+// once for the parser, the disassembler and docs/isa.md.
+struct OperandParts {
+  bool direction = false;    // send|recv (Wait)
+  bool kind = false;         // act|grad
+  bool micro_batch = false;  // mb (required when taken)
+  bool chunk = false;        // [chunk C]
+  bool peer = false;         // [to S] for sends, [from S] for receives
+  bool group = false;        // [over G]
+};
+OperandParts operand_parts(Opcode op);
+// "act|grad mb [chunk C] [to S]", "[over dp|mirror]", "" for none.
+std::string operand_syntax(Opcode op);
 
 // One instruction of one rank's stream. 16 bytes: the source position is an
 // index into the Program's table of source ranges, shared by every
-// instruction that one statement of the schedule produced.
+// instruction that one statement of the schedule produced. Which fields
+// mean something depends on the opcode's operands (operand_parts).
 struct Instruction {
   Opcode op = Opcode::WaitAll;
-  MessageKind kind = MessageKind::none;           // Message and Wait shapes
-  WaitDirection direction = WaitDirection::none;  // Wait shape
-  std::uint8_t explicit_peer = 0;  // 1 when the source said `to S` / `from S`
+  MessageKind kind = MessageKind::none;           // act|grad operand
+  WaitDirection direction = WaitDirection::none;  // send|recv operand
+  Group group = Group::none;  // `over G`; none: the row's group (group_of)
   std::uint32_t micro_batch = 0;
-  std::int16_t peer = -1;  // Message shape: the partner stage, resolved (may be out of range)
+  std::int16_t peer = -1;  // p2p: the partner stage, resolved (may be out of range)
   std::uint16_t chunk = 0;
-  std::uint32_t source = 0;  // index into Program::sources
+  std::uint32_t source : 31 = 0;       // index into Program::sources
+  std::uint32_t explicit_peer : 1 = 0;  // 1 when the source said `to S` / `from S`
 };
 static_assert(sizeof(Instruction) == 16, "Instruction must stay compact");
+
+// The largest source index an Instruction holds (31 bits).
+inline constexpr std::uint32_t kMaxSourceIndex = 0x7FFF'FFFFu;
+
+// One instruction in the language's own syntax, e.g. "Recv act 3 chunk 1 from 2".
+std::string disassemble(const Instruction& instruction);
+
+// The group an instruction talks to: the one its `over` named, else its row's.
+constexpr Group group_of(const Instruction& in) {
+  return in.group != Group::none ? in.group : info(in.op).group;
+}
 
 }  // namespace pipevm

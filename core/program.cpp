@@ -75,6 +75,38 @@ bool peer_in_pipeline(Placement placement, const Config& config, int stage,
   return in.peer >= 0 && in.peer < config.stages;
 }
 
+int group_instance(Group group, Placement /*placement*/, const Config& config, int rank) {
+  switch (group) {
+    case Group::none: return -1;
+    case Group::pipeline: return dp_rank_of(config, rank);
+    case Group::dp: return stage_of(config, rank);
+  }
+  return -1;
+}
+
+int group_instance_count(Group group, Placement /*placement*/, const Config& config) {
+  switch (group) {
+    case Group::none: return 0;
+    case Group::pipeline: return config.dp;
+    case Group::dp: return config.stages;
+  }
+  return 0;
+}
+
+void group_members(Group group, Placement /*placement*/, const Config& config, int instance,
+                   std::vector<int>& members) {
+  members.clear();
+  switch (group) {
+    case Group::none: return;
+    case Group::pipeline:
+      for (int s = 0; s < config.stages; ++s) members.push_back(rank_of(config, instance, s));
+      return;
+    case Group::dp:
+      for (int d = 0; d < config.dp; ++d) members.push_back(rank_of(config, d, instance));
+      return;
+  }
+}
+
 std::string disassemble_rank(const Program& program, int rank) {
   const Config& c = program.config;
   std::string out;

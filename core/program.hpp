@@ -81,6 +81,18 @@ int default_peer(Placement placement, const Config& config, int stage, MessageKi
 bool peer_in_pipeline(Placement placement, const Config& config, int stage,
                       const Instruction& instruction);
 
+// Who talks together. A group instance is one set of ranks of `group`
+// (the dp group of stage 3, the pipeline of dp rank 1); every rank belongs
+// to at most one instance of each group.
+// The instance world rank `rank` belongs to; -1 for Group::none.
+int group_instance(Group group, Placement placement, const Config& config, int rank);
+// How many instances the configuration has.
+int group_instance_count(Group group, Placement placement, const Config& config);
+// The world ranks of instance `instance`, first member first (the one a
+// group's other members are compared with).
+void group_members(Group group, Placement placement, const Config& config, int instance,
+                   std::vector<int>& members);
+
 struct Program {
   std::shared_ptr<const SourceFile> file;  // the schedule's text
   std::string name;                        // from `schedule NAME`, else the file stem
@@ -99,8 +111,6 @@ struct Program {
   const SourceRange& source_of(const Instruction& i) const { return sources[i.source]; }
 };
 
-// One instruction in the language's own syntax, e.g. "Recv act 3 chunk 1 from 2".
-std::string disassemble(const Instruction& instruction);
 // A rank's stream as a flat program: "stage S {\n  ...\n}\n".
 std::string disassemble_rank(const Program& program, int rank);
 

@@ -278,7 +278,7 @@ class Expander {
     in.op = st.op;
     in.kind = st.message_kind;
     in.direction = st.direction;
-    in.source = st.source;
+    in.source = st.source & kMaxSourceIndex;  // a statement is at least two bytes of a file under 4 GiB
     if (st.micro_batch != kNoIndex) {
       const std::int64_t mb = eval(st.micro_batch);
       if (mb < 0 || mb >= config_.micro_batches) {
@@ -300,7 +300,7 @@ class Expander {
       }
       in.chunk = static_cast<std::uint16_t>(chunk);
     }
-    if (info(st.op).shape == OperandShape::Message) {
+    if (operand_parts(st.op).peer) {
       if (st.peer != kNoIndex) {
         const std::int64_t peer = eval(st.peer);
         if (peer < std::numeric_limits<std::int16_t>::min() ||

@@ -19,7 +19,7 @@ namespace pipevm::check_detail {
 
 namespace {
 
-bool is_message(Opcode op) { return is_send(op) || is_recv(op); }
+bool is_message(Opcode op) { return info(op).cls == OpClass::p2p; }
 
 std::string kind_word(MessageKind kind) {
   return kind == MessageKind::act ? "activation" : "gradient";

@@ -23,7 +23,7 @@ namespace {
 
 enum class RankState : std::uint8_t { running, on_request, on_collective, finished };
 
-bool is_collective(Opcode op) { return info(op).group == OpcodeGroup::collective; }
+bool blocking_send(Opcode op) { return is_send(op) && info(op).completion == Completion::blocking; }
 
 class Engine {
  public:
@@ -141,41 +141,44 @@ void Engine::run_rank(std::size_t rank) {
   std::size_t& pc = pc_[rank];
   for (; pc < end; ++pc) {
     const Instruction& in = program_.code[pc];
-    switch (in.op) {
-      case Opcode::Send:
-      case Opcode::Recv:
-      case Opcode::ISend:
-      case Opcode::IRecv:
+    const OpcodeInfo& row = info(in.op);
+    switch (row.cls) {
+      case OpClass::p2p:
         if (!(posted_[pc] & kPosted)) post(pc);
-        if (!is_nonblocking(in.op) && !satisfied(static_cast<std::uint32_t>(pc))) {
+        if (row.completion == Completion::blocking && !satisfied(static_cast<std::uint32_t>(pc))) {
           block(rank, static_cast<std::uint32_t>(pc));
           return;
         }
         break;
-      case Opcode::Wait: {
-        const std::uint32_t request = links_.link[pc];
-        if (request != kNone && !satisfied(request)) {
-          block(rank, request);
-          return;
-        }
-        break;
-      }
-      case Opcode::WaitAll: {
-        const auto [first, last] = links_.waitall_ranges[links_.link[pc]];
-        std::uint32_t& cursor = waitall_cursor_[rank];
-        if (cursor == kNone) cursor = first;
-        for (; cursor < last; ++cursor) {
-          const std::uint32_t request = links_.waitall_requests[cursor];
-          if (!satisfied(request)) {
+      case OpClass::wait:
+        if (operand_parts(in.op).micro_batch) {
+          const std::uint32_t request = links_.link[pc];
+          if (request != kNone && !satisfied(request)) {
             block(rank, request);
             return;
           }
+          break;
         }
-        cursor = kNone;
+        {
+          const auto [first, last] = links_.waitall_ranges[links_.link[pc]];
+          std::uint32_t& cursor = waitall_cursor_[rank];
+          if (cursor == kNone) cursor = first;
+          for (; cursor < last; ++cursor) {
+            const std::uint32_t request = links_.waitall_requests[cursor];
+            if (!satisfied(request)) {
+              block(rank, request);
+              return;
+            }
+          }
+          cursor = kNone;
+        }
         break;
-      }
-      default:
-        if (is_collective(in.op) && !collective(rank)) return;
+      case OpClass::collective:
+        if (!collective(rank)) return;
+        break;
+      case OpClass::data:
+      case OpClass::compute:
+      case OpClass::optimizer:
         break;
     }
   }
@@ -339,13 +342,13 @@ void check_progress(const Program& program, const Links& links, Reporter& report
     }
     // Lead with a blocking send: that is what needed the buffer.
     const auto send_first = std::find_if(hazard.begin(), hazard.end(), [&](const Engine::Edge& e) {
-      return program.code[rendezvous.pc(e.from)].op == Opcode::Send;
+      return blocking_send(program.code[rendezvous.pc(e.from)].op);
     });
     if (send_first != hazard.end()) std::rotate(hazard.begin(), send_first, hazard.end());
     std::string sends;
     for (const Engine::Edge& e : hazard) {
       const Instruction& in = program.code[rendezvous.pc(e.from)];
-      if (in.op == Opcode::Send) {
+      if (blocking_send(in.op)) {
         sends += (sends.empty() ? "`" : ", `") + disassemble(in) + "`";
       }
     }

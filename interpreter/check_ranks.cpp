@@ -13,33 +13,17 @@
 #include <algorithm>
 
 #include "check_internal.hpp"
+#include "dataflow.hpp"
 
 namespace pipevm::check_detail {
 
 namespace {
 
-// What has happened to one (chunk, micro-batch) on a rank.
-enum CellFlag : std::uint16_t {
-  kInputLoaded = 1u << 0,    // LoadInput
-  kInputReceived = 1u << 1,  // Recv act, or IRecv act completed
-  kForwarded = 1u << 2,
-  kTargetLoaded = 1u << 3,
-  kGradReceived = 1u << 4,
-  kInputGradDone = 1u << 5,   // Bwd, BwdInput or BwdAllReduce
-  kWeightGradDone = 1u << 6,  // Bwd, BwdWeight or BwdAllReduce
-  kHeld = 1u << 7,            // activations stashed for a backward
-  kPendingActRecv = 1u << 8,
-  kPendingGradRecv = 1u << 9,
-};
-
-bool is_backward(Opcode op) {
-  return op == Opcode::Bwd || op == Opcode::BwdInput || op == Opcode::BwdWeight ||
-         op == Opcode::BwdAllReduce;
-}
+using namespace dataflow;
 
 bool is_training(const Program& program) {
   return std::any_of(program.code.begin(), program.code.end(), [](const Instruction& in) {
-    return is_backward(in.op) || in.op == Opcode::OptimizerStep;
+    return is_backward(in.op) || is_step(in.op);
   });
 }
 
@@ -93,6 +77,9 @@ class RankWalker {
   void post(std::size_t local, std::size_t c);
   void complete(std::uint32_t local);
   void step_data(std::size_t local, const Instruction& in, std::size_t c);
+  void report_missing(std::size_t local, OpClass reader, Value value, PieceEnds ends);
+  static std::string twice(Value value, std::uint32_t micro_batch);
+  static GroupSet all_groups();
   void step_optimizer(std::size_t local);
   void finish();
 
@@ -121,7 +108,7 @@ class RankWalker {
   bool reported_no_zero_grad_ = false;
   std::uint32_t first_step_ = kNone;
   bool reported_late_backward_ = false;
-  bool unreduced_ = false;
+  GroupSet reduced_;  // groups the accumulated gradients are summed over since the last backward
 };
 
 void RankWalker::post(std::size_t local, std::size_t c) {
@@ -167,11 +154,10 @@ void RankWalker::complete(std::uint32_t local) {
   } else {
     fifo = {kNone, kNone};
   }
-  if (in.op == Opcode::IRecv) {
-    const bool act = in.kind == MessageKind::act;
-    flags_[c] = static_cast<std::uint16_t>(
-        (flags_[c] & ~(act ? kPendingActRecv : kPendingGradRecv)) |
-        (act ? kInputReceived : kGradReceived));
+  if (info(in.op).produces.contains(Value::message)) {
+    const Value value = message_value(in.kind, false);
+    flags_[c] = static_cast<std::uint16_t>((flags_[c] & ~pending(value)) |
+                                           produced(value, info(in.op).cls));
   }
 }
 
@@ -189,7 +175,8 @@ StageMemory RankWalker::walk(int rank, bool loud) {
   pending_count_ = 0;
   held_ = 0;
   peak_ = StageMemory{stage, 0, 0};
-  zeroed_ = reported_no_zero_grad_ = reported_late_backward_ = unreduced_ = false;
+  zeroed_ = reported_no_zero_grad_ = reported_late_backward_ = false;
+  reduced_ = all_groups();
   first_step_ = kNone;
   last_position_ = lane_length(program_.placement, program_.config) - 1;
 
@@ -197,47 +184,50 @@ StageMemory RankWalker::walk(int rank, bool loud) {
     const Instruction& in = program_.code[begin_ + local];
     const std::size_t c = cell(in);
     position_ = position_of(program_.placement, program_.config, stage, in.chunk).position;
-    switch (in.op) {
-      case Opcode::ISend:
-      case Opcode::IRecv:
-        step_data(local, in, c);
-        post(local, c);
-        break;
-      case Opcode::Send:
-      case Opcode::Recv:
-        peak_.peak_in_flight = std::max(peak_.peak_in_flight, pending_count_ + 1);
+    const OpcodeInfo& row = info(in.op);
+    switch (row.cls) {
+      case OpClass::data:
+      case OpClass::compute:
+      case OpClass::collective:
+      case OpClass::optimizer:
         step_data(local, in, c);
         break;
-      case Opcode::Wait: {
-        const Fifo& fifo =
-            c == cells_ ? Fifo{kNone, kNone}
-                        : fifo_[fifo_slot(in.direction == WaitDirection::recv, in.kind, c)];
-        if (fifo.first == kNone) {
-          report(DiagnosticKind::WaitWithoutRequest,
-                 what(local) + " has no pending request to complete (never posted, or already "
-                               "completed)",
-                 local);
+      case OpClass::p2p:
+        // A blocking message is in flight while its rank waits in it.
+        if (row.completion != Completion::request) {
+          peak_.peak_in_flight = std::max(peak_.peak_in_flight, pending_count_ + 1);
+        }
+        step_data(local, in, c);
+        if (row.completion == Completion::request) post(local, c);
+        break;
+      case OpClass::wait:
+        if (operand_parts(in.op).micro_batch) {
+          const Fifo& fifo =
+              c == cells_ ? Fifo{kNone, kNone}
+                          : fifo_[fifo_slot(in.direction == WaitDirection::recv, in.kind, c)];
+          if (fifo.first == kNone) {
+            report(DiagnosticKind::WaitWithoutRequest,
+                   what(local) + " has no pending request to complete (never posted, or already "
+                                 "completed)",
+                   local);
+            break;
+          }
+          const std::uint32_t request = fifo.first;
+          links_.link[begin_ + local] = static_cast<std::uint32_t>(begin_ + request);
+          complete(request);
           break;
         }
-        const std::uint32_t request = fifo.first;
-        links_.link[begin_ + local] = static_cast<std::uint32_t>(begin_ + request);
-        complete(request);
-        break;
-      }
-      case Opcode::WaitAll: {
         links_.link[begin_ + local] = static_cast<std::uint32_t>(links_.waitall_ranges.size());
-        const auto first = static_cast<std::uint32_t>(links_.waitall_requests.size());
-        while (pending_head_ != kNone) {
-          const std::uint32_t request = pending_head_;
-          links_.waitall_requests.push_back(static_cast<std::uint32_t>(begin_ + request));
-          complete(request);
+        {
+          const auto first = static_cast<std::uint32_t>(links_.waitall_requests.size());
+          while (pending_head_ != kNone) {
+            const std::uint32_t request = pending_head_;
+            links_.waitall_requests.push_back(static_cast<std::uint32_t>(begin_ + request));
+            complete(request);
+          }
+          links_.waitall_ranges.emplace_back(
+              first, static_cast<std::uint32_t>(links_.waitall_requests.size()));
         }
-        links_.waitall_ranges.emplace_back(
-            first, static_cast<std::uint32_t>(links_.waitall_requests.size()));
-        break;
-      }
-      default:
-        step_data(local, in, c);
         break;
     }
   }
@@ -253,141 +243,154 @@ StageMemory RankWalker::walk(int rank, bool loud) {
 }
 
 void RankWalker::step_data(std::size_t local, const Instruction& in, std::size_t c) {
-  const bool at_first = position_ == 0;
-  const bool at_last = position_ == last_position_;
-  if (is_backward(in.op)) {
-    if (!zeroed_ && !reported_no_zero_grad_) {
-      reported_no_zero_grad_ = true;
-      report(DiagnosticKind::DataflowNoZeroGrad,
-             what(local) + " accumulates into gradients that no ZeroGrad cleared first", local);
-    }
-    if (first_step_ != kNone && !reported_late_backward_) {
-      reported_late_backward_ = true;
-      Diagnostic* d = report(DiagnosticKind::DataflowStepTooEarly,
-                             "OptimizerStep runs before the last backward of the rank",
-                             first_step_);
-      reporter_.note(d, "a backward after it: " + reporter_.describe(begin_ + local),
-                     reporter_.at(begin_ + local));
-    }
-    if (in.op != Opcode::BwdInput) unreduced_ = true;
+  const OpcodeInfo& row = info(in.op);
+  if (row.consumes.contains(Value::gradient) && !zeroed_ && !reported_no_zero_grad_) {
+    reported_no_zero_grad_ = true;
+    report(DiagnosticKind::DataflowNoZeroGrad,
+           what(local) + " accumulates into gradients that no ZeroGrad cleared first", local);
   }
-  switch (in.op) {
-    case Opcode::ZeroGrad: zeroed_ = true; return;
-    case Opcode::AllReduce: unreduced_ = false; return;
-    case Opcode::OptimizerStep: step_optimizer(local); return;
-    default: break;
+  if (is_backward(in.op) && first_step_ != kNone && !reported_late_backward_) {
+    reported_late_backward_ = true;
+    Diagnostic* d = report(DiagnosticKind::DataflowStepTooEarly,
+                           "OptimizerStep runs before the last backward of the rank", first_step_);
+    reporter_.note(d, "a backward after it: " + reporter_.describe(begin_ + local),
+                   reporter_.at(begin_ + local));
   }
+  if (row.produces.contains(Value::weight_gradient)) reduced_ = GroupSet{};
+  if (row.produces.contains(Value::gradient)) zeroed_ = true;
+  if (row.produces.contains(Value::reduced_gradient)) reduced_ = reduced_.with(group_of(in));
+  if (row.consumes.contains(Value::reduced_gradient)) step_optimizer(local);
   if (c == cells_) return;
+
   std::uint16_t& f = flags_[c];
-  switch (in.op) {
-    case Opcode::LoadInput: f |= kInputLoaded; break;
-    case Opcode::LoadTarget: f |= kTargetLoaded; break;
-    case Opcode::Recv:
-    case Opcode::IRecv: {
-      const bool act = in.kind == MessageKind::act;
-      const std::uint16_t pending = act ? kPendingActRecv : kPendingGradRecv;
-      if (f & pending) {
-        report(DiagnosticKind::BufferInUse,
-               what(local) + " receives into the buffer of a receive of the same " +
-                   (act ? "activation" : "gradient") + " that is still pending",
-               local);
-      }
-      if (in.op == Opcode::IRecv) {
-        f |= pending;
-      } else {
-        f |= act ? kInputReceived : kGradReceived;
-      }
+  const PieceEnds ends{position_ == 0, position_ == last_position_};
+  // The values it reads, checked in kCellValues order: the first one
+  // pending or missing is reported.
+  ValueSet reads = row.consumes;
+  if (reads.contains(Value::message)) {
+    reads = reads.without(Value::message).with(message_value(in.kind, true));
+  }
+  for (const Value v : kCellValues) {
+    if (!reads.contains(v)) continue;
+    if (f & pending(v)) {
+      report(DiagnosticKind::BufferInUse,
+             what(local) + " reads its " + (v == Value::input ? "input" : "gradient") +
+                 " while the IRecv of it is still pending (Wait first)",
+             local);
       break;
     }
-    case Opcode::Send:
-    case Opcode::ISend:
-      if (in.kind == MessageKind::act && !(f & kForwarded)) {
-        report(DiagnosticKind::DataflowSendBeforeCompute,
-               what(local) + " sends an activation that no Fwd of micro-batch " +
-                   std::to_string(in.micro_batch) + " has computed yet",
-               local);
-      } else if (in.kind == MessageKind::grad && !(f & kInputGradDone)) {
-        report(DiagnosticKind::DataflowSendBeforeCompute,
-               what(local) + " sends a gradient that no backward of micro-batch " +
-                   std::to_string(in.micro_batch) + " has computed yet",
-               local);
-      }
+    if (!(f & present(v, ends))) {
+      report_missing(local, row.cls, v, ends);
       break;
-    case Opcode::Fwd:
-      if (f & kPendingActRecv) {
-        report(DiagnosticKind::BufferInUse,
-               what(local) + " reads its input while the IRecv of it is still pending (Wait first)",
-               local);
-      } else if (!(f & (at_first ? kInputLoaded : kInputReceived))) {
-        report(DiagnosticKind::DataflowInputMissing,
-               what(local) + (at_first ? " runs before LoadInput of its micro-batch"
+    }
+  }
+
+  if (row.produces.contains(Value::message)) {
+    const Value v = message_value(in.kind, false);
+    if (f & pending(v)) {
+      report(DiagnosticKind::BufferInUse,
+             what(local) + " receives into the buffer of a receive of the same " +
+                 (in.kind == MessageKind::act ? "activation" : "gradient") +
+                 " that is still pending",
+             local);
+    }
+    f |= row.completion == Completion::request ? pending(v) : produced(v, row.cls);
+    return;
+  }
+  if (row.cls != OpClass::data) {
+    for (const Value v : kCellValues) {
+      if (!row.produces.contains(v) || !(f & present(v, ends))) continue;
+      report(DiagnosticKind::DataflowNotExactlyOnce, what(local) + twice(v, in.micro_batch), local);
+      break;
+    }
+  }
+  for (const Value v : kCellValues) {
+    if (row.produces.contains(v)) f |= produced(v, row.cls);
+  }
+  if (row.produces.contains(Value::activation) && !(f & stashed)) {
+    f |= stashed;
+    ++held_;
+    peak_.peak_activations = std::max(peak_.peak_activations, held_);
+  }
+  if (row.produces.contains(Value::weight_gradient) && (f & stashed)) {
+    f &= static_cast<std::uint16_t>(~stashed);
+    --held_;
+  }
+}
+
+// What a reader lacks, by the value and by what reads it (a compute step or a send).
+void RankWalker::report_missing(std::size_t local, OpClass reader, Value value, PieceEnds ends) {
+  const Instruction& in = program_.code[begin_ + local];
+  const std::string mb = std::to_string(in.micro_batch);
+  const bool sends = reader == OpClass::p2p;
+  switch (value) {
+    case Value::input:
+      report(DiagnosticKind::DataflowInputMissing,
+             what(local) + (ends.first ? " runs before LoadInput of its micro-batch"
                                        : " runs before its input activation is received"),
+             local);
+      return;
+    case Value::activation:
+      if (sends) {
+        report(DiagnosticKind::DataflowSendBeforeCompute,
+               what(local) + " sends an activation that no Fwd of micro-batch " + mb +
+                   " has computed yet",
                local);
-      }
-      if (f & kForwarded) {
-        report(DiagnosticKind::DataflowNotExactlyOnce,
-               what(local) + " forwards micro-batch " + std::to_string(in.micro_batch) +
-                   " a second time",
-               local);
-      }
-      f |= kForwarded;
-      if (!(f & kHeld)) {
-        f |= kHeld;
-        ++held_;
-        peak_.peak_activations = std::max(peak_.peak_activations, held_);
-      }
-      break;
-    case Opcode::Bwd:
-    case Opcode::BwdInput:
-    case Opcode::BwdAllReduce:
-      if (!(f & kForwarded)) {
+      } else {
         report(DiagnosticKind::DataflowBackwardBeforeForward,
                what(local) + " runs before the Fwd of its micro-batch", local);
-      } else if (f & kPendingGradRecv) {
-        report(DiagnosticKind::BufferInUse,
-               what(local) + " reads its gradient while the IRecv of it is still pending (Wait "
-                             "first)",
-               local);
-      } else if (!(f & (at_last ? kTargetLoaded : kGradReceived))) {
-        report(DiagnosticKind::DataflowGradientMissing,
-               what(local) + (at_last ? " runs before LoadTarget of its micro-batch"
+      }
+      return;
+    case Value::output_gradient:
+    case Value::target:
+      report(DiagnosticKind::DataflowGradientMissing,
+             what(local) + (ends.last ? " runs before LoadTarget of its micro-batch"
                                       : " runs before its output gradient is received"),
+             local);
+      return;
+    case Value::input_gradient:
+      if (sends) {
+        report(DiagnosticKind::DataflowSendBeforeCompute,
+               what(local) + " sends a gradient that no backward of micro-batch " + mb +
+                   " has computed yet",
                local);
-      }
-      if (f & kInputGradDone) {
-        report(DiagnosticKind::DataflowNotExactlyOnce,
-               what(local) + " backwards micro-batch " + std::to_string(in.micro_batch) +
-                   " a second time",
-               local);
-      }
-      f |= kInputGradDone;
-      if (in.op != Opcode::BwdInput) {
-        f |= kWeightGradDone;
-        if (f & kHeld) {
-          f &= static_cast<std::uint16_t>(~kHeld);
-          --held_;
-        }
-      }
-      if (in.op == Opcode::BwdAllReduce) unreduced_ = false;
-      break;
-    case Opcode::BwdWeight:
-      if (!(f & kInputGradDone)) {
+      } else {
         report(DiagnosticKind::DataflowWeightBeforeInput,
                what(local) + " runs before the BwdInput of its micro-batch", local);
-      } else if (f & kWeightGradDone) {
-        report(DiagnosticKind::DataflowNotExactlyOnce,
-               what(local) + " computes the weight gradient of micro-batch " +
-                   std::to_string(in.micro_batch) + " a second time",
-               local);
       }
-      f |= kWeightGradDone;
-      if (f & kHeld) {
-        f &= static_cast<std::uint16_t>(~kHeld);
-        --held_;
-      }
-      break;
-    default: break;
+      return;
+    case Value::weight_gradient:
+    case Value::message:
+    case Value::gradient:
+    case Value::reduced_gradient:
+      report(DiagnosticKind::DataflowInputMissing,
+             what(local) + " runs before its " + std::string(name(value)) + " exists", local);
+      return;
   }
+}
+
+// What a compute step does a second time, by the first value it makes again.
+std::string RankWalker::twice(Value value, std::uint32_t micro_batch) {
+  const std::string mb = std::to_string(micro_batch);
+  switch (value) {
+    case Value::activation: return " forwards micro-batch " + mb + " a second time";
+    case Value::input_gradient: return " backwards micro-batch " + mb + " a second time";
+    case Value::weight_gradient:
+      return " computes the weight gradient of micro-batch " + mb + " a second time";
+    case Value::input:
+    case Value::target:
+    case Value::output_gradient:
+    case Value::message:
+    case Value::gradient:
+    case Value::reduced_gradient: break;
+  }
+  return " makes its " + std::string(name(value)) + " of micro-batch " + mb + " a second time";
+}
+
+GroupSet RankWalker::all_groups() {
+  GroupSet all;
+  for (std::size_t g = 0; g < kGroupCount; ++g) all = all.with(static_cast<Group>(g));
+  return all;
 }
 
 void RankWalker::step_optimizer(std::size_t local) {
@@ -398,9 +401,7 @@ void RankWalker::step_optimizer(std::size_t local) {
     reporter_.note(d, "the pending request: " + reporter_.describe(begin_ + pending_head_),
                    reporter_.at(begin_ + pending_head_));
   }
-  // Mirror placement sums a piece's two copies inside OptimizerStep, within
-  // one pipeline; the replicas of a stage still need their reduction.
-  if (program_.config.dp > 1 && unreduced_) {
+  if (program_.config.dp > 1 && !reduced_.contains(Group::dp)) {
     report(DiagnosticKind::DataflowStepTooEarly,
            "OptimizerStep applies gradients that were not reduced over the data-parallel "
            "group (no AllReduce or BwdAllReduce after the last backward)",
@@ -427,15 +428,15 @@ void RankWalker::finish() {
       for (int c = one_lane_each ? 0 : chunk; c < (one_lane_each ? chunks_ : chunk + 1); ++c) {
         const std::uint16_t g = flags_[static_cast<std::size_t>(c * micro_batches_ + mb)];
         f |= g;
-        if (g & kForwarded) ++forwarded_by;
+        if (g & forwarded) ++forwarded_by;
       }
       const auto m = static_cast<std::uint32_t>(mb);
-      if (!(f & kForwarded)) unforwarded.push_back(m);
+      if (!(f & forwarded)) unforwarded.push_back(m);
       if (forwarded_by > 1) twice.push_back(m);
       if (!training_) continue;
-      if (!(f & kInputGradDone)) {
+      if (!(f & input_gradient_done)) {
         unbackwarded.push_back(m);
-      } else if (!(f & kWeightGradDone)) {
+      } else if (!(f & weight_gradient_done)) {
         no_weight.push_back(m);
       }
     }

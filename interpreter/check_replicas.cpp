@@ -10,11 +10,10 @@ namespace pipevm::check_detail {
 
 namespace {
 
-bool is_collective(Opcode op) { return info(op).group == OpcodeGroup::collective; }
-
 bool same_instruction(const Instruction& a, const Instruction& b) {
   return a.op == b.op && a.kind == b.kind && a.direction == b.direction &&
-         a.micro_batch == b.micro_batch && a.peer == b.peer && a.chunk == b.chunk;
+         group_of(a) == group_of(b) && a.micro_batch == b.micro_batch && a.peer == b.peer &&
+         a.chunk == b.chunk;
 }
 
 // The next instruction at or after `i` whose collective-ness is `collective`.

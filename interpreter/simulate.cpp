@@ -18,7 +18,6 @@ namespace pipevm {
 namespace {
 
 using simulate_detail::IndexQueues;
-using simulate_detail::is_collective;
 using simulate_detail::is_point_to_point;
 using simulate_detail::kNone;
 using simulate_detail::owners;
@@ -210,15 +209,15 @@ class Simulator {
   void arrive(std::size_t i, double now) {
     posted_[i] = now;
     CollectiveSlot& slot = slots_[slot_of_[i]];
-    const bool with_backward = program_.code[i].op == Opcode::BwdAllReduce;
-    const double compute = with_backward ? costs_.backward() : 0;
+    const double compute = costs_.duration(info(program_.code[i].op).cost);
     slot.last_arrival = slot.arrived == 0 ? now : std::max(slot.last_arrival, now);
     slot.last_compute_end =
         slot.arrived == 0 ? now + compute : std::max(slot.last_compute_end, now + compute);
     if (++slot.arrived < slot.members.size()) return;
     // A group of one has nothing to exchange. The reduction of a BwdAllReduce
     // overlaps the backward: it ends when the slower of the two does.
-    const double reduction = slot.members.size() > 1 ? costs_.allreduce : 0;
+    const double reduction = costs_.reduction(info(program_.code[i].op).cost,
+                                              static_cast<int>(slot.members.size()));
     const double end = std::max(slot.last_compute_end, slot.last_arrival + reduction);
     for (std::size_t member : slot.members) complete(member, slot.last_arrival, end);
   }
@@ -255,7 +254,7 @@ class Simulator {
     const double now = t.issued;
     if (is_point_to_point(in.op)) {
       if (posted_[i] == kUnknown) post_message(i, now);
-      if (is_nonblocking(in.op)) {
+      if (posts_request(in.op)) {
         s.pending.push_back(i);
         const auto direction = is_send(in.op) ? WaitDirection::send : WaitDirection::recv;
         pending_by_key_.push({r, request_key(direction, in)}, i);
@@ -267,7 +266,8 @@ class Simulator {
       t.ended = completion_[i];
       return true;
     }
-    if (in.op == Opcode::Wait) {
+    const bool wait_by_key = info(in.op).cls == OpClass::wait && operand_parts(in.op).micro_batch;
+    if (wait_by_key) {
       if (s.waiting_for == kNone) {
         const std::size_t request =
             pending_by_key_.pop({r, request_key(in.direction, in)},
@@ -288,7 +288,7 @@ class Simulator {
       t.started = std::clamp(transfer_begin_[s.waiting_for], now, t.ended);
       return true;
     }
-    if (in.op == Opcode::WaitAll) {
+    if (info(in.op).cls == OpClass::wait) {
       if (s.wait_all_cursor == 0) {
         s.wait_all_end = now;
         s.wait_all_latest = kNone;
@@ -313,13 +313,13 @@ class Simulator {
     if (is_collective(in.op)) {
       if (posted_[i] == kUnknown) arrive(i, now);
       if (!await(r, i)) return false;
-      const bool with_backward = in.op == Opcode::BwdAllReduce;
-      t.started = with_backward ? now : transfer_begin_[i];
+      // A collective that computes first (BwdAllReduce) is busy from its start.
+      t.busy = costs_.duration(info(in.op).cost);
+      t.started = is_backward(in.op) ? now : transfer_begin_[i];
       t.ended = completion_[i];
-      t.busy = with_backward ? costs_.backward() : 0;
       return true;
     }
-    t.busy = costs_.duration(in);
+    t.busy = costs_.duration(info(in.op).cost);
     t.started = now;
     t.ended = now + t.busy;
     return true;
@@ -354,8 +354,9 @@ class Simulator {
   std::string waits_for(const RankState& s, std::size_t i) const {
     const Instruction& in = program_.code[i];
     std::size_t request = i;
-    if (in.op == Opcode::Wait) request = s.waiting_for;
-    if (in.op == Opcode::WaitAll && s.wait_all_cursor < s.pending.size()) {
+    const bool wait_by_key = info(in.op).cls == OpClass::wait && operand_parts(in.op).micro_batch;
+    if (wait_by_key) request = s.waiting_for;
+    if (info(in.op).cls == OpClass::wait && !wait_by_key && s.wait_all_cursor < s.pending.size()) {
       request = s.pending[s.wait_all_cursor];
     }
     if (request != kNone && is_point_to_point(program_.code[request].op)) {

@@ -80,7 +80,7 @@ std::vector<std::size_t> pair_partners(const Program& program) {
 std::size_t requests(const Program& program) {
   return static_cast<std::size_t>(
       std::count_if(program.code.begin(), program.code.end(),
-                    [](const Instruction& in) { return is_nonblocking(in.op); }));
+                    [](const Instruction& in) { return posts_request(in.op); }));
 }
 
 std::vector<int> owners(const Program& program) {
@@ -119,16 +119,16 @@ std::vector<std::size_t> completing_instructions(const Program& program) {
     for (std::size_t i = program.rank_begin[static_cast<std::size_t>(r)];
          i < program.rank_begin[static_cast<std::size_t>(r) + 1]; ++i) {
       const Instruction& in = program.code[i];
-      if (is_nonblocking(in.op)) {
+      if (posts_request(in.op)) {
         pending.push_back(i);
         const auto direction = is_send(in.op) ? WaitDirection::send : WaitDirection::recv;
         pending_by_key.push({r, request_key(direction, in)}, i);
-      } else if (in.op == Opcode::Wait) {
+      } else if (info(in.op).cls == OpClass::wait && operand_parts(in.op).micro_batch) {
         const std::size_t q =
             pending_by_key.pop({r, request_key(in.direction, in)},
                                [&](std::size_t p) { return completer[p] != kNone; });
         if (q != kNone) completer[q] = i;
-      } else if (in.op == Opcode::WaitAll) {
+      } else if (info(in.op).cls == OpClass::wait) {
         for (std::size_t q : pending) {
           if (completer[q] == kNone) completer[q] = i;
         }

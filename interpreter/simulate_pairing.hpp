@@ -75,12 +75,7 @@ struct RequestKeyHash {
   }
 };
 
-inline bool is_point_to_point(Opcode op) {
-  return is_send(op) || is_recv(op);
-}
-inline bool is_collective(Opcode op) {
-  return info(op).group == OpcodeGroup::collective;
-}
+inline bool is_point_to_point(Opcode op) { return info(op).cls == OpClass::p2p; }
 
 // Whether `in`, run by `rank`, names a peer inside the pipeline: another
 // stage, or the rank itself at the turn of a V placement, where the lane's

@@ -114,7 +114,7 @@ std::string render_grid(const Program& program, const Timeline& timeline, int wi
                   row.begin() + static_cast<std::ptrdiff_t>(run_end), letter);
         const std::string digits = std::to_string(in.micro_batch);
         const bool numbered =
-            info(in.op).shape != OperandShape::None && segment.activity != Activity::communication;
+            operand_parts(in.op).micro_batch && segment.activity != Activity::communication;
         if (numbered && run_end - c >= 1 + digits.size()) {
           row.replace(c + 1, digits.size(), digits);
         }

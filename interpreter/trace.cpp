@@ -47,7 +47,7 @@ nlohmann::json chrome_trace(const Program& program, const Timeline& timeline) {
       const Instruction& in = program.code[i];
       const InstructionTime& t = timeline.times[i];
       nlohmann::json args = {{"index", i - program.rank_begin[static_cast<std::size_t>(r)]}};
-      if (info(in.op).shape != OperandShape::None) args["micro_batch"] = in.micro_batch;
+      if (operand_parts(in.op).micro_batch) args["micro_batch"] = in.micro_batch;
       if (in.chunk != 0) args["chunk"] = in.chunk;
       if (program.file) {
         const LineColumn at = program.file->position(program.source_of(in).begin);

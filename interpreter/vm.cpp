@@ -140,6 +140,9 @@ class VmStep {
 
   void execute(const Instruction& in);
   Chunk& chunk_of(const Instruction& in);
+  static dataflow::PieceEnds ends(const Chunk& chunk) {
+    return {chunk.piece.is_first(), chunk.piece.is_last()};
+  }
   std::uint16_t& flags_of(const Instruction& in) { return chunk_of(in).flags[in.micro_batch]; }
   int peer_of(const Instruction& in) const;
   int tag_of(const Instruction& in) const {
@@ -279,12 +282,12 @@ void VmStep::load_input(const Instruction& in) {
     unsupported("only the chunk holding the model's first layer loads inputs");
   }
   if (m_.batcher_ == nullptr) fail(DiagnosticKind::RuntimeData, "this rank has no data loaded");
-  if (flags & (Machine::input_pending | Machine::forwarded)) {
+  if (flags & (dataflow::input_pending | dataflow::forwarded)) {
     unsupported("the micro-batch's input buffer is in use");
   }
   m_.batcher_->input(m_.batch_, m_.dp_rank_, static_cast<int>(in.micro_batch),
                      m_.input_buffer(chunk, in.micro_batch));
-  flags |= Machine::input_ready;
+  flags |= dataflow::input_loaded;
 }
 
 void VmStep::load_target(const Instruction& in) {
@@ -295,20 +298,22 @@ void VmStep::load_target(const Instruction& in) {
   if (m_.batcher_ == nullptr) fail(DiagnosticKind::RuntimeData, "this rank has no data loaded");
   m_.batcher_->labels(m_.batch_, m_.dp_rank_, static_cast<int>(in.micro_batch),
                       m_.label_buffer(chunk, in.micro_batch));
-  chunk.flags[in.micro_batch] |= Machine::target_ready;
+  chunk.flags[in.micro_batch] |= dataflow::target_loaded;
 }
 
 void VmStep::forward(const Instruction& in) {
   Chunk& chunk = chunk_of(in);
   std::uint16_t& flags = chunk.flags[in.micro_batch];
-  if (flags & Machine::forwarded) unsupported("the micro-batch was already forwarded");
-  if (flags & Machine::input_pending) {
+  if (flags & dataflow::forwarded) unsupported("the micro-batch was already forwarded");
+  if (flags & dataflow::input_pending) {
     unsupported("its input is still being received: wait for the IRecv first");
   }
-  if (!(flags & Machine::input_ready)) unsupported("its input was neither loaded nor received");
+  if (!(flags & dataflow::present(Value::input, ends(chunk)))) {
+    unsupported("its input was neither loaded nor received");
+  }
   chunk.piece.forward(static_cast<int>(in.micro_batch), m_.input_buffer(chunk, in.micro_batch),
                       m_.rows_);
-  flags = static_cast<std::uint16_t>((flags & ~Machine::input_ready) | Machine::forwarded);
+  flags |= dataflow::forwarded;
   if (m_.comm_.pending() > 0) m_.comm_.progress();
 }
 
@@ -316,33 +321,33 @@ void VmStep::backward_input(const Instruction& in) {
   Chunk& chunk = chunk_of(in);
   std::uint16_t& flags = chunk.flags[in.micro_batch];
   const int slot = static_cast<int>(in.micro_batch);
-  if (!(flags & Machine::forwarded)) unsupported("backward before the micro-batch's forward");
-  if (flags & Machine::input_grad_done) unsupported("the input gradient was already computed");
+  if (!(flags & dataflow::forwarded)) unsupported("backward before the micro-batch's forward");
+  if (flags & dataflow::input_gradient_done) unsupported("the input gradient was already computed");
   std::span<const float> grad_output;
   if (chunk.piece.is_last()) {
-    if (!(flags & Machine::target_ready)) unsupported("the loss needs LoadTarget first");
+    if (!(flags & dataflow::target_loaded)) unsupported("the loss needs LoadTarget first");
     const runtime::LossResult loss =
         chunk.piece.loss(slot, m_.label_buffer(chunk, in.micro_batch), m_.loss_scale_);
     result_.loss += static_cast<double>(loss.loss);
     result_.correct += loss.correct;
     result_.rows += m_.rows_;
   } else {
-    if (flags & Machine::grad_pending) {
+    if (flags & dataflow::output_gradient_pending) {
       unsupported("its output gradient is still being received: wait for the IRecv first");
     }
-    if (!(flags & Machine::grad_ready)) unsupported("its output gradient was not received");
+    if (!(flags & dataflow::output_gradient_received)) unsupported("its output gradient was not received");
     grad_output = m_.output_grad_buffer(chunk, in.micro_batch);
   }
   chunk.input_grads[in.micro_batch] = chunk.piece.backward_input(slot, grad_output);
-  flags |= Machine::input_grad_done;
+  flags |= dataflow::input_gradient_done;
   if (m_.comm_.pending() > 0) m_.comm_.progress();
 }
 
 void VmStep::backward_weight(const Instruction& in, bool reduce_per_layer) {
   Chunk& chunk = chunk_of(in);
   std::uint16_t& flags = chunk.flags[in.micro_batch];
-  if (!(flags & Machine::input_grad_done)) unsupported("BwdWeight before BwdInput");
-  if (flags & Machine::weight_done) unsupported("the weight gradients were already accumulated");
+  if (!(flags & dataflow::input_gradient_done)) unsupported("BwdWeight before BwdInput");
+  if (flags & dataflow::weight_gradient_done) unsupported("the weight gradients were already accumulated");
   const int slot = static_cast<int>(in.micro_batch);
   if (reduce_per_layer) {
     Machine* machine = &m_;
@@ -355,7 +360,7 @@ void VmStep::backward_weight(const Instruction& in, bool reduce_per_layer) {
   } else {
     chunk.piece.backward_weight(slot);
   }
-  flags |= Machine::weight_done;
+  flags |= dataflow::weight_gradient_done;
   if (m_.comm_.pending() > 0) m_.comm_.progress();
 }
 
@@ -365,15 +370,15 @@ void VmStep::send(const Instruction& in) {
   const int peer = peer_of(in);
   std::span<const float> data;
   if (in.kind == MessageKind::act) {
-    if (!(flags & Machine::forwarded)) unsupported("sends an activation not yet computed");
+    if (!(flags & dataflow::forwarded)) unsupported("sends an activation not yet computed");
     data = chunk.piece.output(static_cast<int>(in.micro_batch));
   } else {
-    if (!(flags & Machine::input_grad_done)) unsupported("sends a gradient not yet computed");
+    if (!(flags & dataflow::input_gradient_done)) unsupported("sends a gradient not yet computed");
     data = chunk.input_grads[in.micro_batch];
     if (data.empty()) unsupported("the model's first piece has no input gradient to send");
   }
   const int tag = tag_of(in);
-  if (in.op == Opcode::Send) {
+  if (!posts_request(in.op)) {
     m_.comm_.send(peer, tag, data);
     return;
   }
@@ -387,20 +392,22 @@ void VmStep::receive(const Instruction& in) {
   const int peer = peer_of(in);
   const bool act = in.kind == MessageKind::act;
   const std::uint16_t busy =
-      act ? Machine::input_ready | Machine::input_pending | Machine::forwarded
-          : Machine::grad_ready | Machine::grad_pending;
+      act ? dataflow::input_loaded | dataflow::input_received | dataflow::input_pending |
+                dataflow::forwarded
+          : dataflow::output_gradient_received | dataflow::output_gradient_pending;
   if (flags & busy) unsupported("its buffer already holds or awaits this micro-batch's value");
   if (act && chunk.piece.is_first()) unsupported("the model's first piece takes no activation");
   if (!act && chunk.piece.is_last()) unsupported("the model's last piece takes no gradient");
   const std::span<float> into =
       act ? m_.input_buffer(chunk, in.micro_batch) : m_.output_grad_buffer(chunk, in.micro_batch);
   const int tag = tag_of(in);
-  if (in.op == Opcode::Recv) {
+  const Value value = message_value(in.kind, false);
+  if (!posts_request(in.op)) {
     m_.comm_.recv(peer, tag, into);
-    flags |= act ? Machine::input_ready : Machine::grad_ready;
+    flags |= dataflow::produced(value, OpClass::p2p);
     return;
   }
-  flags |= act ? Machine::input_pending : Machine::grad_pending;
+  flags |= dataflow::pending(value);
   m_.pending_.push_back({WaitDirection::recv, in.kind, in.micro_batch, in.chunk,
                          m_.comm_.irecv(peer, tag, into), index_});
 }
@@ -408,11 +415,9 @@ void VmStep::receive(const Instruction& in) {
 void VmStep::complete(const Machine::PendingMessage& message) {
   if (message.direction != WaitDirection::recv) return;
   std::uint16_t& flags = m_.chunks_[message.chunk].flags[message.micro_batch];
-  if (message.kind == MessageKind::act) {
-    flags = static_cast<std::uint16_t>((flags & ~Machine::input_pending) | Machine::input_ready);
-  } else {
-    flags = static_cast<std::uint16_t>((flags & ~Machine::grad_pending) | Machine::grad_ready);
-  }
+  const Value value = message_value(message.kind, false);
+  flags = static_cast<std::uint16_t>((flags & ~dataflow::pending(value)) |
+                                     dataflow::produced(value, OpClass::p2p));
 }
 
 void VmStep::wait(const Instruction& in) {
@@ -496,7 +501,7 @@ void VmStep::finish_step() {
   for (Chunk& chunk : m_.chunks_) {
     for (std::size_t mb = 0; mb < chunk.flags.size(); ++mb) {
       const std::uint16_t flags = chunk.flags[mb];
-      if ((flags & Machine::forwarded) && !(flags & Machine::input_grad_done)) {
+      if ((flags & dataflow::forwarded) && !(flags & dataflow::input_gradient_done)) {
         chunk.piece.release(static_cast<int>(mb));
       }
     }

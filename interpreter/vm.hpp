@@ -21,6 +21,7 @@
 
 #include "comm.hpp"
 #include "data.hpp"
+#include "dataflow.hpp"
 #include "diagnostics.hpp"
 #include "message_tags.hpp"
 #include "model.hpp"
@@ -101,18 +102,6 @@ class Machine {
  private:
   friend class VmStep;
 
-  // What has happened to one micro-batch of one chunk during the step.
-  enum Flag : std::uint16_t {
-    input_ready = 1 << 0,    // loaded or received, not yet forwarded
-    input_pending = 1 << 1,  // an IRecv act is in flight into the input buffer
-    forwarded = 1 << 2,
-    target_ready = 1 << 3,     // LoadTarget done
-    grad_ready = 1 << 4,       // output gradient received
-    grad_pending = 1 << 5,     // an IRecv grad is in flight
-    input_grad_done = 1 << 6,  // BwdInput (or the first half of Bwd) done
-    weight_done = 1 << 7,      // BwdWeight done: the slot is free again
-  };
-
   struct Chunk {
     PipelinePosition where;
     runtime::Piece piece;
@@ -121,7 +110,7 @@ class Machine {
     std::vector<float> output_grads;                  // micro_batches x rows x output width
     std::vector<std::uint8_t> labels;                 // micro_batches x rows (last piece only)
     std::vector<std::span<const float>> input_grads;  // per micro-batch, from backward_input
-    std::vector<std::uint16_t> flags;                 // per micro-batch
+    std::vector<std::uint16_t> flags;  // per micro-batch: dataflow::CellState bits
   };
 
   // A non-blocking point-to-point operation the program has not waited for.

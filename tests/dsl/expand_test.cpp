@@ -117,7 +117,7 @@ TEST(dsl_expand, default_peers_follow_the_data) {
   const Program p = expand_file("schedules/1f1b.pipe", config(4, 8));
   for (int rank = 0; rank < 4; ++rank) {
     for (const Instruction& in : p.rank(rank)) {
-      if (info(in.op).shape != OperandShape::Message) continue;
+      if (!operand_parts(in.op).peer) continue;
       const bool downstream = (in.kind == MessageKind::act) == is_send(in.op);
       EXPECT_EQ(in.peer, downstream ? rank + 1 : rank - 1) << disassemble(in);
       EXPECT_EQ(in.explicit_peer, 0);

@@ -27,10 +27,8 @@ TEST(simulate_costs, backward_defaults_to_its_two_halves) {
   EXPECT_EQ(costs.backward(), 2);
   ASSERT_TRUE(parse_cost_flags("bwd=3", costs, error)) << error;
   EXPECT_EQ(costs.backward(), 3);
-  const auto bwd = testing::op(Opcode::Bwd);
-  const auto input = testing::op(Opcode::BwdInput);
-  EXPECT_EQ(costs.duration(bwd), 3);
-  EXPECT_EQ(costs.duration(input), 1.5);
+  EXPECT_EQ(costs.duration(info(Opcode::Bwd).cost), 3);
+  EXPECT_EQ(costs.duration(info(Opcode::BwdInput).cost), 1.5);
   EXPECT_EQ(default_costs().backward(), 2);
 }
 
