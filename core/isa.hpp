@@ -247,4 +247,13 @@ constexpr Group group_of(const Instruction& in) {
   return in.group != Group::none ? in.group : info(in.op).group;
 }
 
+// Whether two instructions are the same step: the opcode and what every
+// operand resolves to (not where in the source they come from, nor whether
+// the source spelled the peer out).
+constexpr bool same_operands(const Instruction& a, const Instruction& b) {
+  return a.op == b.op && a.kind == b.kind && a.direction == b.direction &&
+         a.micro_batch == b.micro_batch && a.peer == b.peer && a.chunk == b.chunk &&
+         group_of(a) == group_of(b);
+}
+
 }  // namespace pipevm

@@ -1,11 +1,10 @@
 // The per-rank pass: everything that can be decided by walking one rank's
-// stream alone, in program order.
-//  - Which request each Wait completes (the oldest pending one of its
-//    direction, kind, micro-batch and chunk) and which ones a WaitAll
-//    completes: the simulation follows these links.
+// stream alone, in program order, with the requests each wait completes
+// taken from the link (link.hpp).
 //  - Non-blocking misuse: a request never completed, a Wait with nothing to
-//    complete, a pending receive's buffer read or received into again.
-//    Two pending sends of the same value are allowed: both only read it.
+//    complete (both found by the link), a pending receive's buffer read or
+//    received into again. Two pending sends of the same value are allowed:
+//    both only read it.
 //  - Dataflow: inputs, gradients, forward/backward order, once per
 //    micro-batch and chunk, ZeroGrad and OptimizerStep placement.
 //  - Memory: stashed activations and requests in flight, at their peak.
@@ -37,34 +36,27 @@ std::string list_micro_batches(const std::vector<std::uint32_t>& mbs) {
 
 class RankWalker {
  public:
-  RankWalker(const Program& program, Links& links, Reporter& reporter, bool training)
+  RankWalker(const Program& program, const Link& link, Reporter& reporter, bool training)
       : program_(program),
-        links_(links),
+        link_(link),
         reporter_(reporter),
         training_(training),
         chunks_(chunks_per_rank(program)),
         micro_batches_(std::max(0, program.config.micro_batches)),
         cells_(static_cast<std::size_t>(chunks_) * static_cast<std::size_t>(micro_batches_)),
-        flags_(cells_, 0),
-        fifo_(4 * cells_, {kNone, kNone}) {}
+        flags_(cells_, 0) {}
 
   // Walks rank r; reports only when `loud` (a replica identical to its dp
   // rank 0 would repeat the same findings).
   StageMemory walk(int rank, bool loud);
 
  private:
-  using Fifo = std::pair<std::uint32_t, std::uint32_t>;  // local head, tail
-
   std::size_t cell(const Instruction& in) const {
     if (in.chunk >= chunks_ || in.micro_batch >= static_cast<std::uint32_t>(micro_batches_)) {
       return cells_;
     }
     return static_cast<std::size_t>(in.chunk) * static_cast<std::size_t>(micro_batches_) +
            in.micro_batch;
-  }
-  std::size_t fifo_slot(bool receive, MessageKind kind, std::size_t c) const {
-    const std::size_t kind_index = kind == MessageKind::grad ? 1 : 0;
-    return ((receive ? 2 : 0) + kind_index) * cells_ + c;
   }
   Diagnostic* report(DiagnosticKind kind, std::string message, std::size_t local) {
     if (!loud_) return nullptr;
@@ -74,8 +66,10 @@ class RankWalker {
     return "`" + disassemble(program_.code[begin_ + local]) + "`";
   }
 
-  void post(std::size_t local, std::size_t c);
+  void post(std::size_t local);
   void complete(std::uint32_t local);
+  // The link's next request failure, when it is of `kind` at global index `index`.
+  bool request_failure(LinkFailureKind kind, std::size_t index);
   void step_data(std::size_t local, const Instruction& in, std::size_t c);
   void report_missing(std::size_t local, OpClass reader, Value value, PieceEnds ends);
   static std::string twice(Value value, std::uint32_t micro_batch);
@@ -84,16 +78,15 @@ class RankWalker {
   void finish();
 
   const Program& program_;
-  Links& links_;
+  const Link& link_;
   Reporter& reporter_;
   const bool training_;
   const int chunks_;
   const int micro_batches_;
   const std::size_t cells_;
   std::vector<std::uint16_t> flags_;
-  std::vector<Fifo> fifo_;               // pending requests per (direction, kind, cell)
-  std::vector<std::uint32_t> fifo_next_;  // per local instruction
   std::vector<std::uint32_t> pending_prev_, pending_next_;  // posting order
+  std::size_t next_failure_ = 0;  // into link_.failures: request failures come rank by rank
   std::uint32_t pending_head_ = kNone, pending_tail_ = kNone;
   int pending_count_ = 0;
 
@@ -111,31 +104,17 @@ class RankWalker {
   GroupSet reduced_;  // groups the accumulated gradients are summed over since the last backward
 };
 
-void RankWalker::post(std::size_t local, std::size_t c) {
-  const Instruction& in = program_.code[begin_ + local];
+void RankWalker::post(std::size_t local) {
   const auto l = static_cast<std::uint32_t>(local);
   pending_prev_[local] = pending_tail_;
   pending_next_[local] = kNone;
-  if (pending_tail_ == kNone) {
-    pending_head_ = l;
-  } else {
-    pending_next_[pending_tail_] = l;
-  }
+  (pending_tail_ == kNone ? pending_head_ : pending_next_[pending_tail_]) = l;
   pending_tail_ = l;
   ++pending_count_;
   peak_.peak_in_flight = std::max(peak_.peak_in_flight, pending_count_);
-  if (c == cells_) return;
-  Fifo& fifo = fifo_[fifo_slot(is_recv(in.op), in.kind, c)];
-  fifo_next_[local] = kNone;
-  if (fifo.first == kNone) {
-    fifo.first = l;
-  } else {
-    fifo_next_[fifo.second] = l;
-  }
-  fifo.second = l;
 }
 
-// Takes a pending request off both lists; a completed receive delivers.
+// Takes a completed request off the pending list; a completed receive delivers.
 void RankWalker::complete(std::uint32_t local) {
   const Instruction& in = program_.code[begin_ + local];
   const std::uint32_t prev = pending_prev_[local];
@@ -144,21 +123,25 @@ void RankWalker::complete(std::uint32_t local) {
   (next == kNone ? pending_tail_ : pending_prev_[next]) = prev;
   --pending_count_;
   const std::size_t c = cell(in);
-  if (c == cells_) return;
-  Fifo& fifo = fifo_[fifo_slot(is_recv(in.op), in.kind, c)];
-  // Requests complete oldest first within a key, except under WaitAll,
-  // which empties every list anyway.
-  if (fifo.first == local) {
-    fifo.first = fifo_next_[local];
-    if (fifo.first == kNone) fifo.second = kNone;
-  } else {
-    fifo = {kNone, kNone};
+  if (c == cells_ || !info(in.op).produces.contains(Value::message)) return;
+  const Value value = message_value(in.kind, false);
+  flags_[c] = static_cast<std::uint16_t>((flags_[c] & ~pending(value)) |
+                                         produced(value, info(in.op).cls));
+}
+
+bool RankWalker::request_failure(LinkFailureKind kind, std::size_t index) {
+  const auto& failures = link_.failures;
+  while (next_failure_ < failures.size() &&
+         failures[next_failure_].kind != LinkFailureKind::wait_without_request &&
+         failures[next_failure_].kind != LinkFailureKind::never_completed) {
+    ++next_failure_;
   }
-  if (info(in.op).produces.contains(Value::message)) {
-    const Value value = message_value(in.kind, false);
-    flags_[c] = static_cast<std::uint16_t>((flags_[c] & ~pending(value)) |
-                                           produced(value, info(in.op).cls));
+  if (next_failure_ == failures.size() || failures[next_failure_].kind != kind ||
+      failures[next_failure_].index != index) {
+    return false;
   }
+  ++next_failure_;
+  return true;
 }
 
 StageMemory RankWalker::walk(int rank, bool loud) {
@@ -168,7 +151,6 @@ StageMemory RankWalker::walk(int rank, bool loud) {
   const std::size_t size = program_.rank_begin[static_cast<std::size_t>(rank) + 1] - begin_;
   const int stage = stage_of(program_.config, rank);
   std::fill(flags_.begin(), flags_.end(), std::uint16_t{0});
-  fifo_next_.assign(size, kNone);
   pending_prev_.assign(size, kNone);
   pending_next_.assign(size, kNone);
   pending_head_ = pending_tail_ = kNone;
@@ -185,60 +167,27 @@ StageMemory RankWalker::walk(int rank, bool loud) {
     const std::size_t c = cell(in);
     position_ = position_of(program_.placement, program_.config, stage, in.chunk).position;
     const OpcodeInfo& row = info(in.op);
-    switch (row.cls) {
-      case OpClass::data:
-      case OpClass::compute:
-      case OpClass::collective:
-      case OpClass::optimizer:
-        step_data(local, in, c);
-        break;
-      case OpClass::p2p:
-        // A blocking message is in flight while its rank waits in it.
-        if (row.completion != Completion::request) {
-          peak_.peak_in_flight = std::max(peak_.peak_in_flight, pending_count_ + 1);
-        }
-        step_data(local, in, c);
-        if (row.completion == Completion::request) post(local, c);
-        break;
-      case OpClass::wait:
-        if (operand_parts(in.op).micro_batch) {
-          const Fifo& fifo =
-              c == cells_ ? Fifo{kNone, kNone}
-                          : fifo_[fifo_slot(in.direction == WaitDirection::recv, in.kind, c)];
-          if (fifo.first == kNone) {
-            report(DiagnosticKind::WaitWithoutRequest,
-                   what(local) + " has no pending request to complete (never posted, or already "
-                                 "completed)",
-                   local);
-            break;
-          }
-          const std::uint32_t request = fifo.first;
-          links_.link[begin_ + local] = static_cast<std::uint32_t>(begin_ + request);
-          complete(request);
-          break;
-        }
-        links_.link[begin_ + local] = static_cast<std::uint32_t>(links_.waitall_ranges.size());
-        {
-          const auto first = static_cast<std::uint32_t>(links_.waitall_requests.size());
-          while (pending_head_ != kNone) {
-            const std::uint32_t request = pending_head_;
-            links_.waitall_requests.push_back(static_cast<std::uint32_t>(begin_ + request));
-            complete(request);
-          }
-          links_.waitall_ranges.emplace_back(
-              first, static_cast<std::uint32_t>(links_.waitall_requests.size()));
-        }
-        break;
+    if (row.cls == OpClass::wait) {
+      if (request_failure(LinkFailureKind::wait_without_request, begin_ + local)) {
+        report(DiagnosticKind::WaitWithoutRequest,
+               what(local) + " has no pending request to complete (never posted, or already "
+                             "completed)",
+               local);
+      }
+      const std::uint32_t w = link_.to[begin_ + local];
+      for (std::uint32_t q = link_.completes_begin[w]; q < link_.completes_begin[w + 1]; ++q) {
+        complete(static_cast<std::uint32_t>(link_.completed[q] - begin_));
+      }
+      continue;
     }
+    // A blocking message is in flight while its rank waits in it.
+    if (row.cls == OpClass::p2p && row.completion == Completion::blocking) {
+      peak_.peak_in_flight = std::max(peak_.peak_in_flight, pending_count_ + 1);
+    }
+    step_data(local, in, c);
+    if (row.completion == Completion::request) post(local);
   }
   finish();
-  // Requests never completed leave their keys' lists behind: empty them for
-  // the next rank.
-  for (std::uint32_t r = pending_head_; r != kNone; r = pending_next_[r]) {
-    const Instruction& in = program_.code[begin_ + r];
-    const std::size_t c = cell(in);
-    if (c != cells_) fifo_[fifo_slot(is_recv(in.op), in.kind, c)] = {kNone, kNone};
-  }
   return peak_;
 }
 
@@ -411,8 +360,10 @@ void RankWalker::step_optimizer(std::size_t local) {
 
 void RankWalker::finish() {
   for (std::uint32_t r = pending_head_; r != kNone; r = pending_next_[r]) {
-    report(DiagnosticKind::RequestNeverWaited,
-           what(r) + " is never completed by a Wait or WaitAll", r);
+    if (request_failure(LinkFailureKind::never_completed, begin_ + r)) {
+      report(DiagnosticKind::RequestNeverWaited,
+             what(r) + " is never completed by a Wait or WaitAll", r);
+    }
   }
   if (!loud_) return;
   // Under mirror placement a micro-batch travels one of the two lanes, so on
@@ -465,10 +416,10 @@ void RankWalker::finish() {
 
 }  // namespace
 
-void check_ranks(const Program& program, Links& links, Reporter& reporter,
+void check_ranks(const Program& program, const Link& link, Reporter& reporter,
                  const std::vector<bool>& quiet, std::vector<StageMemory>& memory) {
   const Config& c = program.config;
-  RankWalker walker(program, links, reporter, is_training(program));
+  RankWalker walker(program, link, reporter, is_training(program));
   memory.assign(static_cast<std::size_t>(std::max(0, c.stages)), StageMemory{});
   for (int s = 0; s < c.stages; ++s) memory[static_cast<std::size_t>(s)].stage = s;
   for (int r = 0; r < program.ranks(); ++r) {

@@ -95,6 +95,7 @@ Machine::Machine(const Program& program, int rank, runtime::Comm& comm,
     chunks_.push_back(std::move(chunk));
   }
   pending_.reserve(4 * micro_batches * to_size(chunk_count) + 16);
+  wait_requests_ = wait_requests(program, rank);
   reductions_.reserve(to_size(layers) * 2);
   if (program.placement == Placement::mirror) {
     std::size_t largest = 0;
@@ -420,13 +421,12 @@ void VmStep::complete(const Machine::PendingMessage& message) {
                                      dataflow::produced(value, OpClass::p2p));
 }
 
-void VmStep::wait(const Instruction& in) {
+void VmStep::wait(const Instruction& /*in*/) {
+  const std::uint32_t request = m_.wait_requests_[index_];
   const auto match =
-      std::find_if(m_.pending_.begin(), m_.pending_.end(), [&](const Machine::PendingMessage& p) {
-        return p.direction == in.direction && p.kind == in.kind &&
-               p.micro_batch == in.micro_batch && p.chunk == in.chunk;
-      });
-  if (match == m_.pending_.end()) unsupported("no such request is pending");
+      std::find_if(m_.pending_.begin(), m_.pending_.end(),
+                   [&](const Machine::PendingMessage& p) { return p.instruction == request; });
+  if (request == kNoLink || match == m_.pending_.end()) unsupported("no such request is pending");
   const Machine::PendingMessage message = *match;
   m_.pending_.erase(match);
   m_.comm_.wait(message.request);

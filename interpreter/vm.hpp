@@ -23,6 +23,7 @@
 #include "data.hpp"
 #include "dataflow.hpp"
 #include "diagnostics.hpp"
+#include "link.hpp"
 #include "message_tags.hpp"
 #include "model.hpp"
 #include "optimizer.hpp"
@@ -137,6 +138,9 @@ class Machine {
   float loss_scale_;
   std::vector<Chunk> chunks_;
   std::vector<PendingMessage> pending_;
+  // Per instruction of the rank's stream: the request a Wait there
+  // completes (link.hpp's rule), kNoLink elsewhere.
+  std::vector<std::uint32_t> wait_requests_;
   std::vector<runtime::Comm::Request> reductions_;  // BwdAllReduce's per-layer requests
   std::vector<float> mirror_scratch_;               // the mirror partner's gradients
   const runtime::Batcher* batcher_ = nullptr;
