@@ -3,6 +3,8 @@
 // one rank's stream.
 #include "program.hpp"
 
+#include <algorithm>
+
 namespace pipevm {
 
 std::string_view name(Placement placement) {
@@ -75,25 +77,37 @@ bool peer_in_pipeline(Placement placement, const Config& config, int stage,
   return in.peer >= 0 && in.peer < config.stages;
 }
 
-int group_instance(Group group, Placement /*placement*/, const Config& config, int rank) {
+namespace {
+// The lower of the two stages that hold stage s's pieces under mirror placement.
+int mirror_pair(const Config& config, int stage) { return std::min(stage, config.stages - 1 - stage); }
+}  // namespace
+
+int group_instance(Group group, Placement placement, const Config& config, int rank) {
   switch (group) {
     case Group::none: return -1;
     case Group::pipeline: return dp_rank_of(config, rank);
     case Group::dp: return stage_of(config, rank);
+    case Group::mirror:
+      if (placement != Placement::mirror) return rank;
+      return dp_rank_of(config, rank) * ((config.stages + 1) / 2) +
+             mirror_pair(config, stage_of(config, rank));
   }
   return -1;
 }
 
-int group_instance_count(Group group, Placement /*placement*/, const Config& config) {
+int group_instance_count(Group group, Placement placement, const Config& config) {
   switch (group) {
     case Group::none: return 0;
     case Group::pipeline: return config.dp;
     case Group::dp: return config.stages;
+    case Group::mirror:
+      return placement == Placement::mirror ? config.dp * ((config.stages + 1) / 2)
+                                            : config.ranks();
   }
   return 0;
 }
 
-void group_members(Group group, Placement /*placement*/, const Config& config, int instance,
+void group_members(Group group, Placement placement, const Config& config, int instance,
                    std::vector<int>& members) {
   members.clear();
   switch (group) {
@@ -104,7 +118,28 @@ void group_members(Group group, Placement /*placement*/, const Config& config, i
     case Group::dp:
       for (int d = 0; d < config.dp; ++d) members.push_back(rank_of(config, d, instance));
       return;
+    case Group::mirror: {
+      if (placement != Placement::mirror) {
+        members.push_back(instance);
+        return;
+      }
+      const int pairs = (config.stages + 1) / 2;
+      const int dp_rank = instance / pairs;
+      const int low = instance % pairs;
+      members.push_back(rank_of(config, dp_rank, low));
+      if (config.stages - 1 - low != low) {
+        members.push_back(rank_of(config, dp_rank, config.stages - 1 - low));
+      }
+      return;
+    }
   }
+}
+
+GroupSet groups_holding_copies(Placement placement, const Config& config) {
+  GroupSet copies;
+  if (config.dp > 1) copies = copies.with(Group::dp);
+  if (placement == Placement::mirror) copies = copies.with(Group::mirror);
+  return copies;
 }
 
 std::string disassemble_rank(const Program& program, int rank) {

@@ -93,6 +93,11 @@ int group_instance_count(Group group, Placement placement, const Config& config)
 void group_members(Group group, Placement placement, const Config& config, int instance,
                    std::vector<int>& members);
 
+// The groups whose members hold copies of a rank's parameters, over which
+// the gradients must be summed before an optimizer step: dp when there are
+// replicas; mirror under placement mirror (every piece is held twice).
+GroupSet groups_holding_copies(Placement placement, const Config& config);
+
 struct Program {
   std::shared_ptr<const SourceFile> file;  // the schedule's text
   std::string name;                        // from `schedule NAME`, else the file stem

@@ -278,6 +278,7 @@ class Expander {
     in.op = st.op;
     in.kind = st.message_kind;
     in.direction = st.direction;
+    in.group = st.group == Group::none ? info(st.op).group : st.group;
     in.source = st.source & kMaxSourceIndex;  // a statement is at least two bytes of a file under 4 GiB
     if (st.micro_batch != kNoIndex) {
       const std::int64_t mb = eval(st.micro_batch);

@@ -45,7 +45,7 @@ using selector = pt::selector<
         g::min_call, g::max_call, g::expr, g::micro_batch, g::chunk_number, g::peer_stage,
         g::argument, g::let_stmt, g::for_stmt, g::reversed_range, g::forward_range, g::if_stmt,
         g::else_clause, g::stage_stmt, g::call_stmt, g::instruction, g::chunk_clause, g::to_clause,
-        g::from_clause, g::require_item, g::proc_item>,
+        g::from_clause, g::over_clause, g::group_name, g::require_item, g::proc_item>,
     fold_keep::on<g::and_expr, g::not_expr, g::cmp_expr, g::add_expr, g::mul_expr, g::unary,
                   g::primary, g::paren_expr>>;
 
@@ -405,6 +405,15 @@ std::optional<std::uint32_t> Builder::instruction(const Node& n, Stmt st) {
                                 " takes 'to S'");
       }
       st.peer = expr(*part.children.front());
+    } else if (part.is_type<g::over_clause>()) {
+      if (!takes.group) return misuse(part, std::string(word) + " names no group");
+      const Node& group_word = *part.children.front();
+      const auto group = group_from_name(group_word.string_view());
+      if (!group || !info(*op).over.contains(*group)) {
+        return misuse(group_word, quote(group_word.string_view()) + " is not a group " +
+                                      std::string(word) + " can use");
+      }
+      st.group = *group;
     }
   }
   const SourceRange after_opcode{range_of(opcode_node).end, range_of(opcode_node).end + 1};

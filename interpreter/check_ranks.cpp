@@ -74,6 +74,7 @@ class RankWalker {
   void report_missing(std::size_t local, OpClass reader, Value value, PieceEnds ends);
   static std::string twice(Value value, std::uint32_t micro_batch);
   static GroupSet all_groups();
+  static std::string unreduced_step(Group group);
   void step_optimizer(std::size_t local);
   void finish();
 
@@ -350,12 +351,30 @@ void RankWalker::step_optimizer(std::size_t local) {
     reporter_.note(d, "the pending request: " + reporter_.describe(begin_ + pending_head_),
                    reporter_.at(begin_ + pending_head_));
   }
-  if (program_.config.dp > 1 && !reduced_.contains(Group::dp)) {
-    report(DiagnosticKind::DataflowStepTooEarly,
-           "OptimizerStep applies gradients that were not reduced over the data-parallel "
-           "group (no AllReduce or BwdAllReduce after the last backward)",
-           local);
+  // The parameters have copies on other ranks (or twice on this one): the
+  // gradients must be summed over each group that holds them first.
+  const GroupSet copies = groups_holding_copies(program_.placement, program_.config);
+  for (std::size_t g = 0; g < kGroupCount; ++g) {
+    const auto group = static_cast<Group>(g);
+    if (!copies.contains(group) || reduced_.contains(group)) continue;
+    report(DiagnosticKind::DataflowStepTooEarly, unreduced_step(group), local);
   }
+}
+
+// Why a step's gradients are not summed over `group` yet.
+std::string RankWalker::unreduced_step(Group group) {
+  switch (group) {
+    case Group::dp:
+      return "OptimizerStep applies gradients that were not reduced over the data-parallel "
+             "group (no AllReduce or BwdAllReduce after the last backward)";
+    case Group::mirror:
+      return "OptimizerStep applies gradients that were not summed with the other copy of each "
+             "model piece (no AllReduce over mirror after the last backward)";
+    case Group::none:
+    case Group::pipeline: break;
+  }
+  return "OptimizerStep applies gradients that were not summed over the " +
+         std::string(name(group)) + " group";
 }
 
 void RankWalker::finish() {

@@ -6,6 +6,8 @@
 // (collective-order, collective-missing) are what the link pass found; they
 // are reported here, those of the data-parallel group next to its
 // replicas' work.
+#include <algorithm>
+
 #include "check_internal.hpp"
 
 namespace pipevm::check_detail {
@@ -20,6 +22,12 @@ std::string instance_phrase(const Program& program, Group group, int rank) {
     case Group::pipeline:
       return "the pipeline of dp rank " + std::to_string(dp_rank_of(c, rank));
     case Group::dp: return "the data-parallel group of stage " + std::to_string(stage_of(c, rank));
+    case Group::mirror: {
+      const int stage = stage_of(c, rank);
+      const int low = std::min(stage, c.stages - 1 - stage);
+      return "the mirror pair of stages " + std::to_string(low) + " and " +
+             std::to_string(c.stages - 1 - low);
+    }
   }
   return {};
 }
@@ -30,6 +38,7 @@ std::string group_noun(Group group) {
     case Group::none:
     case Group::pipeline: return "pipeline";
     case Group::dp: return "data-parallel group";
+    case Group::mirror: return "mirror pair";
   }
   return {};
 }

@@ -5,6 +5,7 @@
 #include "vm.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 
 namespace pipevm {
@@ -97,10 +98,10 @@ Machine::Machine(const Program& program, int rank, runtime::Comm& comm,
   pending_.reserve(4 * micro_batches * to_size(chunk_count) + 16);
   wait_requests_ = wait_requests(program, rank);
   reductions_.reserve(to_size(layers) * 2);
+  // Every rank splits, in the same order, or MPI waits forever: the groups
+  // a placement implies are made whether this rank's program uses them or not.
   if (program.placement == Placement::mirror) {
-    std::size_t largest = 0;
-    for (const Chunk& chunk : chunks_) largest = std::max(largest, chunk.piece.gradients().size());
-    mirror_scratch_.resize(2 * largest);
+    mirror_group_ = comm.split(group_instance(Group::mirror, program.placement, config, rank), rank);
   }
 }
 
@@ -160,9 +161,9 @@ class VmStep {
   void wait(const Instruction& in);
   void wait_all();
   void complete(const Machine::PendingMessage& message);
-  void all_reduce();
+  void all_reduce(Group group);
+  void sum_over_holders();
   void optimizer_step();
-  void sum_mirror_gradients();
   void finish_step();
 
   const Program& program_;
@@ -228,7 +229,7 @@ void VmStep::execute(const Instruction& in) {
       backward_weight(in, m_.comm_.dp() > 1);
       return;
     case Opcode::AllReduce:
-      all_reduce();
+      all_reduce(group_of(in));
       return;
     case Opcode::Send:
     case Opcode::ISend:
@@ -439,9 +440,42 @@ void VmStep::wait_all() {
   m_.pending_.clear();
 }
 
-void VmStep::all_reduce() {
-  if (m_.comm_.dp() == 1) return;
-  for (Chunk& chunk : m_.chunks_) m_.comm_.allreduce_sum(chunk.piece.gradients());
+void VmStep::all_reduce(Group group) {
+  switch (group) {
+    case Group::dp:
+      if (m_.comm_.dp() == 1) return;
+      for (Chunk& chunk : m_.chunks_) m_.comm_.allreduce_sum(chunk.piece.gradients());
+      return;
+    case Group::mirror:
+      sum_over_holders();
+      return;
+    case Group::none:
+    case Group::pipeline:
+      break;
+  }
+  unsupported("an all-reduce over the " + std::string(name(group)) + " group");
+}
+
+// Under mirror placement a piece lives on two ranks of the pipeline (or
+// twice on the middle rank when the stage count is odd); each holder has
+// the gradients of its own lane's micro-batches. Each piece's copies are
+// summed, piece by piece in piece order, so that the holders, which hold
+// their two pieces as different chunks, pass the same buffers.
+void VmStep::sum_over_holders() {
+  if (m_.chunks_.size() == 2 && piece_at(m_.chunks_[0].where) == piece_at(m_.chunks_[1].where)) {
+    std::span<float> a = m_.chunks_[0].piece.gradients();
+    std::span<float> b = m_.chunks_[1].piece.gradients();
+    for (std::size_t i = 0; i < a.size(); ++i) b[i] = a[i] = a[i] + b[i];
+  }
+
+  if (m_.mirror_group_ == Machine::kNoGroup) return;
+  std::array<std::size_t, 2> order{0, 1};
+  if (m_.chunks_.size() == 2 && piece_at(m_.chunks_[1].where) < piece_at(m_.chunks_[0].where)) {
+    order = {1, 0};
+  }
+  for (const std::size_t c : order) {
+    m_.comm_.allreduce_sum(m_.chunks_[c].piece.gradients(), m_.mirror_group_);
+  }
 }
 
 void VmStep::optimizer_step() {
@@ -450,45 +484,8 @@ void VmStep::optimizer_step() {
                 disassemble(code_[m_.pending_.front().instruction]) +
                 "); their buffers may still change");
   }
-  if (program_.placement == Placement::mirror) sum_mirror_gradients();
   for (Chunk& chunk : m_.chunks_)
     chunk.optimizer.step(chunk.piece.parameters(), chunk.piece.gradients());
-}
-
-// Under mirror placement every piece lives on two ranks (or twice on the
-// middle rank when the stage count is odd); each holder has the gradients of
-// its own lane's micro-batches, so the holders add each other's before
-// stepping, and both take the same step.
-void VmStep::sum_mirror_gradients() {
-  const int partner = program_.config.stages - 1 - m_.stage_;
-  if (partner == m_.stage_) {
-    std::span<float> a = m_.chunks_[0].piece.gradients();
-    std::span<float> b = m_.chunks_[1].piece.gradients();
-    for (std::size_t i = 0; i < a.size(); ++i) b[i] = a[i] = a[i] + b[i];
-    return;
-  }
-  // Partner's chunk 1 - c holds the piece of this rank's chunk c.
-  for (std::size_t c = 0; c < 2; ++c) {
-    const runtime::Piece& piece = m_.chunks_[c].piece;
-    m_.pending_.push_back(
-        {WaitDirection::send, MessageKind::grad, 0, static_cast<std::uint16_t>(c),
-         m_.comm_.isend(partner, m_.tags_.gradient_sum_tag(piece_at(m_.chunks_[c].where)),
-                        piece.gradients()),
-         index_});
-  }
-  const std::size_t half = m_.mirror_scratch_.size() / 2;
-  for (std::size_t c = 0; c < 2; ++c) {
-    std::span<float> gradients = m_.chunks_[c].piece.gradients();
-    const std::span<float> theirs =
-        std::span<float>(m_.mirror_scratch_).subspan(c * half, gradients.size());
-    m_.comm_.recv(partner, m_.tags_.gradient_sum_tag(piece_at(m_.chunks_[c].where)), theirs);
-  }
-  wait_all();
-  for (std::size_t c = 0; c < 2; ++c) {
-    std::span<float> gradients = m_.chunks_[c].piece.gradients();
-    const float* theirs = m_.mirror_scratch_.data() + c * half;
-    for (std::size_t i = 0; i < gradients.size(); ++i) gradients[i] += theirs[i];
-  }
 }
 
 void VmStep::finish_step() {

@@ -142,7 +142,8 @@ class Machine {
   // completes (link.hpp's rule), kNoLink elsewhere.
   std::vector<std::uint32_t> wait_requests_;
   std::vector<runtime::Comm::Request> reductions_;  // BwdAllReduce's per-layer requests
-  std::vector<float> mirror_scratch_;               // the mirror partner's gradients
+  static constexpr runtime::Comm::Group kNoGroup = -1;
+  runtime::Comm::Group mirror_group_ = kNoGroup;  // the holders of this rank's pieces (mirror)
   const runtime::Batcher* batcher_ = nullptr;
   int batch_ = 0;
 };

@@ -111,7 +111,7 @@ struct MpiComm::State {
   int world_size = 1;
   int stages = 1;
   MPI_Comm pipeline = MPI_COMM_NULL;
-  MPI_Comm data_parallel = MPI_COMM_NULL;
+  std::vector<MPI_Comm> groups;  // Group g; 0 is the data-parallel group
   std::vector<MPI_Request> requests;  // slot i is request id i; MPI_REQUEST_NULL when free
   std::vector<int> free_slots;
   int active = 0;
@@ -155,9 +155,8 @@ MpiComm::MpiComm(const MpiSession& session, int stages, std::int64_t max_tag, Wa
   const int stage = s.world_rank % stages;
   const int dp_rank = s.world_rank / stages;
   PIPEVM_MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, dp_rank, stage, &s.pipeline));
-  PIPEVM_MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, stage, dp_rank, &s.data_parallel));
   PIPEVM_MPI_CHECK(MPI_Comm_set_errhandler(s.pipeline, MPI_ERRORS_RETURN));
-  PIPEVM_MPI_CHECK(MPI_Comm_set_errhandler(s.data_parallel, MPI_ERRORS_RETURN));
+  if (split(stage, dp_rank) != kDataParallel) throw CommError("the data-parallel group is not group 0");
 }
 
 MpiComm::~MpiComm() {
@@ -166,7 +165,7 @@ MpiComm::~MpiComm() {
   MPI_Finalized(&finalized);
   if (finalized) return;
   if (s.pipeline != MPI_COMM_NULL) MPI_Comm_free(&s.pipeline);
-  if (s.data_parallel != MPI_COMM_NULL) MPI_Comm_free(&s.data_parallel);
+  for (MPI_Comm& group : s.groups) MPI_Comm_free(&group);
 }
 
 int MpiComm::world_rank() const {
@@ -210,19 +209,35 @@ Comm::Request MpiComm::irecv(int peer_stage, int tag, std::span<float> data) {
   return id;
 }
 
-void MpiComm::allreduce_sum(std::span<float> data) {
-  if (dp() == 1) return;
+Comm::Group MpiComm::split(int color, int key) {
+  State& s = *state_;
+  MPI_Comm group = MPI_COMM_NULL;
+  PIPEVM_MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, color, key, &group));
+  PIPEVM_MPI_CHECK(MPI_Comm_set_errhandler(group, MPI_ERRORS_RETURN));
+  s.groups.push_back(group);
+  return static_cast<Group>(s.groups.size() - 1);
+}
+
+void MpiComm::allreduce_sum(std::span<float> data, Group group) {
+  State& s = *state_;
+  if (group < 0 || static_cast<std::size_t>(group) >= s.groups.size()) {
+    throw CommError("no group " + std::to_string(group));
+  }
+  MPI_Comm comm = s.groups[static_cast<std::size_t>(group)];
+  int members = 1;
+  PIPEVM_MPI_CHECK(MPI_Comm_size(comm, &members));
+  if (members == 1) return;
   // The blocking collective, even when waits nap: Open MPI's tuned
   // MPI_Allreduce took 2-3x less time than MPI_Iallreduce + wait on 724 KB.
-  PIPEVM_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data.data(), to_count(data.size()), MPI_FLOAT,
-                                 MPI_SUM, state_->data_parallel));
+  PIPEVM_MPI_CHECK(
+      MPI_Allreduce(MPI_IN_PLACE, data.data(), to_count(data.size()), MPI_FLOAT, MPI_SUM, comm));
 }
 
 Comm::Request MpiComm::iallreduce_sum(std::span<float> data) {
   const Request id = state_->take_slot();
   if (dp() == 1) return id;  // its slot stays MPI_REQUEST_NULL: waiting is a no-op
   PIPEVM_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data.data(), to_count(data.size()), MPI_FLOAT,
-                                  MPI_SUM, state_->data_parallel,
+                                  MPI_SUM, state_->groups[kDataParallel],
                                   &state_->requests[static_cast<std::size_t>(id)]));
   return id;
 }

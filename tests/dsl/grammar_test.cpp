@@ -121,6 +121,24 @@ TEST(dsl_parse, wait_operands) {
                    "Wait recv grad 1 chunk 1"}));
 }
 
+TEST(dsl_parse, over_names_a_collective_group) {
+  Diagnostics d;
+  const auto p = test::compile_text("placement mirror\nAllReduce\nAllReduce over dp\nAllReduce over mirror",
+                                    config(2, 1, 2), d);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(group_of(p->rank(0)[0]), Group::dp);
+  EXPECT_EQ(group_of(p->rank(0)[1]), Group::dp);
+  EXPECT_EQ(group_of(p->rank(0)[2]), Group::mirror);
+  // The row's own group is what the source would have said anyway.
+  EXPECT_EQ(test::stream(*p, 0), (Lines{"AllReduce", "AllReduce", "AllReduce over mirror"}));
+  for (const char* wrong : {"AllReduce over world", "AllReduce over pipeline",
+                            "BwdAllReduce 0 over mirror", "Fwd 0 over dp"}) {
+    Diagnostics errors;
+    EXPECT_FALSE(test::compile_text(wrong, config(2, 1), errors)) << wrong;
+    EXPECT_EQ(test::codes(errors), (std::vector<std::string>{"PV1001"})) << wrong;
+  }
+}
+
 TEST(dsl_parse, headers_give_name_and_placement) {
   Diagnostics d;
   const auto named = parse(test::source("schedule zb-v_2\nplacement v\nFwd 0"), d);

@@ -241,6 +241,38 @@ TEST(schedules, dualpipe_without_its_allreduce_fails_with_replicas) {
   }
 }
 
+// Every message is an instruction: DualPipe's gradient sum between the two
+// holders of each piece is `AllReduce over mirror`, and a rank that drops it
+// leaves its partner waiting in a collective and steps with half the sum.
+TEST(schedules, dualpipe_without_the_mirror_sum_on_one_rank_fails) {
+  Diagnostics diagnostics;
+  const Config config{4, 8, 2, 1};
+  std::optional<Program> program =
+      compile(read_source(path_of("dualpipe").string(), diagnostics), config, diagnostics);
+  ASSERT_TRUE(program) << diagnostics.size();
+  ASSERT_TRUE(check(*program).ok());
+  const int rank = 1;
+  const auto stream = program->rank(rank);
+  const auto sum = std::find_if(stream.begin(), stream.end(), [](const Instruction& in) {
+    return in.op == Opcode::AllReduce && group_of(in) == Group::mirror;
+  });
+  ASSERT_NE(sum, stream.end());
+  program->code.erase(program->code.begin() +
+                      static_cast<std::ptrdiff_t>(program->rank_begin[rank]) +
+                      (sum - stream.begin()));
+  for (std::size_t r = rank + 1; r < program->rank_begin.size(); ++r) --program->rank_begin[r];
+  const CheckResult result = check(*program);
+  std::vector<DiagnosticKind> kinds;
+  for (const Diagnostic& d : result.diagnostics) kinds.push_back(d.kind);
+  EXPECT_EQ(kinds, (std::vector<DiagnosticKind>{DiagnosticKind::CollectiveMissing,
+                                                DiagnosticKind::DataflowStepTooEarly}))
+      << first_message(result);
+  ASSERT_FALSE(result.diagnostics.empty());
+  EXPECT_NE(result.diagnostics.front().message.find("a member of the same mirror pair"),
+            std::string::npos)
+      << result.diagnostics.front().message;
+}
+
 TEST(schedules, every_file_has_the_library_header_and_a_docs_entry) {
   const std::string docs = slurp(kSource / "docs" / "schedules.md");
   std::vector<std::string> files;

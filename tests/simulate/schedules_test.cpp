@@ -171,6 +171,31 @@ TEST(simulate_schedules, dualpipe_bubble_meets_the_published_bound) {
   }
 }
 
+// The mirror sum is an instruction, so it has a time: with an all-reduce
+// cost, every rank spends it in `AllReduce over mirror`, after its last
+// backward and before its step, and the makespan grows by it.
+TEST(simulate_schedules, dualpipe_mirror_sum_takes_its_time) {
+  if (!shipped("dualpipe")) GTEST_SKIP() << "schedules/dualpipe.pipe is not shipped";
+  const auto program = compile_schedule("dualpipe", {4, 8, 2, 1});
+  ASSERT_TRUE(program);
+  const Costs free = costs_of({{"fwd", 1}, {"bwd-input", 1}, {"bwd-weight", 1}});
+  const Costs priced =
+      costs_of({{"fwd", 1}, {"bwd-input", 1}, {"bwd-weight", 1}, {"allreduce", 5}});
+  const Simulation cheap = simulate_ok(*program, free);
+  const Simulation dear = simulate_ok(*program, priced);
+  EXPECT_DOUBLE_EQ(dear.timeline.makespan, cheap.timeline.makespan + 5);
+  int sums = 0;
+  for (std::size_t i = 0; i < program->code.size(); ++i) {
+    const Instruction& in = program->code[i];
+    if (in.op != Opcode::AllReduce || group_of(in) != Group::mirror) continue;
+    ++sums;
+    const InstructionTime& t = dear.timeline.times[i];
+    EXPECT_DOUBLE_EQ(t.ended - t.started, 5) << "instruction " << i;
+    EXPECT_EQ(activity_of(in.op), Activity::communication);
+  }
+  EXPECT_EQ(sums, 4);  // one per rank
+}
+
 // Every shipped schedule that the checker accepts simulates to its end, and
 // both count the same peak of stashed activations per stage.
 TEST(simulate_schedules, every_checked_schedule_simulates_with_the_checkers_memory) {

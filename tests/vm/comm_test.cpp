@@ -69,6 +69,22 @@ TEST(vm_comm, allreduce_sums_within_the_stage_only) {
   });
 }
 
+TEST(vm_comm, split_groups_sum_among_their_members_only) {
+  run_in_process(4, 1, [](Comm& comm) {
+    // Stages s and 3 - s form a group, like mirror placement's holders.
+    const int stage = comm.stage();
+    const Comm::Group pair = comm.split(std::min(stage, 3 - stage), stage);
+    EXPECT_NE(pair, Comm::kDataParallel);
+    std::vector<float> values = {static_cast<float>(stage), 1.0F};
+    comm.allreduce_sum(values, pair);
+    EXPECT_EQ(values[0], 3.0F);
+    EXPECT_EQ(values[1], 2.0F);
+    std::vector<float> alone = {5.0F};
+    comm.allreduce_sum(alone);  // the data-parallel group: the rank alone (dp = 1)
+    EXPECT_EQ(alone[0], 5.0F);
+  });
+}
+
 TEST(vm_comm, gather_broadcast_and_agreement) {
   run_in_process(2, 2, [](Comm& comm) {
     std::vector<float> mine(static_cast<std::size_t>(comm.world_rank()) + 1,
