@@ -193,10 +193,6 @@ int run(const RunFlags& flags) {
   }
   CheckOptions check_options;
   check_options.layer_widths = config.model.sizes;
-  for (const runtime::LayerRange& piece : runtime::split_layers(config.model.sizes, pieces)) {
-    check_options.piece_widths.push_back(config.model.sizes[static_cast<std::size_t>(piece.begin)]);
-  }
-  check_options.piece_widths.push_back(config.model.sizes.back());
   const CheckResult checked = check(*program, check_options);
   if (!checked.ok()) {
     if (root) {

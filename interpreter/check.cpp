@@ -90,25 +90,13 @@ int chunks_per_rank(const Program& program) {
 
 }  // namespace check_detail
 
-std::vector<int> piece_boundary_widths(const Program& program, const CheckOptions& options) {
-  const int pieces = model_pieces(program.placement, program.config);
-  if (options.piece_widths.size() == static_cast<std::size_t>(pieces) + 1) {
-    return options.piece_widths;
-  }
-  std::vector<int> widths;
-  if (options.layer_widths.size() < 2 || pieces < 1) return widths;
-  const std::size_t layers = options.layer_widths.size() - 1;
-  const auto n = static_cast<std::size_t>(pieces);
-  for (std::size_t i = 0; i <= n; ++i) widths.push_back(options.layer_widths[i * layers / n]);
-  return widths;
-}
-
 CheckResult check(const Program& program, const CheckOptions& options) {
   using namespace check_detail;
   CheckResult result;
   result.instructions = program.code.size();
   Reporter reporter(program, options.max_diagnostics_per_kind);
-  const std::vector<int> widths = piece_boundary_widths(program, options);
+  const std::vector<int> widths = piece_boundary_widths(
+      options.layer_widths, model_pieces(program.placement, program.config));
   const Link linked = link(program, LinkOptions{widths});
 
   report_messages(program, linked, widths, reporter);

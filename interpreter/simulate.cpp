@@ -12,6 +12,7 @@
 #include <string>
 
 #include "link.hpp"
+#include "model_shape.hpp"
 #include "simulate.hpp"
 
 namespace pipevm {
@@ -344,7 +345,12 @@ class Simulator {
 
 std::optional<Simulation> simulate(const Program& program, const Costs& costs,
                                    Diagnostics& diagnostics) {
-  return simulate(program, link(program), costs, diagnostics);
+  // The default model's sizes, as `pipevm check` assumes them: a send and
+  // a receive that pair but for their producing positions are a size
+  // mismatch where the sizes differ.
+  const LinkOptions options{
+      piece_boundary_widths(default_layer_widths(), model_pieces(program.placement, program.config))};
+  return simulate(program, link(program, options), costs, diagnostics);
 }
 
 std::optional<Simulation> simulate(const Program& program, const Link& link, const Costs& costs,

@@ -147,14 +147,19 @@ TEST(check, size_mismatch_when_explicit_peers_pair_different_positions) {
   EXPECT_EQ(std::count(c.begin(), c.end(), "PV2003"), 0);
 }
 
-TEST(check, piece_widths_split_the_mlp_by_layer_count) {
-  ProgramBuilder b(Config{2, 1});
-  const Program p = b.build({{}, {}});
-  // Seven layers in two pieces: three, then four.
-  EXPECT_EQ(piece_boundary_widths(p, {}), (std::vector<int>{784, 126, 10}));
-  CheckOptions options;
-  options.piece_widths = {1, 2, 3};
-  EXPECT_EQ(piece_boundary_widths(p, options), (std::vector<int>{1, 2, 3}));
+TEST(check, sizes_come_from_the_model_in_the_options) {
+  ProgramBuilder b(Config{3, 1});
+  const auto streams = std::vector<std::vector<std::string>>{
+      {"LoadInput 0", "Fwd 0", "ISend act 0 to 2", "WaitAll"}, {}, {"IRecv act 0 from 0", "WaitAll", "Fwd 0"}};
+  // The default MLP's pieces differ in width there; with equal widths
+  // everywhere the two sides agree on the size, and only their peers are
+  // wrong.
+  EXPECT_EQ(codes(check(b.build(streams))),
+            (std::vector<std::string>{"PV2005", "PV2005", "PV2006", "PV2024"}));
+  CheckOptions flat;
+  flat.layer_widths = {8, 8, 8, 8};
+  EXPECT_EQ(codes(check(b.build(streams), flat)),
+            (std::vector<std::string>{"PV2005", "PV2005", "PV2024"}));
 }
 
 TEST(check, requests_never_waited_and_waits_without_requests) {
