@@ -1,8 +1,12 @@
 # Helpers for the test folders.
 #
-# pipevm_add_gtest(NAME target SOURCES a.cpp ... [LIBS ...] [LABELS ...])
-#   one GoogleTest executable; every TEST becomes its own CTest test, named
-#   by the test's dotted name (see gtest_discover_tests' TEST_PREFIX).
+# pipevm_add_gtest(NAME target [FAMILY family] SOURCES a.cpp ... [LIBS ...]
+#                  [LABELS ...] [OWN_MAIN])
+#   one GoogleTest executable; every TEST(suite, name) becomes its own CTest
+#   test named family.suite.name (`ctest -R '^family\.'` selects the
+#   executable's tests, `-R '^family\.suite\.'` one suite). Without FAMILY
+#   the suites carry it (suites registered with dots in their names).
+#   OWN_MAIN: the sources define main() (not gtest_main).
 # pipevm_add_mpi_test(NAME ctest-name NP n COMMAND exe args...)
 #   runs `mpiexec -n NP --oversubscribe --allow-run-as-root exe args...`
 #   with label `mpi` and PROCESSORS NP.
@@ -13,17 +17,24 @@ include(GoogleTest)
 find_package(GTest REQUIRED)
 
 function(pipevm_add_gtest)
-  cmake_parse_arguments(T "" "NAME" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "OWN_MAIN" "NAME;FAMILY" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
-  target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main
-                        pipevm::warnings)
+  target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest pipevm::warnings)
+  if(NOT T_OWN_MAIN)
+    target_link_libraries(${T_NAME} PRIVATE GTest::gtest_main)
+  endif()
   target_compile_definitions(${T_NAME} PRIVATE
     PIPEVM_SOURCE_DIR="${PROJECT_SOURCE_DIR}" PIPEVM_BINARY_DIR="${PROJECT_BINARY_DIR}")
   set(properties TIMEOUT 120)
   if(T_LABELS)
     list(APPEND properties LABELS "${T_LABELS}")
   endif()
-  gtest_discover_tests(${T_NAME} PROPERTIES ${properties} DISCOVERY_TIMEOUT 30)
+  set(prefix "")
+  if(T_FAMILY)
+    set(prefix "${T_FAMILY}.")
+  endif()
+  gtest_discover_tests(${T_NAME} TEST_PREFIX "${prefix}" PROPERTIES ${properties}
+                       DISCOVERY_TIMEOUT 30)
 endfunction()
 
 function(pipevm_add_mpi_test)

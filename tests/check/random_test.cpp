@@ -50,7 +50,7 @@ std::string as_json(const CheckResult& result) {
   return j.dump() + memory_to_json(result.memory).dump() + std::to_string(result.suppressed);
 }
 
-TEST(check_random, arbitrary_programs_are_checked_deterministically) {
+TEST(random, arbitrary_programs_are_checked_deterministically) {
   std::mt19937 rng(20261122);
   int failing = 0;
   for (int i = 0; i < 2000; ++i) {

@@ -21,7 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-TEST(simulate_recorder, gathers_one_step_for_the_trace_and_all_for_the_profile) {
+TEST(recorder, gathers_one_step_for_the_trace_and_all_for_the_profile) {
   const Program program = testing::gpipe(2, 2);
   Diagnostics diagnostics;
   Costs costs;

@@ -24,7 +24,7 @@ Simulation run(const Program& program) {
   return simulation.value_or(Simulation{});
 }
 
-TEST(simulate_report, json_has_the_documented_keys_and_is_stable) {
+TEST(report, json_has_the_documented_keys_and_is_stable) {
   const Program program = testing::one_f_one_b(4, 8);
   const std::string first = to_json(run(program)).dump(2);
   const std::string second = to_json(run(program)).dump(2);
@@ -90,7 +90,7 @@ std::size_t check_chrome_trace(const nlohmann::json& trace, int ranks) {
   return starts.size();
 }
 
-TEST(simulate_report, trace_is_chrome_json_with_paired_flows) {
+TEST(report, trace_is_chrome_json_with_paired_flows) {
   const Program program = testing::one_f_one_b(4, 8);
   const Simulation simulation = run(program);
   std::ostringstream out;
@@ -103,7 +103,7 @@ TEST(simulate_report, trace_is_chrome_json_with_paired_flows) {
   EXPECT_EQ(slices, program.code.size());
 }
 
-TEST(simulate_report, flows_of_non_blocking_receives_end_at_their_wait) {
+TEST(report, flows_of_non_blocking_receives_end_at_their_wait) {
   using testing::message;
   using testing::op;
   const Program program = testing::make_program(
@@ -121,7 +121,7 @@ TEST(simulate_report, flows_of_non_blocking_receives_end_at_their_wait) {
   EXPECT_DOUBLE_EQ(simulation.timeline.times[5].ended, 1);
 }
 
-TEST(simulate_report, measured_runs_give_the_same_trace_format) {
+TEST(report, measured_runs_give_the_same_trace_format) {
   const Program program = testing::gpipe(2, 2);
   const Simulation simulation = run(program);
   // Pretend the simulated times (as milliseconds) were measured from t = 5 s.
@@ -144,7 +144,7 @@ TEST(simulate_report, measured_runs_give_the_same_trace_format) {
   EXPECT_NEAR(figures.bubble_fraction, simulation.bubble_fraction, 1e-9);
 }
 
-TEST(simulate_report, svg_draws_every_block_with_a_legend) {
+TEST(report, svg_draws_every_block_with_a_legend) {
   const Program program = testing::gpipe(2, 2);
   const Simulation simulation = run(program);
   std::ostringstream out;
@@ -164,7 +164,7 @@ TEST(simulate_report, svg_draws_every_block_with_a_legend) {
   EXPECT_EQ(svg.substr(svg.size() - 7), "</svg>\n");
 }
 
-TEST(simulate_report, text_report_shows_grid_and_figures) {
+TEST(report, text_report_shows_grid_and_figures) {
   const Program program = testing::gpipe(2, 2);
   const Simulation simulation = run(program);
   const std::string text = render_text(program, simulation, testing::textbook(), 18);

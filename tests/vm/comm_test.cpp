@@ -14,7 +14,7 @@
 namespace pipevm::runtime {
 namespace {
 
-TEST(vm_comm, messages_match_by_tag_and_keep_order) {
+TEST(comm, messages_match_by_tag_and_keep_order) {
   run_in_process(2, 1, [](Comm& comm) {
     if (comm.stage() == 0) {
       const std::vector<float> a = {1, 2}, b = {3, 4}, c = {5, 6};
@@ -33,7 +33,7 @@ TEST(vm_comm, messages_match_by_tag_and_keep_order) {
   });
 }
 
-TEST(vm_comm, receives_posted_early_take_messages_in_posting_order) {
+TEST(comm, receives_posted_early_take_messages_in_posting_order) {
   run_in_process(2, 1, [](Comm& comm) {
     if (comm.stage() == 1) {
       std::vector<float> first(1), second(1);
@@ -55,7 +55,7 @@ TEST(vm_comm, receives_posted_early_take_messages_in_posting_order) {
   });
 }
 
-TEST(vm_comm, allreduce_sums_within_the_stage_only) {
+TEST(comm, allreduce_sums_within_the_stage_only) {
   run_in_process(2, 3, [](Comm& comm) {
     std::vector<float> values = {static_cast<float>(comm.world_rank()), 1.0F};
     comm.allreduce_sum(values);
@@ -69,7 +69,7 @@ TEST(vm_comm, allreduce_sums_within_the_stage_only) {
   });
 }
 
-TEST(vm_comm, split_groups_sum_among_their_members_only) {
+TEST(comm, split_groups_sum_among_their_members_only) {
   run_in_process(4, 1, [](Comm& comm) {
     // Stages s and 3 - s form a group, like mirror placement's holders.
     const int stage = comm.stage();
@@ -85,7 +85,7 @@ TEST(vm_comm, split_groups_sum_among_their_members_only) {
   });
 }
 
-TEST(vm_comm, gather_broadcast_and_agreement) {
+TEST(comm, gather_broadcast_and_agreement) {
   run_in_process(2, 2, [](Comm& comm) {
     std::vector<float> mine(static_cast<std::size_t>(comm.world_rank()) + 1,
                             static_cast<float>(comm.world_rank()));
@@ -106,7 +106,7 @@ TEST(vm_comm, gather_broadcast_and_agreement) {
   });
 }
 
-TEST(vm_comm, abort_wakes_every_rank) {
+TEST(comm, abort_wakes_every_rank) {
   std::atomic<int> woken = 0;
   EXPECT_THROW(run_in_process(3, 1,
                               [&](Comm& comm) {
@@ -123,7 +123,7 @@ TEST(vm_comm, abort_wakes_every_rank) {
   EXPECT_EQ(woken.load(), 2);
 }
 
-TEST(vm_comm, a_receive_that_never_comes_times_out) {
+TEST(comm, a_receive_that_never_comes_times_out) {
   InProcessWorld world(2, 1, std::chrono::milliseconds(50));
   InProcessComm comm(world, 1);
   std::vector<float> never(1);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 
 #include "inprocess_comm.hpp"
@@ -49,8 +50,7 @@ struct Shape {
   int micro_batches;
 };
 
-std::string shape_name(const testing::TestParamInfo<Shape>& info) {
-  const Shape& s = info.param;
+std::string shape_name(const Shape& s) {
   return std::string(s.schedule) + "_stages" + std::to_string(s.stages) + "_dp" +
          std::to_string(s.dp) + "_mb" + std::to_string(s.micro_batches);
 }
@@ -71,10 +71,7 @@ std::vector<Shape> all_shapes() {
   return shapes;
 }
 
-class vm_equivalence : public testing::TestWithParam<Shape> {};
-
-TEST_P(vm_equivalence, trains_the_sequential_weights) {
-  const Shape& s = GetParam();
+void trains_the_sequential_weights(const Shape& s) {
   const Program program =
       compile_file(schedule_path(s.schedule), Config{s.stages, s.micro_batches, 1, s.dp});
   const TrainingOptions options = training_options(kGlobalBatch, kSteps);
@@ -91,7 +88,6 @@ TEST_P(vm_equivalence, trains_the_sequential_weights) {
   EXPECT_GT(relative_difference(untouched, reference), 1e-3);
 }
 
-INSTANTIATE_TEST_SUITE_P(vm, vm_equivalence, testing::ValuesIn(all_shapes()), shape_name);
 
 // Every schedule in schedules/, in the first configurations its requires
 // accept: they train the sequential weights (a forward-only schedule leaves
@@ -106,21 +102,18 @@ std::vector<std::string> shipped_schedules() {
   return names;
 }
 
-std::string schedule_test_name(const testing::TestParamInfo<std::string>& info) {
-  std::string name = info.param;
+std::string schedule_test_name(std::string name) {
   std::replace(name.begin(), name.end(), '-', '_');
   return name;
 }
 
-class vm_shipped : public testing::TestWithParam<std::string> {};
-
-TEST_P(vm_shipped, trains_the_sequential_weights) {
+void shipped_schedule_trains_the_sequential_weights(const std::string& schedule) {
   const std::vector<Config> candidates = {{2, 8, 1, 1}, {4, 8, 1, 1}, {2, 8, 2, 1}, {4, 8, 2, 1},
                                           {2, 4, 1, 2}, {2, 4, 2, 2}, {1, 4, 1, 2}, {1, 4, 1, 4}};
   int trained_configs = 0;
   for (const Config& config : candidates) {
     Diagnostics diagnostics;
-    const auto file = read_source(schedule_path(GetParam()), diagnostics);
+    const auto file = read_source(schedule_path(schedule), diagnostics);
     ASSERT_TRUE(file);
     const std::optional<Program> program = compile(file, config, diagnostics);
     if (!program) continue;  // a require excludes this configuration
@@ -140,8 +133,30 @@ TEST_P(vm_shipped, trains_the_sequential_weights) {
   EXPECT_GE(trained_configs, 1) << "no candidate configuration satisfies the schedule's requires";
 }
 
-INSTANTIATE_TEST_SUITE_P(vm, vm_shipped, testing::ValuesIn(shipped_schedules()),
-                         schedule_test_name);
+class Registered : public testing::Test {
+ public:
+  explicit Registered(std::function<void()> body) : body_(std::move(body)) {}
+  void TestBody() override { body_(); }
+
+ private:
+  std::function<void()> body_;
+};
+
+// One test per case: vm.equivalence.gpipe_stages4_dp2_mb4, vm.shipped.zb_h1.
+[[maybe_unused]] const bool registered = [] {
+  const auto add = [](const char* suite, const std::string& name, std::function<void()> body) {
+    testing::RegisterTest(suite, name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+                          [body]() -> testing::Test* { return new Registered(body); });
+  };
+  for (const Shape& s : all_shapes()) {
+    add("equivalence", shape_name(s), [s] { trains_the_sequential_weights(s); });
+  }
+  for (const std::string& name : shipped_schedules()) {
+    add("shipped", schedule_test_name(name),
+        [name] { shipped_schedule_trains_the_sequential_weights(name); });
+  }
+  return true;
+}();
 
 constexpr const char* kGpipeSplitBackward = R"(schedule gpipe-split
 ZeroGrad
@@ -160,7 +175,7 @@ AllReduce
 OptimizerStep
 )";
 
-TEST(vm, split_backward_equals_bwd) {
+TEST(machine, split_backward_equals_bwd) {
   for (const int dp : {1, 2}) {
     const Config config{2, 4, 1, dp};
     const TrainingOptions options = training_options(kGlobalBatch, kSteps);
@@ -205,7 +220,7 @@ AllReduce over mirror
 OptimizerStep
 )";
 
-TEST(vm, mirror_placement_sums_the_two_holders_gradients) {
+TEST(machine, mirror_placement_sums_the_two_holders_gradients) {
   for (const int stages : {2, 3}) {
     const Config config{stages, 4, 2, 1};
     const TrainingOptions options = training_options(kGlobalBatch, kSteps);
@@ -218,7 +233,7 @@ TEST(vm, mirror_placement_sums_the_two_holders_gradients) {
 
 // The sum is the program's: without `AllReduce over mirror` each holder
 // steps with its own lane's gradients only, and the weights differ.
-TEST(vm, optimizer_step_alone_does_not_sum_the_holders_gradients) {
+TEST(machine, optimizer_step_alone_does_not_sum_the_holders_gradients) {
   std::string text = kMirrorGpipe;
   const std::string sum = "AllReduce over mirror\n";
   text.erase(text.find(sum), sum.size());
@@ -251,7 +266,7 @@ std::optional<VmError> first_error(const std::string& text) {
   return error;
 }
 
-TEST(vm, forward_without_input_is_reported_at_its_position) {
+TEST(machine, forward_without_input_is_reported_at_its_position) {
   const auto error = first_error("ZeroGrad\nLoadInput 0\n  Fwd 1\n");
   ASSERT_TRUE(error.has_value());
   EXPECT_EQ(error->kind(), DiagnosticKind::RuntimeUnsupported);
@@ -268,27 +283,27 @@ TEST(vm, forward_without_input_is_reported_at_its_position) {
   EXPECT_EQ(diagnostic.location.rank, 0);
 }
 
-TEST(vm, backward_without_target_is_reported) {
+TEST(machine, backward_without_target_is_reported) {
   const auto error = first_error("ZeroGrad\nLoadInput 0\nFwd 0\nBwd 0\n");
   ASSERT_TRUE(error.has_value());
   EXPECT_EQ(error->instruction(), 3U);
   EXPECT_NE(std::string(error->what()).find("LoadTarget"), std::string::npos) << error->what();
 }
 
-TEST(vm, send_to_itself_is_reported) {
+TEST(machine, send_to_itself_is_reported) {
   const auto error = first_error("ZeroGrad\nLoadInput 0\nFwd 0\nSend act 0 to 0\n");
   ASSERT_TRUE(error.has_value());
   EXPECT_EQ(error->instruction(), 3U);
   EXPECT_NE(std::string(error->what()).find("peer stage 0"), std::string::npos) << error->what();
 }
 
-TEST(vm, wait_without_request_is_reported) {
+TEST(machine, wait_without_request_is_reported) {
   const auto error = first_error("ZeroGrad\nWait recv act 1\n");
   ASSERT_TRUE(error.has_value());
   EXPECT_EQ(error->instruction(), 1U);
 }
 
-TEST(vm, a_request_never_waited_is_reported) {
+TEST(machine, a_request_never_waited_is_reported) {
   const Config config{2, 1, 1, 1};
   const Program program = compile_text(
       "stage 0 { ZeroGrad\n LoadInput 0\n Fwd 0\n ISend act 0 }\n"
@@ -317,7 +332,7 @@ TEST(vm, a_request_never_waited_is_reported) {
   EXPECT_EQ(error->instruction(), 3U);  // the ISend
 }
 
-TEST(vm, more_pieces_than_layers_is_refused) {
+TEST(machine, more_pieces_than_layers_is_refused) {
   const Program program = compile_file(schedule_path("gpipe"), Config{8, 8, 1, 1});
   EXPECT_THROW(runtime::run_in_process(8, 1,
                                        [&](runtime::Comm& comm) {
@@ -328,7 +343,7 @@ TEST(vm, more_pieces_than_layers_is_refused) {
                std::invalid_argument);
 }
 
-TEST(vm, replicas_that_differ_are_detected_on_every_rank) {
+TEST(machine, replicas_that_differ_are_detected_on_every_rank) {
   const Program program = compile_file(schedule_path("gpipe"), Config{2, 4, 1, 2});
   const TrainingOptions options = training_options(kGlobalBatch, 1);
   std::mutex mutex;
@@ -358,7 +373,7 @@ class CountingObserver : public VmObserver {
   bool ordered = true;
 };
 
-TEST(vm, observer_sees_every_instruction) {
+TEST(machine, observer_sees_every_instruction) {
   const Config config{1, 4, 1, 1};
   const Program program = compile_file(schedule_path("gpipe"), config);
   CountingObserver observer;
@@ -379,7 +394,7 @@ TEST(vm, observer_sees_every_instruction) {
   EXPECT_TRUE(observer.ordered);
 }
 
-TEST(vm, message_tags_are_distinct_for_distinct_keys) {
+TEST(machine, message_tags_are_distinct_for_distinct_keys) {
   const Config config{4, 8, 2, 1};
   const MessageTags tags(Placement::looped, config);
   std::vector<int> seen;
