@@ -168,22 +168,31 @@ StageMemory RankWalker::walk(int rank, bool loud) {
     const std::size_t c = cell(in);
     position_ = position_of(program_.placement, program_.config, stage, in.chunk).position;
     const OpcodeInfo& row = info(in.op);
-    if (row.cls == OpClass::wait) {
-      if (request_failure(LinkFailureKind::wait_without_request, begin_ + local)) {
-        report(DiagnosticKind::WaitWithoutRequest,
-               what(local) + " has no pending request to complete (never posted, or already "
-                             "completed)",
-               local);
+    switch (row.cls) {
+      case OpClass::wait: {
+        if (request_failure(LinkFailureKind::wait_without_request, begin_ + local)) {
+          report(DiagnosticKind::WaitWithoutRequest,
+                 what(local) + " has no pending request to complete (never posted, or already "
+                               "completed)",
+                 local);
+        }
+        const std::uint32_t w = link_.to[begin_ + local];
+        for (std::uint32_t q = link_.completes_begin[w]; q < link_.completes_begin[w + 1]; ++q) {
+          complete(static_cast<std::uint32_t>(link_.completed[q] - begin_));
+        }
+        continue;
       }
-      const std::uint32_t w = link_.to[begin_ + local];
-      for (std::uint32_t q = link_.completes_begin[w]; q < link_.completes_begin[w + 1]; ++q) {
-        complete(static_cast<std::uint32_t>(link_.completed[q] - begin_));
-      }
-      continue;
-    }
-    // A blocking message is in flight while its rank waits in it.
-    if (row.cls == OpClass::p2p && row.completion == Completion::blocking) {
-      peak_.peak_in_flight = std::max(peak_.peak_in_flight, pending_count_ + 1);
+      case OpClass::p2p:
+        // A blocking message is in flight while its rank waits in it.
+        if (row.completion == Completion::blocking) {
+          peak_.peak_in_flight = std::max(peak_.peak_in_flight, pending_count_ + 1);
+        }
+        break;
+      case OpClass::data:
+      case OpClass::compute:
+      case OpClass::collective:
+      case OpClass::optimizer:
+        break;
     }
     step_data(local, in, c);
     if (row.completion == Completion::request) post(local);
