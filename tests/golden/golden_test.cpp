@@ -30,6 +30,7 @@
 
 #include "check.hpp"
 #include "compile.hpp"
+#include "register_test.hpp"
 
 namespace pipevm {
 namespace {
@@ -182,14 +183,7 @@ void expect_golden(const Golden& g) {
       << g.path.filename() << ": rewrite its expectations with `golden_tests --update`";
 }
 
-class FunctionTest : public testing::Test {
- public:
-  explicit FunctionTest(std::function<void()> body) : body_(std::move(body)) {}
-  void TestBody() override { body_(); }
 
- private:
-  std::function<void()> body_;
-};
 
 std::string stem_of(const Golden& g) { return g.path.stem().string(); }
 
@@ -235,16 +229,12 @@ void every_class_has_three_faulty_programs() {
   }
 }
 
-void register_test(const std::string& suite, const std::string& name, std::function<void()> body) {
-  testing::RegisterTest(suite.c_str(), name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
-                        [body]() -> testing::Test* { return new FunctionTest(body); });
-}
-
 }  // namespace
 }  // namespace pipevm
 
 int main(int argc, char** argv) {
   using namespace pipevm;
+  using test_support::register_test;
   if (argc == 2 && std::string(argv[1]) == "--update") {
     int changed = 0;
     for (const Golden& g : golden_files()) {

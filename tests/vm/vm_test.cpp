@@ -12,6 +12,7 @@
 
 #include "inprocess_comm.hpp"
 #include "message_tags.hpp"
+#include "register_test.hpp"
 #include "vm.hpp"
 #include "vm_test_support.hpp"
 
@@ -133,21 +134,9 @@ void shipped_schedule_trains_the_sequential_weights(const std::string& schedule)
   EXPECT_GE(trained_configs, 1) << "no candidate configuration satisfies the schedule's requires";
 }
 
-class Registered : public testing::Test {
- public:
-  explicit Registered(std::function<void()> body) : body_(std::move(body)) {}
-  void TestBody() override { body_(); }
-
- private:
-  std::function<void()> body_;
-};
-
 // One test per case: vm.equivalence.gpipe_stages4_dp2_mb4, vm.shipped.zb_h1.
 [[maybe_unused]] const bool registered = [] {
-  const auto add = [](const char* suite, const std::string& name, std::function<void()> body) {
-    testing::RegisterTest(suite, name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
-                          [body]() -> testing::Test* { return new Registered(body); });
-  };
+  const auto add = test_support::register_test;
   for (const Shape& s : all_shapes()) {
     add("equivalence", shape_name(s), [s] { trains_the_sequential_weights(s); });
   }
