@@ -10,6 +10,7 @@
 // receive it.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 #include "isa.hpp"
@@ -88,10 +89,70 @@ constexpr std::uint16_t produced(Value value, OpClass cls) {
   return 0;
 }
 
-// The per-cell values, in the order a consumer checks them: the first one
-// missing is the one reported.
+// The rules above as tables, for walks that run them tens of millions of
+// times: kPresentBits[first + 2 * last][value], kPendingBits[value].
+inline constexpr auto kPresentBits = [] {
+  std::array<std::array<std::uint16_t, kValueCount>, 4> table{};
+  for (std::size_t e = 0; e < 4; ++e) {
+    for (std::size_t v = 0; v < kValueCount; ++v) {
+      table[e][v] = present(static_cast<Value>(v), PieceEnds{(e & 1) != 0, (e & 2) != 0});
+    }
+  }
+  return table;
+}();
+inline constexpr auto kPendingBits = [] {
+  std::array<std::uint16_t, kValueCount> table{};
+  for (std::size_t v = 0; v < kValueCount; ++v) table[v] = pending(static_cast<Value>(v));
+  return table;
+}();
+
+// The per-cell values, in the order a consumer checks them (their order in
+// Value): the first one missing is the one reported.
 inline constexpr Value kCellValues[] = {Value::input,           Value::target,
                                         Value::activation,      Value::output_gradient,
                                         Value::input_gradient,  Value::weight_gradient};
+inline constexpr ValueSet kCellValueSet =
+    ValueSet::of(Value::input, Value::target, Value::activation, Value::output_gradient,
+                 Value::input_gradient, Value::weight_gradient);
+
+// An opcode's row of isa.def, folded once into what a walk over cells needs
+// at every instruction (the checker runs this for tens of millions).
+struct CellPlan {
+  std::uint32_t reads = 0;   // ValueSet bits of the cell values it reads (message apart)
+  std::uint16_t makes = 0;   // state bits it sets (a received message apart)
+  std::uint16_t again = 0;   // state bits that, set already, mean it makes a value twice
+  bool reads_message = false;
+  bool makes_message = false;
+  bool stashes = false;    // makes the activation: held until its weight gradient
+  bool unstashes = false;  // makes the weight gradient: frees the activation
+  bool rank_level = false; // reads or makes the accumulated or reduced gradients
+};
+
+constexpr CellPlan cell_plan(const OpcodeInfo& row) {
+  CellPlan plan;
+  plan.reads = row.consumes.bits() & kCellValueSet.bits();
+  plan.reads_message = row.consumes.contains(Value::message);
+  plan.makes_message = row.produces.contains(Value::message);
+  for (const Value v : kCellValues) {
+    if (!row.produces.contains(v)) continue;
+    const auto bit = produced(v, row.cls);
+    plan.makes = static_cast<std::uint16_t>(plan.makes | bit);
+    if (row.cls != OpClass::data) plan.again = static_cast<std::uint16_t>(plan.again | bit);
+  }
+  plan.stashes = row.produces.contains(Value::activation);
+  plan.unstashes = row.produces.contains(Value::weight_gradient);
+  plan.rank_level = row.consumes.contains(Value::gradient) ||
+                    row.consumes.contains(Value::reduced_gradient) ||
+                    row.produces.contains(Value::gradient) ||
+                    row.produces.contains(Value::reduced_gradient) || plan.unstashes ||
+                    row.produces.contains(Value::input_gradient);
+  return plan;
+}
+
+inline constexpr std::array<CellPlan, kOpcodeCount> kCellPlans = [] {
+  std::array<CellPlan, kOpcodeCount> plans{};
+  for (std::size_t i = 0; i < kOpcodeCount; ++i) plans[i] = cell_plan(kOpcodeInfo[i]);
+  return plans;
+}();
 
 }  // namespace pipevm::dataflow

@@ -103,6 +103,7 @@ class EnumSet {
   constexpr bool contains(E value) const { return (bits_ & bit(value)) != 0; }
   constexpr bool empty() const { return bits_ == 0; }
   constexpr EnumSet with(E value) const { return EnumSet(bits_ | bit(value)); }
+  constexpr std::uint32_t bits() const { return bits_; }
   constexpr EnumSet without(E value) const {
     return EnumSet(bits_ & static_cast<std::uint32_t>(~bit(value)));
   }

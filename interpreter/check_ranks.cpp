@@ -10,6 +10,7 @@
 //  - Memory: stashed activations and requests in flight, at their peak.
 // Deadlock and pairing are elsewhere (check_matching.cpp, check_progress.cpp).
 #include <algorithm>
+#include <bit>
 
 #include "check_internal.hpp"
 #include "dataflow.hpp"
@@ -71,7 +72,12 @@ class RankWalker {
   // The link's next request failure, when it is of `kind` at global index `index`.
   bool request_failure(LinkFailureKind kind, std::size_t index);
   void step_data(std::size_t local, const Instruction& in, std::size_t c);
-  void report_missing(std::size_t local, OpClass reader, Value value, PieceEnds ends);
+  void step_rank(std::size_t local, const Instruction& in);
+  // The findings of step_data, out of its way.
+  [[gnu::cold]] void report_pending_read(std::size_t local, Value value);
+  [[gnu::cold]] void report_busy_receive(std::size_t local);
+  [[gnu::cold]] void report_twice(std::size_t local, std::uint16_t again);
+  [[gnu::cold]] void report_missing(std::size_t local, OpClass reader, Value value, PieceEnds ends);
   static std::string twice(Value value, std::uint32_t micro_batch);
   static GroupSet all_groups();
   static std::string unreduced_step(Group group);
@@ -94,8 +100,8 @@ class RankWalker {
   int rank_ = 0;
   std::size_t begin_ = 0;
   bool loud_ = true;
-  int position_ = 0;
-  int last_position_ = 0;
+  // Per chunk of the rank: whether its piece is the model's first or last.
+  std::vector<std::uint8_t> ends_;
   int held_ = 0;
   StageMemory peak_;
   bool zeroed_ = false;
@@ -161,12 +167,17 @@ StageMemory RankWalker::walk(int rank, bool loud) {
   zeroed_ = reported_no_zero_grad_ = reported_late_backward_ = false;
   reduced_ = all_groups();
   first_step_ = kNone;
-  last_position_ = lane_length(program_.placement, program_.config) - 1;
+  const int last_position = lane_length(program_.placement, program_.config) - 1;
+  ends_.assign(static_cast<std::size_t>(chunks_), 0);
+  for (int chunk = 0; chunk < chunks_; ++chunk) {
+    const int position = position_of(program_.placement, program_.config, stage, chunk).position;
+    ends_[static_cast<std::size_t>(chunk)] =
+        static_cast<std::uint8_t>((position == 0 ? 1 : 0) + (position == last_position ? 2 : 0));
+  }
 
   for (std::size_t local = 0; local < size; ++local) {
     const Instruction& in = program_.code[begin_ + local];
     const std::size_t c = cell(in);
-    position_ = position_of(program_.placement, program_.config, stage, in.chunk).position;
     const OpcodeInfo& row = info(in.op);
     switch (row.cls) {
       case OpClass::wait: {
@@ -202,6 +213,52 @@ StageMemory RankWalker::walk(int rank, bool loud) {
 }
 
 void RankWalker::step_data(std::size_t local, const Instruction& in, std::size_t c) {
+  const CellPlan& plan = kCellPlans[static_cast<std::size_t>(in.op)];
+  if (plan.rank_level) step_rank(local, in);
+  if (c == cells_) return;
+
+  std::uint16_t& f = flags_[c];
+  const std::uint8_t ends = ends_[in.chunk];
+  const auto& present_bits = kPresentBits[ends];
+  // The values it reads, in their order in Value: the first one pending or
+  // missing is reported.
+  std::uint32_t reads = plan.reads;
+  if (plan.reads_message) reads |= ValueSet::of(message_value(in.kind, true)).bits();
+  for (; reads != 0; reads &= reads - 1) {
+    const auto bit = static_cast<std::size_t>(std::countr_zero(reads));
+    if (f & kPendingBits[bit]) {
+      report_pending_read(local, static_cast<Value>(bit));
+      break;
+    }
+    if (!(f & present_bits[bit])) {
+      report_missing(local, info(in.op).cls, static_cast<Value>(bit),
+                     PieceEnds{(ends & 1) != 0, (ends & 2) != 0});
+      break;
+    }
+  }
+
+  if (plan.makes_message) {
+    const Value v = message_value(in.kind, false);
+    if (f & kPendingBits[static_cast<std::size_t>(v)]) report_busy_receive(local);
+    f |= posts_request(in.op) ? pending(v) : produced(v, info(in.op).cls);
+    return;
+  }
+  if (f & plan.again) report_twice(local, f & plan.again);
+  f |= plan.makes;
+  if (plan.stashes && !(f & stashed)) {
+    f |= stashed;
+    ++held_;
+    peak_.peak_activations = std::max(peak_.peak_activations, held_);
+  }
+  if (plan.unstashes && (f & stashed)) {
+    f &= static_cast<std::uint16_t>(~stashed);
+    --held_;
+  }
+}
+
+// The rank's own values: the accumulated gradients (cleared by ZeroGrad,
+// accumulated into by weight gradients) and their reduction over groups.
+void RankWalker::step_rank(std::size_t local, const Instruction& in) {
   const OpcodeInfo& row = info(in.op);
   if (row.consumes.contains(Value::gradient) && !zeroed_ && !reported_no_zero_grad_) {
     reported_no_zero_grad_ = true;
@@ -219,61 +276,30 @@ void RankWalker::step_data(std::size_t local, const Instruction& in, std::size_t
   if (row.produces.contains(Value::gradient)) zeroed_ = true;
   if (row.produces.contains(Value::reduced_gradient)) reduced_ = reduced_.with(group_of(in));
   if (row.consumes.contains(Value::reduced_gradient)) step_optimizer(local);
-  if (c == cells_) return;
+}
 
-  std::uint16_t& f = flags_[c];
-  const PieceEnds ends{position_ == 0, position_ == last_position_};
-  // The values it reads, checked in kCellValues order: the first one
-  // pending or missing is reported.
-  ValueSet reads = row.consumes;
-  if (reads.contains(Value::message)) {
-    reads = reads.without(Value::message).with(message_value(in.kind, true));
-  }
+void RankWalker::report_pending_read(std::size_t local, Value value) {
+  report(DiagnosticKind::BufferInUse,
+         what(local) + " reads its " + (value == Value::input ? "input" : "gradient") +
+             " while the IRecv of it is still pending (Wait first)",
+         local);
+}
+
+void RankWalker::report_busy_receive(std::size_t local) {
+  const MessageKind kind = program_.code[begin_ + local].kind;
+  report(DiagnosticKind::BufferInUse,
+         what(local) + " receives into the buffer of a receive of the same " +
+             (kind == MessageKind::act ? "activation" : "gradient") + " that is still pending",
+         local);
+}
+
+// `again`: the state bits of values the step makes that are there already.
+void RankWalker::report_twice(std::size_t local, std::uint16_t again) {
   for (const Value v : kCellValues) {
-    if (!reads.contains(v)) continue;
-    if (f & pending(v)) {
-      report(DiagnosticKind::BufferInUse,
-             what(local) + " reads its " + (v == Value::input ? "input" : "gradient") +
-                 " while the IRecv of it is still pending (Wait first)",
-             local);
-      break;
-    }
-    if (!(f & present(v, ends))) {
-      report_missing(local, row.cls, v, ends);
-      break;
-    }
-  }
-
-  if (row.produces.contains(Value::message)) {
-    const Value v = message_value(in.kind, false);
-    if (f & pending(v)) {
-      report(DiagnosticKind::BufferInUse,
-             what(local) + " receives into the buffer of a receive of the same " +
-                 (in.kind == MessageKind::act ? "activation" : "gradient") +
-                 " that is still pending",
-             local);
-    }
-    f |= row.completion == Completion::request ? pending(v) : produced(v, row.cls);
+    if (!(again & present(v, {}))) continue;
+    report(DiagnosticKind::DataflowNotExactlyOnce,
+           what(local) + twice(v, program_.code[begin_ + local].micro_batch), local);
     return;
-  }
-  if (row.cls != OpClass::data) {
-    for (const Value v : kCellValues) {
-      if (!row.produces.contains(v) || !(f & present(v, ends))) continue;
-      report(DiagnosticKind::DataflowNotExactlyOnce, what(local) + twice(v, in.micro_batch), local);
-      break;
-    }
-  }
-  for (const Value v : kCellValues) {
-    if (row.produces.contains(v)) f |= produced(v, row.cls);
-  }
-  if (row.produces.contains(Value::activation) && !(f & stashed)) {
-    f |= stashed;
-    ++held_;
-    peak_.peak_activations = std::max(peak_.peak_activations, held_);
-  }
-  if (row.produces.contains(Value::weight_gradient) && (f & stashed)) {
-    f &= static_cast<std::uint16_t>(~stashed);
-    --held_;
   }
 }
 

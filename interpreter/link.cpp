@@ -3,6 +3,7 @@
 #include "link.hpp"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <tuple>
 
@@ -84,8 +85,6 @@ struct SendRef {
   int rank;
 };
 
-bool is_message(Opcode op) { return info(op).cls == OpClass::p2p; }
-
 // Pairs every send with its receive: the sends are bucketed by destination
 // (a counting sort that keeps every source's program order); per
 // destination, its receives go into a table, FIFO per key, that each
@@ -94,43 +93,44 @@ bool is_message(Opcode op) { return info(op).cls == OpClass::p2p; }
 class MessageLinker {
  public:
   MessageLinker(const Program& program, const LinkOptions& options, Link& link)
-      : program_(program), config_(program.config), options_(options), link_(link) {}
+      : program_(program),
+        config_(program.config),
+        options_(options),
+        link_(link),
+        explained_(program.code.size(), false),
+        pairable_(program.code.size(), false),
+        sends_into_(static_cast<std::size_t>(program.ranks()) + 1, 0),
+        receive_count_(static_cast<std::size_t>(program.ranks()), 0) {}
 
-  void run() {
-    const auto ranks = static_cast<std::size_t>(program_.ranks());
-    explained_.assign(program_.code.size(), false);
-    pairable_.assign(program_.code.size(), false);
-    std::vector<std::size_t> sends_into(ranks + 1, 0);
-    std::vector<std::size_t> receive_count(ranks, 0);
-    for (std::size_t r = 0; r < ranks; ++r) {
-      const int rank = static_cast<int>(r);
-      const int stage = stage_of(config_, rank);
-      for (std::size_t i = program_.rank_begin[r]; i < program_.rank_begin[r + 1]; ++i) {
-        const Instruction& in = program_.code[i];
-        if (!is_message(in.op) || !check_peer(i, stage)) continue;
-        pairable_[i] = true;
-        if (is_send(in.op)) {
-          ++sends_into[static_cast<std::size_t>(peer_rank(rank, in)) + 1];
-        } else {
-          ++receive_count[r];
-        }
-      }
+  // Called for every message, rank by rank in program order.
+  void scan(std::size_t i, int rank, int stage) {
+    const Instruction& in = program_.code[i];
+    if (!check_peer(i, stage)) return;
+    pairable_[i] = true;
+    if (is_send(in.op)) {
+      ++sends_into_[static_cast<std::size_t>(peer_rank(rank, in)) + 1];
+    } else {
+      ++receive_count_[static_cast<std::size_t>(rank)];
     }
-    for (std::size_t r = 0; r < ranks; ++r) sends_into[r + 1] += sends_into[r];
-    sends_.resize(sends_into.back());
+  }
+
+  // After the scan: pairs, and records what pairs with nothing.
+  void pair() {
+    const auto ranks = static_cast<std::size_t>(program_.ranks());
+    for (std::size_t r = 0; r < ranks; ++r) sends_into_[r + 1] += sends_into_[r];
+    sends_.resize(sends_into_.back());
     {
-      std::vector<std::size_t> fill(sends_into.begin(), sends_into.end() - 1);
+      std::vector<std::size_t> fill(sends_into_.begin(), sends_into_.end() - 1);
       for (std::size_t r = 0; r < ranks; ++r) {
         for (std::size_t i = program_.rank_begin[r]; i < program_.rank_begin[r + 1]; ++i) {
-          const Instruction& in = program_.code[i];
-          if (!pairable_[i] || !is_send(in.op)) continue;
-          const auto to = static_cast<std::size_t>(peer_rank(static_cast<int>(r), in));
-          sends_[fill[to]++] = SendRef{index32(i), static_cast<int>(r)};
+          if (!is_send(program_.code[i].op) || !pairable_[i]) continue;
+          const auto to = static_cast<std::size_t>(peer_rank(static_cast<int>(r), program_.code[i]));
+          sends_[fill[to]++] = index32(i);
         }
       }
     }
     for (std::size_t b = 0; b < ranks; ++b) {
-      link_destination(static_cast<int>(b), sends_into[b], sends_into[b + 1], receive_count[b]);
+      link_destination(static_cast<int>(b), sends_into_[b], sends_into_[b + 1], receive_count_[b]);
     }
     for (std::size_t i = 0; i < program_.code.size(); ++i) {
       if (pairable_[i] && link_.to[i] == kNone && !explained_[i]) {
@@ -170,7 +170,7 @@ class MessageLinker {
     next_receive_.assign(end - begin, kNone);
     for (std::size_t i = begin; i < end; ++i) {
       const Instruction& in = program_.code[i];
-      if (!pairable_[i] || !is_recv(in.op)) continue;
+      if (!is_recv(in.op) || !pairable_[i]) continue;
       const KeyWords k = pack(rank_of(config_, dp_rank, in.peer),
                               message_key(program_.placement, config_, stage, in));
       auto& fifo = table_.insert(k.a, k.b);
@@ -182,8 +182,10 @@ class MessageLinker {
       fifo.second = index32(i);
     }
     left_sends_.clear();
+    int source = 0;
     for (std::size_t s = first_send; s < end_send; ++s) {
-      const SendRef send = sends_[s];
+      while (program_.rank_begin[static_cast<std::size_t>(source) + 1] <= sends_[s]) ++source;
+      const SendRef send{sends_[s], source};
       const Instruction& in = program_.code[send.index];
       const KeyWords k = pack(
           send.rank, message_key(program_.placement, config_, stage_of(config_, send.rank), in));
@@ -244,7 +246,11 @@ class MessageLinker {
   Link& link_;
   std::vector<bool> explained_;  // a failure already says why it does not pair
   std::vector<bool> pairable_;   // a message whose peer is a stage
-  std::vector<SendRef> sends_;   // by destination rank
+  std::vector<std::size_t> sends_into_;     // counts, then offsets into sends_, by destination
+  std::vector<std::size_t> receive_count_;  // per rank
+  // Sends by destination rank, each destination's in program order, so in
+  // the order of their source ranks (which link_destination recovers).
+  std::vector<std::uint32_t> sends_;
   ReceiveTable table_;
   std::vector<std::uint32_t> next_receive_;
   std::vector<SendRef> left_sends_;
@@ -267,49 +273,56 @@ class RequestLinker {
         cells_(static_cast<std::size_t>(chunks_) * static_cast<std::size_t>(micro_batches_)),
         fifo_(4 * cells_, {kNone, kNone}) {}
 
-  // Walks `rank` (local indices): complete(wait, request) for every request
-  // a wait completes, in completion order; done(wait) after each wait;
-  // missing(wait) for a Wait with nothing to complete; never(request) for
-  // each request left pending at the end, oldest first.
-  template <class Complete, class Done, class Missing, class Never>
-  void walk(int rank, Complete complete, Done done, Missing missing, Never never) {
+  // One rank at a time, in program order (local indices into its stream).
+  void begin_rank(int rank) {
     begin_ = program_.rank_begin[static_cast<std::size_t>(rank)];
-    const std::size_t size = program_.rank_begin[static_cast<std::size_t>(rank) + 1] - begin_;
-    fifo_next_.assign(size, kNone);
-    prev_.assign(size, kNone);
-    next_.assign(size, kNone);
-    head_ = tail_ = kNone;
-    for (std::size_t local = 0; local < size; ++local) {
-      const Instruction& in = program_.code[begin_ + local];
-      if (posts_request(in.op)) {
-        post(index32(local));
-        continue;
+    posted_.clear();
+    oldest_ = 0;
+  }
+
+  // A request-posting instruction.
+  void post(std::uint32_t local) {
+    const auto p = index32(posted_.size());
+    posted_.push_back({local, kNone, false});
+    const Instruction& in = program_.code[begin_ + local];
+    const std::size_t c = cell(in);
+    if (c == cells_) return;
+    Fifo& fifo = fifo_[slot(is_recv(in.op), in.kind, c)];
+    (fifo.first == kNone ? fifo.first : posted_[fifo.second].fifo_next) = p;
+    fifo.second = p;
+  }
+
+  // A wait-class instruction: complete(request) for every request it
+  // completes, in completion order; false for a Wait with nothing to complete.
+  template <class Complete>
+  bool wait(std::size_t local, Complete complete) {
+    const Instruction& in = program_.code[begin_ + local];
+    if (!operand_parts(in.op).micro_batch) {
+      for (; oldest_ < posted_.size(); ++oldest_) {
+        if (posted_[oldest_].done) continue;
+        take(index32(oldest_));
+        complete(posted_[oldest_].local);
       }
-      if (info(in.op).cls != OpClass::wait) continue;
-      if (operand_parts(in.op).micro_batch) {
-        const std::size_t c = cell(in);
-        const std::uint32_t request =
-            c == cells_ ? kNone
-                        : fifo_[slot(in.direction == WaitDirection::recv, in.kind, c)].first;
-        if (request == kNone) {
-          missing(local);
-        } else {
-          take(request);
-          complete(local, request);
-        }
-      } else {
-        while (head_ != kNone) {
-          const std::uint32_t request = head_;
-          take(request);
-          complete(local, request);
-        }
-      }
-      done(local);
+      return true;
     }
-    for (std::uint32_t r = head_; r != kNone; r = next_[r]) {
-      never(r);
+    const std::size_t c = cell(in);
+    const std::uint32_t p =
+        c == cells_ ? kNone : fifo_[slot(in.direction == WaitDirection::recv, in.kind, c)].first;
+    if (p == kNone) return false;
+    take(p);
+    complete(posted_[p].local);
+    return true;
+  }
+
+  // At the end of the rank: never(request) for each request left pending,
+  // oldest first.
+  template <class Never>
+  void end_rank(Never never) {
+    for (std::size_t p = oldest_; p < posted_.size(); ++p) {
+      if (posted_[p].done) continue;
+      never(posted_[p].local);
       // Leave every FIFO empty for the next rank.
-      const Instruction& in = program_.code[begin_ + r];
+      const Instruction& in = program_.code[begin_ + posted_[p].local];
       if (const std::size_t c = cell(in); c != cells_) {
         fifo_[slot(is_recv(in.op), in.kind, c)] = {kNone, kNone};
       }
@@ -317,7 +330,7 @@ class RequestLinker {
   }
 
  private:
-  using Fifo = std::pair<std::uint32_t, std::uint32_t>;  // local head, tail
+  using Fifo = std::pair<std::uint32_t, std::uint32_t>;  // head, tail: indices into posted_
 
   std::size_t cell(const Instruction& in) const {
     if (in.chunk >= chunks_ || in.micro_batch >= static_cast<std::uint32_t>(micro_batches_)) {
@@ -331,31 +344,16 @@ class RequestLinker {
     return ((receive ? 2 : 0) + kind_index) * cells_ + c;
   }
 
-  void post(std::uint32_t local) {
-    prev_[local] = tail_;
-    (tail_ == kNone ? head_ : next_[tail_]) = local;
-    tail_ = local;
-    const Instruction& in = program_.code[begin_ + local];
+  // Marks a pending request done and takes it off its key's FIFO, whose
+  // head it is: requests of one key complete oldest first, under Wait by
+  // the rule and under WaitAll because it goes in posting order.
+  void take(std::uint32_t p) {
+    posted_[p].done = true;
+    const Instruction& in = program_.code[begin_ + posted_[p].local];
     const std::size_t c = cell(in);
     if (c == cells_) return;
     Fifo& fifo = fifo_[slot(is_recv(in.op), in.kind, c)];
-    (fifo.first == kNone ? fifo.first : fifo_next_[fifo.second]) = local;
-    fifo.second = local;
-  }
-
-  // Takes a pending request off the posting order and off its key's FIFO,
-  // whose head it is: requests of one key complete oldest first, under
-  // Wait by the rule and under WaitAll because it goes in posting order.
-  void take(std::uint32_t local) {
-    const std::uint32_t prev = prev_[local];
-    const std::uint32_t next = next_[local];
-    (prev == kNone ? head_ : next_[prev]) = next;
-    (next == kNone ? tail_ : prev_[next]) = prev;
-    const Instruction& in = program_.code[begin_ + local];
-    const std::size_t c = cell(in);
-    if (c == cells_) return;
-    Fifo& fifo = fifo_[slot(is_recv(in.op), in.kind, c)];
-    fifo.first = fifo_next_[local];
+    fifo.first = posted_[p].fifo_next;
     if (fifo.first == kNone) fifo.second = kNone;
   }
 
@@ -364,9 +362,14 @@ class RequestLinker {
   const int micro_batches_;
   const std::size_t cells_;
   std::vector<Fifo> fifo_;
-  std::vector<std::uint32_t> fifo_next_;
-  std::vector<std::uint32_t> prev_, next_;  // the posting order
-  std::uint32_t head_ = kNone, tail_ = kNone;
+  // The rank's requests in posting order; every one before oldest_ is done.
+  struct Posted {
+    std::uint32_t local;      // index in the rank's stream
+    std::uint32_t fifo_next;  // the next request of its key, into posted_
+    bool done;                // a wait completed it
+  };
+  std::vector<Posted> posted_;
+  std::size_t oldest_ = 0;
   std::size_t begin_ = 0;
 };
 
@@ -379,24 +382,19 @@ class CollectiveLinker {
  public:
   CollectiveLinker(const Program& program, Link& link) : program_(program), link_(link) {}
 
+  // Called for every collective, rank by rank in program order.
+  void add(int rank, std::size_t i) {
+    by_group_[static_cast<std::size_t>(group_of(program_.code[i]))].emplace_back(rank, index32(i));
+  }
+
+  // After the scan: the slots of every group instance, and what differs.
   void run() {
     const Config& config = program_.config;
-    // Every collective, by group, in rank and program order.
-    std::vector<std::vector<std::pair<int, std::uint32_t>>> by_group(kGroupCount);
-    for (int r = 0; r < program_.ranks(); ++r) {
-      for (std::size_t i = program_.rank_begin[static_cast<std::size_t>(r)];
-           i < program_.rank_begin[static_cast<std::size_t>(r) + 1]; ++i) {
-        const Instruction& in = program_.code[i];
-        if (is_collective(in.op)) {
-          by_group[static_cast<std::size_t>(group_of(in))].emplace_back(r, index32(i));
-        }
-      }
-    }
     for (std::size_t g = 0; g < kGroupCount; ++g) {
-      if (by_group[g].empty()) continue;
+      if (by_group_[g].empty()) continue;
       const auto group = static_cast<Group>(g);
       issued_.clear();
-      for (const auto& [rank, index] : by_group[g]) issued_[rank].push_back(index);
+      for (const auto& [rank, index] : by_group_[g]) issued_[rank].push_back(index);
       const int instances = group_instance_count(group, program_.placement, config);
       for (int instance = 0; instance < instances; ++instance) {
         group_members(group, program_.placement, config, instance, members_);
@@ -456,6 +454,8 @@ class CollectiveLinker {
 
   const Program& program_;
   Link& link_;
+  // Every collective, by group, in rank and program order.
+  std::array<std::vector<std::pair<int, std::uint32_t>>, kGroupCount> by_group_;
   std::map<int, std::vector<std::uint32_t>> issued_;  // rank -> its collectives over the group
   std::vector<int> members_;
 };
@@ -465,43 +465,64 @@ class CollectiveLinker {
 Link link(const Program& program, const LinkOptions& options) {
   Link out;
   out.to.assign(program.code.size(), kNone);
-  MessageLinker(program, options, out).run();
-
-  RequestLinker requests(program);
   out.completes_begin.push_back(0);
+  out.slot_begin.push_back(0);
+  MessageLinker messages(program, options, out);
+  RequestLinker requests(program);
+  CollectiveLinker collectives(program, out);
+  std::vector<LinkFailure> request_failures;
+  // One pass over every instruction, rank by rank, in program order.
   for (int r = 0; r < program.ranks(); ++r) {
     const std::size_t begin = program.rank_begin[static_cast<std::size_t>(r)];
-    requests.walk(
-        r,
-        [&](std::size_t, std::uint32_t request) { out.completed.push_back(index32(begin + request)); },
-        [&](std::size_t wait) {
-          out.to[begin + wait] = index32(out.completes_begin.size() - 1);
+    const std::size_t end = program.rank_begin[static_cast<std::size_t>(r) + 1];
+    const int stage = stage_of(program.config, r);
+    requests.begin_rank(r);
+    for (std::size_t i = begin; i < end; ++i) {
+      const OpcodeInfo& row = info(program.code[i].op);
+      switch (row.cls) {
+        case OpClass::p2p: messages.scan(i, r, stage); break;
+        case OpClass::wait: {
+          const bool found = requests.wait(i - begin, [&](std::uint32_t request) {
+            out.completed.push_back(index32(begin + request));
+          });
+          if (!found) {
+            request_failures.push_back({LinkFailureKind::wait_without_request, index32(i), kNone});
+          }
+          out.to[i] = index32(out.completes_begin.size() - 1);
           out.completes_begin.push_back(index32(out.completed.size()));
-        },
-        [&](std::size_t wait) {
-          out.failures.push_back(
-              {LinkFailureKind::wait_without_request, index32(begin + wait), kNone});
-        },
-        [&](std::uint32_t request) {
-          out.failures.push_back(
-              {LinkFailureKind::never_completed, index32(begin + request), kNone});
-        });
+          break;
+        }
+        case OpClass::collective: collectives.add(r, i); break;
+        case OpClass::data:
+        case OpClass::compute:
+        case OpClass::optimizer: break;
+      }
+      if (row.completion == Completion::request) requests.post(index32(i - begin));
+    }
+    requests.end_rank([&](std::uint32_t request) {
+      request_failures.push_back({LinkFailureKind::never_completed, index32(begin + request), kNone});
+    });
   }
-
-  out.slot_begin.push_back(0);
-  CollectiveLinker(program, out).run();
+  messages.pair();
+  out.failures.insert(out.failures.end(), request_failures.begin(), request_failures.end());
+  collectives.run();
   return out;
 }
 
 std::vector<std::uint32_t> wait_requests(const Program& program, int rank) {
-  const std::size_t size = program.rank(rank).size();
-  std::vector<std::uint32_t> request_of(size, kNone);
-  RequestLinker(program).walk(
-      rank,
-      [&](std::size_t wait, std::uint32_t request) {
-        if (operand_parts(program.rank(rank)[wait].op).micro_batch) request_of[wait] = request;
-      },
-      [](std::size_t) {}, [](std::size_t) {}, [](std::uint32_t) {});
+  const auto stream = program.rank(rank);
+  std::vector<std::uint32_t> request_of(stream.size(), kNone);
+  RequestLinker requests(program);
+  requests.begin_rank(rank);
+  for (std::size_t local = 0; local < stream.size(); ++local) {
+    const Instruction& in = stream[local];
+    if (info(in.op).cls == OpClass::wait) {
+      requests.wait(local, [&](std::uint32_t request) {
+        if (operand_parts(in.op).micro_batch) request_of[local] = request;
+      });
+    }
+    if (posts_request(in.op)) requests.post(index32(local));
+  }
   return request_of;
 }
 
