@@ -51,7 +51,7 @@ nlohmann::json instruction_json(const Program& program, const Instruction& in) {
   if (parts.chunk) j["chunk"] = in.chunk;
   if (parts.peer) {
     j["peer"] = in.peer;
-    j["explicit_peer"] = in.explicit_peer != 0;
+    j["explicit_peer"] = in.explicit_peer();
   }
   if (parts.group) j["group"] = name(group_of(in));
   const LineColumn at = program.file->position(program.source_of(in).begin);

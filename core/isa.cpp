@@ -131,23 +131,6 @@ std::string_view nearest_opcode_name(std::string_view word) {
   return best;
 }
 
-OperandParts operand_parts(Opcode op) {
-  const OpcodeInfo& row = info(op);
-  OperandParts parts;
-  switch (row.operands) {
-    case OperandSyntax::none: break;
-    case OperandSyntax::cell: parts.micro_batch = parts.chunk = true; break;
-    case OperandSyntax::message:
-      parts.kind = parts.micro_batch = parts.chunk = parts.peer = true;
-      break;
-    case OperandSyntax::wait:
-      parts.direction = parts.kind = parts.micro_batch = parts.chunk = true;
-      break;
-  }
-  parts.group = !row.over.empty();
-  return parts;
-}
-
 std::string operand_syntax(Opcode op) {
   const OperandParts parts = operand_parts(op);
   std::string out;
@@ -185,7 +168,7 @@ std::string disassemble(const Instruction& in) {
   }
   if (parts.micro_batch) out += ' ' + std::to_string(in.micro_batch);
   if (parts.chunk && in.chunk != 0) out += " chunk " + std::to_string(in.chunk);
-  if (parts.peer && in.explicit_peer) {
+  if (parts.peer && in.explicit_peer()) {
     out += is_send(in.op) ? " to " : " from ";
     out += std::to_string(in.peer);
   }

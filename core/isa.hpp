@@ -216,7 +216,29 @@ struct OperandParts {
   bool peer = false;         // [to S] for sends, [from S] for receives
   bool group = false;        // [over G]
 };
-OperandParts operand_parts(Opcode op);
+constexpr OperandParts operand_parts_of(const OpcodeInfo& row) {
+  OperandParts parts;
+  switch (row.operands) {
+    case OperandSyntax::none: break;
+    case OperandSyntax::cell: parts.micro_batch = parts.chunk = true; break;
+    case OperandSyntax::message:
+      parts.kind = parts.micro_batch = parts.chunk = parts.peer = true;
+      break;
+    case OperandSyntax::wait:
+      parts.direction = parts.kind = parts.micro_batch = parts.chunk = true;
+      break;
+  }
+  parts.group = !row.over.empty();
+  return parts;
+}
+inline constexpr std::array<OperandParts, kOpcodeCount> kOperandParts = [] {
+  std::array<OperandParts, kOpcodeCount> parts{};
+  for (std::size_t i = 0; i < kOpcodeCount; ++i) parts[i] = operand_parts_of(kOpcodeInfo[i]);
+  return parts;
+}();
+constexpr const OperandParts& operand_parts(Opcode op) {
+  return kOperandParts[static_cast<std::size_t>(op)];
+}
 // "act|grad mb [chunk C] [to S]", "[over dp|mirror]", "" for none.
 std::string operand_syntax(Opcode op);
 
@@ -232,13 +254,19 @@ struct Instruction {
   std::uint32_t micro_batch = 0;
   std::int16_t peer = -1;  // p2p: the partner stage, resolved (may be out of range)
   std::uint16_t chunk = 0;
-  std::uint32_t source : 31 = 0;       // index into Program::sources
-  std::uint32_t explicit_peer : 1 = 0;  // 1 when the source said `to S` / `from S`
+  // Bits 0-30: the index into Program::sources; bit 31: the source said
+  // `to S` / `from S` (explicit_peer). One word, so that building an
+  // instruction writes it whole.
+  std::uint32_t source_bits = 0;
+
+  static constexpr std::uint32_t kExplicitPeer = 0x8000'0000u;
+  constexpr std::uint32_t source() const { return source_bits & ~kExplicitPeer; }
+  constexpr bool explicit_peer() const { return (source_bits & kExplicitPeer) != 0; }
+  constexpr void set_source(std::uint32_t index, bool explicit_peer) {
+    source_bits = (index & ~kExplicitPeer) | (explicit_peer ? kExplicitPeer : 0u);
+  }
 };
 static_assert(sizeof(Instruction) == 16, "Instruction must stay compact");
-
-// The largest source index an Instruction holds (31 bits).
-inline constexpr std::uint32_t kMaxSourceIndex = 0x7FFF'FFFFu;
 
 // One instruction in the language's own syntax, e.g. "Recv act 3 chunk 1 from 2".
 std::string disassemble(const Instruction& instruction);

@@ -113,7 +113,7 @@ struct Program {
     const auto e = rank_begin[static_cast<std::size_t>(r) + 1];
     return {code.data() + b, e - b};
   }
-  const SourceRange& source_of(const Instruction& i) const { return sources[i.source]; }
+  const SourceRange& source_of(const Instruction& i) const { return sources[i.source()]; }
 };
 
 // A rank's stream as a flat program: "stage S {\n  ...\n}\n".

@@ -278,8 +278,8 @@ class Expander {
     in.op = st.op;
     in.kind = st.message_kind;
     in.direction = st.direction;
-    in.group = st.group == Group::none ? info(st.op).group : st.group;
-    in.source = st.source & kMaxSourceIndex;  // a statement is at least two bytes of a file under 4 GiB
+    in.group = st.group;
+    bool explicit_peer = false;
     if (st.micro_batch != kNoIndex) {
       const std::int64_t mb = eval(st.micro_batch);
       if (mb < 0 || mb >= config_.micro_batches) {
@@ -312,7 +312,7 @@ class Expander {
                s_.exprs[st.peer].range);
         }
         in.peer = static_cast<std::int16_t>(peer);
-        in.explicit_peer = 1;
+        explicit_peer = true;
       } else {
         in.peer = static_cast<std::int16_t>(
             default_peer(s_.placement, config_, stage_, st.message_kind, in.chunk, st.sending));
@@ -324,6 +324,8 @@ class Expander {
                " instructions (raise --max-instructions if this is intended)",
            st.range);
     }
+    // A statement is at least two bytes of a file under 4 GiB: 31 bits hold its index.
+    in.set_source(st.source, explicit_peer);
     program_.code.push_back(in);
   }
 };

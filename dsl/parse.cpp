@@ -356,6 +356,7 @@ std::optional<std::uint32_t> Builder::instruction(const Node& n, Stmt st) {
   st.kind = StmtKind::instruction;
   st.op = *op;
   st.sending = is_send(*op);
+  st.group = info(*op).group;
   const OperandParts takes = operand_parts(*op);
   std::string usage(word);
   if (const std::string syntax = operand_syntax(*op); !syntax.empty()) usage += " " + syntax;

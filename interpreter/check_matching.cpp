@@ -29,7 +29,7 @@ void report_peer(const Program& program, std::size_t index, Reporter& reporter) 
   const std::string what = "`" + disassemble(in) + "`";
   std::string message;
   if (peer < 0 || peer >= c.stages) {
-    if (!in.explicit_peer && expected < 0) {
+    if (!in.explicit_peer() && expected < 0) {
       message = what + " has no peer: no stage " + (sending ? "follows" : "precedes") +
                 " this chunk's position along the lane for " + kind_word(in.kind) + "s";
     } else {

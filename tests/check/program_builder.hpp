@@ -56,7 +56,7 @@ class ProgramBuilder {
     for (const auto& stream : parsed) {
       for (const Pending& p : stream) {
         Instruction in = p.in;
-        in.source = static_cast<std::uint32_t>(program.sources.size()) & kMaxSourceIndex;
+        in.set_source(static_cast<std::uint32_t>(program.sources.size()), in.explicit_peer());
         program.sources.push_back({p.begin, p.end});
         program.code.push_back(in);
       }
@@ -100,7 +100,7 @@ class ProgramBuilder {
       }
     }
     if (takes.peer) {
-      in.explicit_peer = explicit_peer ? 1u : 0u;
+      in.set_source(0, explicit_peer);
       in.peer = static_cast<std::int16_t>(
           explicit_peer ? peer
                         : default_peer(placement_, config_, stage, in.kind, in.chunk, is_send(in.op)));

@@ -120,7 +120,7 @@ TEST(expand, default_peers_follow_the_data) {
       if (!operand_parts(in.op).peer) continue;
       const bool downstream = (in.kind == MessageKind::act) == is_send(in.op);
       EXPECT_EQ(in.peer, downstream ? rank + 1 : rank - 1) << disassemble(in);
-      EXPECT_EQ(in.explicit_peer, 0);
+      EXPECT_FALSE(in.explicit_peer());
     }
   }
 }
@@ -206,7 +206,7 @@ TEST(expand, disassembled_ranks_parse_back_to_the_same_stream) {
           const Instruction& b = back->rank(rank)[i];
           EXPECT_EQ(disassemble(a), disassemble(b)) << entry.path() << " rank " << rank;
           EXPECT_EQ(a.peer, b.peer) << entry.path() << " rank " << rank << ": " << disassemble(a);
-          EXPECT_EQ(a.explicit_peer, b.explicit_peer);
+          EXPECT_EQ(a.explicit_peer(), b.explicit_peer());
         }
       }
     }

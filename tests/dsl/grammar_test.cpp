@@ -110,7 +110,7 @@ TEST(parse, operand_expressions_stop_before_keywords) {
   EXPECT_EQ(recv.micro_batch, 1u);
   EXPECT_EQ(recv.chunk, 1u);
   EXPECT_EQ(recv.peer, 1);
-  EXPECT_EQ(recv.explicit_peer, 1);
+  EXPECT_TRUE(recv.explicit_peer());
   EXPECT_EQ(test::stream(*p, 1), (Lines{"Send grad 0 to 0"}));
 }
 
