@@ -3,9 +3,10 @@
 // are folded into the step size and the denominator.
 #include "optimizer.hpp"
 
-#include <Eigen/Core>
 #include <cmath>
 #include <stdexcept>
+
+#include "eigen.hpp"
 
 namespace pipevm::runtime {
 namespace {
