@@ -159,28 +159,20 @@ class Importer {
     }
   }
 
-  void step_flow(const FlowKey& key, std::size_t slice) {
+  void step_flow(const FlowKey& key, std::size_t slice) { end_flow(key, slice, true); }
+
+  // An arrow from the flow's last slice to `slice`, from the one that starts
+  // first to the other; a step then continues the flow from `slice`.
+  void end_flow(const FlowKey& key, std::size_t slice, bool step = false) {
     const auto it = open_.find(key);
     if (it == open_.end()) {
-      ++result_.stats.flow_step_without_start;
+      ++(step ? result_.stats.flow_step_without_start : result_.stats.flow_end_without_start);
       return;
     }
-    add_arrow(it->second, slice);
-    it->second = {slice, result_.slices[slice].ts};
-  }
-
-  void end_flow(const FlowKey& key, std::size_t slice) {
-    const auto it = open_.find(key);
-    if (it == open_.end()) {
-      ++result_.stats.flow_end_without_start;
-      return;
-    }
-    add_arrow(it->second, slice);
-  }
-
-  void add_arrow(const OpenFlow& from, std::size_t slice) {
+    const OpenFlow& from = it->second;
     const bool later_first = from.ts > result_.slices[slice].ts;
     result_.flows.push_back({later_first ? slice : from.slice, later_first ? from.slice : slice});
+    if (step) it->second = {slice, result_.slices[slice].ts};
   }
 
   const nlohmann::json& events_;
