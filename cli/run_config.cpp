@@ -5,8 +5,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
+
+#include "read_file.hpp"
 
 namespace pipevm::cli {
 
@@ -134,11 +134,12 @@ void apply_yaml_text(const std::string& text, const std::string& name, RunConfig
 }
 
 void apply_yaml_file(const std::string& path, RunConfig& config) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path + ": cannot open the configuration file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  apply_yaml_text(text.str(), path, config);
+  std::string text;
+  std::string error;
+  if (!read_input_file(path, kMaxYamlBytes, "configuration files", text, error)) {
+    throw ConfigError(path + ": cannot read the configuration file: " + error);
+  }
+  apply_yaml_text(text, path, config);
 }
 
 void validate(const RunConfig& config) {

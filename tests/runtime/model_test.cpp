@@ -3,11 +3,11 @@
 // whole model, with several micro-batches in flight.
 #include <gtest/gtest.h>
 
-#include <Eigen/Core>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
 
+#include "eigen.hpp"
 #include "layer_costs.hpp"
 #include "model.hpp"
 #include "random.hpp"
