@@ -9,21 +9,30 @@
 // Output on rank 0: a header, one line per epoch (mean training loss, test
 // accuracy of the whole model gathered to rank 0, samples/s, elapsed), a
 // progress bar when stdout is a terminal, the model digest at the end.
+//
+// Outputs (--save, --trace, --profile, the checkpoint directory) are checked
+// before the schedule is compiled or data loaded; checkpoints and resuming
+// are in run_outputs.hpp.
 // Not here: the VM (interpreter/vm.hpp), the epoch loop (vm_training.hpp).
 #include <unistd.h>
 
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "check.hpp"
 #include "commands.hpp"
 #include "compile.hpp"
+#include "layer_costs.hpp"
+#include "layers.hpp"
 #include "mpi_comm.hpp"
 #include "run_config.hpp"
+#include "run_outputs.hpp"
 #include "safetensors.hpp"
 #include "tensor.hpp"
 #include "trace_recorder.hpp"
@@ -53,11 +62,15 @@ struct RunFlags {
   CLI::Option* chunks = nullptr;
   CLI::Option* loss = nullptr;
   CLI::Option* save = nullptr;
+  CLI::Option* checkpoint = nullptr;
+  CLI::Option* checkpoint_every = nullptr;
+  std::string resume;  // a checkpoint directory to continue from
   std::string loss_name;
   bool no_progress = false;
-  std::string wait = "spin";  // how MPI waits: spin or sleep
-  std::string trace;           // Chrome trace of one step of the first epoch
-  std::string profile;         // measured costs for `pipevm simulate --costs`
+  std::string wait = "spin";       // how MPI waits: spin or sleep
+  std::string split = "measured";  // how the model is cut into pieces: measured or flops
+  std::string trace;               // Chrome trace of one step of the first epoch
+  std::string profile;             // measured costs for `pipevm simulate --costs`
 };
 
 bool given(const CLI::Option* option) {
@@ -78,6 +91,13 @@ RunConfig resolve_config(const RunFlags& f) {
   if (given(f.chunks)) config.chunks = f.flags.chunks;
   if (given(f.loss)) config.model.loss = parse_loss(f.loss_name);
   if (given(f.save)) config.save = f.flags.save;
+  if (given(f.checkpoint)) config.checkpoint = f.flags.checkpoint;
+  if (given(f.checkpoint_every)) config.checkpoint_every = f.flags.checkpoint_every;
+  if (given(f.checkpoint_every) && config.checkpoint.empty()) {
+    throw ConfigError(
+        "--checkpoint-every needs a directory (--checkpoint DIR, or "
+        "checkpoint.directory in the configuration)");
+  }
   validate(config);
   return config;
 }
@@ -89,7 +109,7 @@ std::string widths(const std::vector<int>& sizes) {
 }
 
 // The data this rank needs, or the reason it cannot have it.
-runtime::DataSplit load_data(const RunConfig& config) {
+runtime::DataSplit load_data(const RunConfig& config, runtime::DataParts parts) {
   runtime::DataSplit data;
   if (config.data == "synthetic") {
     data = runtime::synthetic(config.synthetic_train, config.synthetic_test,
@@ -98,7 +118,7 @@ runtime::DataSplit load_data(const RunConfig& config) {
   } else {
     const std::string directory =
         config.data == "fashion-mnist" ? runtime::kFashionMnistDirectory : config.data;
-    data = runtime::load_directory(directory);
+    data = runtime::load_directory(directory, 0.15, parts);
   }
   if (data.train.features != config.model.sizes.front()) {
     throw std::runtime_error("the data has " + std::to_string(data.train.features) +
@@ -111,6 +131,48 @@ runtime::DataSplit load_data(const RunConfig& config) {
                              std::to_string(config.model.sizes.back()));
   }
   return data;
+}
+
+// "layers 0-1 | 2-6, split by measured time 48% | 52%" (or by multiply-adds,
+// or as the checkpoint a run resumes from was).
+std::string describe_split(const std::vector<runtime::LayerRange>& split,
+                           const std::vector<double>& layer_costs, bool resumed) {
+  std::string layers = "layers ";
+  std::string shares;
+  double total = 0.0;
+  for (const double cost : layer_costs) total += cost;
+  for (const runtime::LayerRange& piece : split) {
+    const std::string separator = piece.begin == 0 ? "" : " | ";
+    layers += separator + std::to_string(piece.begin);
+    if (piece.size() > 1) layers += "-" + std::to_string(piece.end - 1);
+    if (total > 0.0) {
+      double cost = 0.0;
+      for (int layer = piece.begin; layer < piece.end; ++layer) {
+        cost += layer_costs[static_cast<std::size_t>(layer)];
+      }
+      shares += separator + std::to_string(static_cast<int>(100.0 * cost / total + 0.5)) + "%";
+    }
+  }
+  if (split.size() == 1) return "one piece";
+  if (resumed) return layers + ", as in the checkpoint";
+  return layers + (total > 0.0 ? ", split by measured time " + shares : ", split by multiply-adds");
+}
+
+// World-wide agreement after a step that may fail on some ranks: true when
+// `error` is empty on every rank. Otherwise the failing ranks print their
+// error (rank 0 alone when it failed too: the ranks then mostly share the
+// cause) and every rank returns false. `all_ok` is the world's agreement.
+bool agree(const std::function<bool(bool)>& all_ok, int rank, const std::string& error) {
+  const bool root_ok = all_ok(rank != 0 || error.empty());
+  if (all_ok(error.empty())) return true;
+  if (!error.empty() && (rank == 0 || root_ok)) {
+    std::istringstream lines(error);
+    for (std::string line; std::getline(lines, line);) {
+      std::cerr << "pipevm run: error: " << (rank == 0 ? "" : "rank " + std::to_string(rank) + ": ")
+                << line << "\n";
+    }
+  }
+  return false;
 }
 
 // Redraws "epoch 2/3 [#####.....] 120/398" in place on a terminal, only
@@ -170,6 +232,13 @@ int run(const RunFlags& flags) {
                         " is not divisible by dp x micro-batches = " + std::to_string(config.dp) +
                         " x " + std::to_string(config.micro_batches));
   }
+  const auto session_agrees = [&](const std::string& error) {
+    return agree([&](bool ok) { return session.all_ok(ok); }, world_rank, error);
+  };
+  // Before anything long: a run must not train for hours and then fail to write.
+  const RunOutputs outputs{config.save, flags.trace, flags.profile, config.checkpoint,
+                           flags.resume};
+  if (!session_agrees(check_outputs(outputs, root))) return kExitUsage;
 
   // Compile for the whole world: the checker needs every rank's stream.
   Diagnostics diagnostics;
@@ -191,8 +260,39 @@ int run(const RunFlags& flags) {
                                           " stages), more than the " + std::to_string(layers) +
                                           " layer(s) of the model " + widths(config.model.sizes));
   }
+  // Where the model is cut: by each layer's time measured on rank 0 (every
+  // rank must cut it alike), or by multiply-adds; a resumed run where its
+  // checkpoint's run did. Every layer computes the same bits whatever the
+  // cut, so the trained weights do not depend on it.
+  std::vector<runtime::LayerRange> split;
+  if (!flags.resume.empty()) {
+    std::string resume_error;
+    try {
+      split = recorded_split(flags.resume, layers);
+      if (static_cast<int>(split.size()) != pieces) {
+        resume_error = "--resume " + flags.resume + ": the checkpoint's model is cut into " +
+                       std::to_string(split.size()) + " pieces, this schedule needs " +
+                       std::to_string(pieces);
+      }
+    } catch (const runtime::CheckpointError& error) {
+      resume_error = error.what();
+    }
+    if (!session_agrees(resume_error)) return kExitUsage;
+  }
+  std::vector<double> layer_costs;
+  if (split.empty() && pieces > 1 && flags.split == "measured") {
+    layer_costs.assign(static_cast<std::size_t>(layers), 0.0);
+    if (root) {
+      const int rows = config.batch_size / (config.dp * config.micro_batches);
+      layer_costs =
+          runtime::measure_layer_costs(config.model, config.optimizer, rows, config.micro_batches);
+    }
+    session.broadcast_from_root(std::as_writable_bytes(std::span<double>(layer_costs)));
+  }
+  if (split.empty()) split = runtime::split_layers(config.model.sizes, pieces, layer_costs);
   CheckOptions check_options;
   check_options.layer_widths = config.model.sizes;
+  check_options.split = split;
   const CheckResult checked = check(*program, check_options);
   if (!checked.ok()) {
     if (root) {
@@ -204,30 +304,42 @@ int run(const RunFlags& flags) {
     return kExitFailed;
   }
 
-  // Data: only ranks that load inputs or targets (and rank 0, which evaluates).
+  // Resuming: every rank reads and checks its piece before the data loads.
+  const runtime::RunIdentity identity = run_identity(config, *program, split);
+  std::optional<Resumed> resumed;
+  if (!flags.resume.empty()) {
+    std::string resume_error;
+    try {
+      resumed = read_resume(flags.resume, identity, world_rank);
+    } catch (const runtime::CheckpointError& error) {
+      resume_error = error.what();
+    }
+    if (!session_agrees(resume_error)) return kExitUsage;
+  }
+
+  // Data: only ranks that load inputs or targets (and rank 0, which
+  // evaluates), and of it only what they read: the training pixels where
+  // inputs are loaded, the test set on rank 0.
   std::unique_ptr<runtime::DataSplit> data;
   std::string data_error;
   if (root || needs_data(*program, world_rank)) {
+    runtime::DataParts parts;
+    parts.train_pixels = root || loads_inputs(*program, world_rank);
+    parts.test = root;
     try {
-      data = std::make_unique<runtime::DataSplit>(load_data(config));
+      data = std::make_unique<runtime::DataSplit>(load_data(config, parts));
     } catch (const std::exception& error) {
       data_error = error.what();
     }
   }
-  const bool root_loaded = session.all_ok(!root || data_error.empty());
-  if (!session.all_ok(data_error.empty())) {
-    if (root || root_loaded) {
-      if (!data_error.empty())
-        std::cerr << "pipevm run: error: rank " << world_rank << ": " << data_error << "\n";
-    }
-    return kExitUsage;
-  }
+  if (!session_agrees(data_error)) return kExitUsage;
 
   runtime::tune_eigen_for_one_core();
   TrainingOptions options;
   options.machine.model = config.model;
   options.machine.optimizer = config.optimizer;
   options.machine.global_batch = config.batch_size;
+  options.machine.split = split;
   options.shuffle_seed = config.seed;
 
   std::unique_ptr<runtime::MpiComm> comm;
@@ -240,6 +352,22 @@ int run(const RunFlags& flags) {
   } catch (const std::exception& error) {
     return everyone_fails(kExitUsage, error.what());
   }
+  if (resumed) {
+    std::string resume_error;
+    try {
+      trainer->resume(resumed->piece, resumed->position);
+    } catch (const std::invalid_argument& error) {
+      resume_error = "--resume " + flags.resume + ": " + error.what();
+    }
+    if (!agree([&](bool ok) { return comm->all_ok(ok); }, world_rank, resume_error)) {
+      return kExitUsage;
+    }
+    resumed.reset();  // the piece's copy of the weights is no longer needed
+  }
+  std::optional<Checkpoints> checkpoints;
+  if (!config.checkpoint.empty()) {
+    checkpoints.emplace(config.checkpoint, config.checkpoint_every, identity);
+  }
 
   if (root) {
     std::printf(
@@ -250,6 +378,18 @@ int run(const RunFlags& flags) {
         std::string(runtime::name(config.model.loss)).c_str(), config.optimizer.kind.c_str(),
         static_cast<double>(config.optimizer.lr), config.data.c_str(), data->train.samples,
         data->test.samples);
+    std::printf("pipevm run: GEMMs on %s; %s\n", runtime::gemm_backend().c_str(),
+                describe_split(split, layer_costs, !flags.resume.empty()).c_str());
+    if (checkpoints) {
+      const std::string when = config.checkpoint_every > 0
+                                   ? "every " + std::to_string(config.checkpoint_every) + " steps"
+                                   : "after every epoch";
+      std::printf("checkpoints into %s %s\n", config.checkpoint.c_str(), when.c_str());
+    }
+    if (!flags.resume.empty()) {
+      std::printf("resumed from %s at %s\n", flags.resume.c_str(),
+                  describe(trainer->position()).c_str());
+    }
     std::fflush(stdout);
   }
 
@@ -259,12 +399,18 @@ int run(const RunFlags& flags) {
     recorder = std::make_unique<TraceRecorder>(trainer->steps_per_epoch() > 1 ? 1 : 0, 20);
   }
   const auto start = std::chrono::steady_clock::now();
+  const int first_epoch = trainer->position().epoch;
   try {
-    for (int epoch = 0; epoch < config.epochs; ++epoch) {
+    for (int epoch = first_epoch; epoch < config.epochs; ++epoch) {
       const EpochReport report = trainer->train_epoch(
-          epoch, [&](int done, int total) { bar.show(epoch + 1, config.epochs, done, total); },
-          epoch == 0 ? recorder.get() : nullptr);
+          epoch,
+          [&](int done, int total) {
+            bar.show(epoch + 1, config.epochs, done, total);
+            if (checkpoints) checkpoints->after_step(*trainer, *comm, done, total);
+          },
+          epoch == first_epoch ? recorder.get() : nullptr);
       bar.clear();
+      if (checkpoints) checkpoints->after_epoch(*trainer, *comm);
       if (!root) continue;
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -276,7 +422,7 @@ int run(const RunFlags& flags) {
         test = out.str();
       }
       std::printf(
-          "epoch %d/%d  loss %.4f  test accuracy %s  %.0f samples/s  %.1f s/epoch  elapsed %.1f "
+          "epoch %d/%d  loss %.4f  test accuracy %s  %.0f samples/s  %.3f s/epoch  elapsed %.1f "
           "s\n",
           epoch + 1, config.epochs, report.train_loss, test.c_str(), report.samples_per_second,
           report.train_seconds, elapsed);
@@ -306,6 +452,10 @@ int run(const RunFlags& flags) {
   if (root) {
     std::printf("model digest fnv1a64 %016" PRIx64 " (%zu parameters%s)\n", fnv1a(model),
                 model.size(), config.dp > 1 ? ", data-parallel replicas identical" : "");
+    if (checkpoints && checkpoints->latest()) {
+      std::printf("latest checkpoint %s at %s\n", checkpoints->directory().c_str(),
+                  describe(*checkpoints->latest()).c_str());
+    }
   }
   if (root && !config.save.empty()) {
     try {
@@ -328,7 +478,9 @@ Command add_run_command(CLI::App& root) {
       "run",
       "Train the MLP with a schedule on the MPI ranks (the default command):\n"
       "  mpirun -n 4 pipevm run schedules/gpipe.pipe [--config FILE.yaml] [flags]\n"
-      "stages = number of ranks / dp; flags override the YAML file.");
+      "stages = number of ranks / dp; flags override the YAML file.\n"
+      "Every output (--save, --trace, --profile, --checkpoint) is checked writable before\n"
+      "the run starts; a bad one stops it at once with the path and the reason.");
   command.app = app;
   app->add_option("file", flags->file, "The schedule (.pipe)")->required();
   app->add_option("--config", flags->config_file, "YAML configuration (see examples/)");
@@ -346,18 +498,40 @@ Command add_run_command(CLI::App& root) {
       app->add_option("--data", f.data, "fashion-mnist, synthetic or a directory of IDX files");
   flags->chunks = app->add_option("--chunks", f.chunks, "Model chunks per rank (default 1)");
   flags->loss = app->add_option("--loss", flags->loss_name, "cross-entropy or softmax-mse");
-  flags->save = app->add_option("--save", f.save, "Write the trained model (.safetensors)");
+  flags->save = app->add_option("--save", f.save, "Write the trained model (.safetensors)")
+                    ->type_name("FILE");
+  flags->checkpoint =
+      app->add_option("--checkpoint", f.checkpoint,
+                      "Write a checkpoint into DIR after every epoch (created when missing; it "
+                      "keeps the latest complete one); resume it with --resume DIR")
+          ->type_name("DIR");
+  flags->checkpoint_every =
+      app->add_option("--checkpoint-every", f.checkpoint_every,
+                      "Checkpoint every N steps (counted across epochs) instead of after every "
+                      "epoch")
+          ->type_name("N");
+  app->add_option("--resume", flags->resume,
+                  "Continue from the checkpoint in DIR (made by the same schedule, world, model "
+                  "and training configuration; --epochs may differ): the final weights are the "
+                  "bits an uninterrupted run would give")
+      ->type_name("DIR");
   app->add_option(
-      "--trace", flags->trace,
-      "Write a Chrome/Perfetto trace of one training step (the format of simulate --trace)");
+         "--trace", flags->trace,
+         "Write a Chrome/Perfetto trace of one training step (the format of simulate --trace)")
+      ->type_name("FILE");
   app->add_option(
-      "--profile", flags->profile,
-      "Write the measured median cost of each instruction kind (YAML for simulate --costs)");
+         "--profile", flags->profile,
+         "Write the measured median cost of each instruction kind (YAML for simulate --costs)")
+      ->type_name("FILE");
   app->add_option("--mpi-wait", flags->wait,
                   "How a rank waits for messages: spin (inside MPI; default, fastest on a "
                   "machine that is otherwise idle) or sleep (test, then nap: leaves the core "
                   "to the others when the machine is loaded)")
       ->check(CLI::IsMember({"sleep", "spin"}));
+  app->add_option("--split", flags->split,
+                  "Where stages cut the model: measured (each layer's time, measured on rank 0 "
+                  "at start-up; default) or flops (multiply-adds, as pipevm check assumes)")
+      ->check(CLI::IsMember({"measured", "flops"}));
   app->add_flag("--no-progress", flags->no_progress,
                 "No progress bar (mpiexec shows ranks a terminal even when piped)");
   command.run = [flags] { return run(*flags); };

@@ -5,8 +5,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
+
+#include "read_file.hpp"
 
 namespace pipevm::cli {
 
@@ -120,19 +120,26 @@ void apply_yaml_text(const std::string& text, const std::string& name, RunConfig
       s.read("dp", config.dp);
       s.read("chunks", config.chunks);
       s.reject_unknown();
+    } else if (section == "checkpoint") {
+      Section s(node, section, name);
+      s.read("directory", config.checkpoint);
+      s.read("every_steps", config.checkpoint_every);
+      s.reject_unknown();
     } else {
       fail_at(name, entry.first.Mark(),
-              "unknown section '" + section + "' (expected model, data, training or parallel)");
+              "unknown section '" + section +
+                  "' (expected model, data, training, parallel or checkpoint)");
     }
   }
 }
 
 void apply_yaml_file(const std::string& path, RunConfig& config) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path + ": cannot open the configuration file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  apply_yaml_text(text.str(), path, config);
+  std::string text;
+  std::string error;
+  if (!read_input_file(path, kMaxYamlBytes, "configuration files", text, error)) {
+    throw ConfigError(path + ": cannot read the configuration file: " + error);
+  }
+  apply_yaml_text(text, path, config);
 }
 
 void validate(const RunConfig& config) {
@@ -155,6 +162,10 @@ void validate(const RunConfig& config) {
   if (!(config.optimizer.lr > 0.0F)) throw ConfigError("the learning rate must be positive");
   if (config.optimizer.kind != "adam" && config.optimizer.kind != "sgd") {
     throw ConfigError("unknown optimizer '" + config.optimizer.kind + "' (expected adam or sgd)");
+  }
+  if (config.checkpoint_every < 0) {
+    throw ConfigError("checkpoint.every_steps must be 0 (every epoch) or positive, not " +
+                      std::to_string(config.checkpoint_every));
   }
   if (config.data == "synthetic") {
     positive(config.synthetic_train, "data.synthetic_train");

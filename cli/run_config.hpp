@@ -1,11 +1,12 @@
 // The configuration of `pipevm run`: defaults, a YAML file (`--config`) on
-// top, command-line flags on top of that. The YAML has four sections, every
+// top, command-line flags on top of that. The YAML has five sections, every
 // key optional, unknown keys an error:
 //
 //   model:    {sizes: [784, 128, ..., 10], loss: cross-entropy | softmax-mse, seed: 0}
 //   data:     {source: fashion-mnist | synthetic | DIR, synthetic_train: N, synthetic_test: N}
 //   training: {epochs, batch_size, micro_batches, optimizer: adam | sgd, lr, momentum, seed}
 //   parallel: {dp, chunks}
+//   checkpoint: {directory: DIR, every_steps: N}   (0: every epoch)
 //
 // Not here: validation against the world size or the schedule (run_command.cpp).
 #pragma once
@@ -37,7 +38,9 @@ struct RunConfig {
   std::uint64_t seed = 0;              // shuffling of the training set
   int dp = 1;
   int chunks = 1;
-  std::string save;  // --save FILE.safetensors
+  std::string save;          // --save FILE.safetensors
+  std::string checkpoint;    // a directory: checkpoints are written there
+  int checkpoint_every = 0;  // steps between checkpoints; 0: after every epoch
 };
 
 // Applies the YAML file at `path` onto `config`. Throws ConfigError.

@@ -49,18 +49,28 @@ std::size_t parameter_count(const std::vector<int>& sizes, LayerRange layers) {
 }
 
 std::vector<LayerRange> split_layers(const std::vector<int>& sizes, int pieces) {
+  return split_layers(sizes, pieces, {});
+}
+
+std::vector<LayerRange> split_layers(const std::vector<int>& sizes, int pieces,
+                                     const std::vector<double>& layer_costs) {
   check_layer_widths(sizes);
   const int layers = layer_count(sizes);
   if (pieces < 1 || pieces > layers) {
     throw std::invalid_argument("cannot split " + std::to_string(layers) + " layers into " +
                                 std::to_string(pieces) + " pieces");
   }
+  if (!layer_costs.empty() && layer_costs.size() != to_size(layers)) {
+    throw std::invalid_argument("split_layers: one cost per layer expected");
+  }
   // prefix[i]: cost of layers [0, i).
   std::vector<double> prefix(to_size(layers) + 1, 0.0);
   for (int layer = 0; layer < layers; ++layer) {
     const double multiply_adds =
         static_cast<double>(sizes[to_size(layer)]) * static_cast<double>(sizes[to_size(layer) + 1]);
-    prefix[to_size(layer) + 1] = prefix[to_size(layer)] + multiply_adds * (layer == 0 ? 2 : 3);
+    const double cost =
+        layer_costs.empty() ? multiply_adds * (layer == 0 ? 2 : 3) : layer_costs[to_size(layer)];
+    prefix[to_size(layer) + 1] = prefix[to_size(layer)] + cost;
   }
   const auto cost = [&](int begin, int end) {
     return prefix[to_size(end)] - prefix[to_size(begin)];
@@ -116,10 +126,13 @@ std::vector<LayerRange> split_layers(const std::vector<int>& sizes, int pieces) 
 
 std::vector<int> piece_boundary_widths(const std::vector<int>& sizes, int pieces) {
   if (sizes.size() < 2 || pieces < 1 || pieces > layer_count(sizes)) return {};
+  return piece_boundary_widths(sizes, split_layers(sizes, pieces));
+}
+
+std::vector<int> piece_boundary_widths(const std::vector<int>& sizes,
+                                       const std::vector<LayerRange>& split) {
   std::vector<int> widths;
-  for (const LayerRange& piece : split_layers(sizes, pieces)) {
-    widths.push_back(sizes[to_size(piece.begin)]);
-  }
+  for (const LayerRange& piece : split) widths.push_back(sizes.at(to_size(piece.begin)));
   widths.push_back(sizes.back());
   return widths;
 }

@@ -37,10 +37,17 @@ std::size_t parameter_count(const std::vector<int>& sizes, LayerRange layers);
 // those, the one whose split points come first. A pure function of
 // (sizes, pieces). Throws std::invalid_argument if pieces < 1 or pieces > layers.
 std::vector<LayerRange> split_layers(const std::vector<int>& sizes, int pieces);
+// The same split under other costs, one per layer (e.g. measured times,
+// runtime/layer_costs.hpp); empty `layer_costs` means the multiply-add model above.
+std::vector<LayerRange> split_layers(const std::vector<int>& sizes, int pieces,
+                                     const std::vector<double>& layer_costs);
 
 // The width of the values crossing each piece boundary of that split:
 // pieces + 1 numbers, piece p reading widths[p] and writing widths[p + 1].
 // Empty when the model cannot be cut into that many pieces.
 std::vector<int> piece_boundary_widths(const std::vector<int>& sizes, int pieces);
+// The same for a given split (e.g. one balanced on measured layer times).
+std::vector<int> piece_boundary_widths(const std::vector<int>& sizes,
+                                       const std::vector<LayerRange>& split);
 
 }  // namespace pipevm

@@ -95,8 +95,11 @@ CheckResult check(const Program& program, const CheckOptions& options) {
   CheckResult result;
   result.instructions = program.code.size();
   Reporter reporter(program, options.max_diagnostics_per_kind);
-  const std::vector<int> widths = piece_boundary_widths(
-      options.layer_widths, model_pieces(program.placement, program.config));
+  const std::vector<int> widths =
+      options.split.empty()
+          ? piece_boundary_widths(options.layer_widths,
+                                  model_pieces(program.placement, program.config))
+          : piece_boundary_widths(options.layer_widths, options.split);
   const Link linked = link(program, LinkOptions{widths});
 
   report_messages(program, linked, widths, reporter);

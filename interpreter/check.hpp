@@ -32,6 +32,9 @@ struct CheckOptions {
   // (piece_boundary_widths, model_shape.hpp) to know every message's size;
   // with more pieces than layers, sizes are unknown.
   std::vector<int> layer_widths = default_layer_widths();
+  // The cut the run uses (e.g. balanced on measured times); empty: the
+  // multiply-add rule's cut into model_pieces(...) pieces.
+  std::vector<LayerRange> split;
   // Past this many diagnostics of one kind the rest are only counted.
   std::size_t max_diagnostics_per_kind = 16;
 };

@@ -6,12 +6,12 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <fstream>
-#include <map>
 #include <ostream>
 #include <sstream>
 
 #include <yaml-cpp/yaml.h>
+
+#include "read_file.hpp"
 
 namespace pipevm {
 
@@ -192,14 +192,12 @@ bool parse_costs_yaml(std::string_view yaml_text, Costs& costs, std::string& err
 }
 
 bool read_costs_yaml(const std::string& path, Costs& costs, std::string& error) {
-  std::ifstream in(path);
-  if (!in) {
-    error = "cannot read cost file '" + path + "'";
+  std::string text;
+  if (!read_input_file(path, kMaxYamlBytes, "cost files", text, error)) {
+    error = "cannot read cost file '" + path + "': " + error;
     return false;
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!parse_costs_yaml(text.str(), costs, error)) {
+  if (!parse_costs_yaml(text, costs, error)) {
     error = path + ": " + error;
     return false;
   }

@@ -147,7 +147,7 @@ std::vector<Segment> segments_of(const Program& program, const Timeline& timelin
 // The smallest of 1, 2, 5 x 10^k that is at least `value` (> 0).
 double nice_step(double value);
 // A time for people: up to 4 significant digits, no trailing zeros; whole
-// numbers from 10,000 on.
+// numbers from 10,000 to 10^15.
 std::string format_time(double value);
 
 // The rank x time grid: one character per time slot, a letter per activity

@@ -54,8 +54,10 @@ double nice_step(double value) {
 
 std::string format_time(double value) {
   char text[32];
-  // Large times (measured microseconds) read better whole than as 1e+05.
-  std::snprintf(text, sizeof text, std::fabs(value) >= 1e4 ? "%.0f" : "%.4g", value);
+  // Large times (measured microseconds) read better whole than as 1e+05, up
+  // to 1e15: beyond, whole numbers are not exact and outgrow the buffer.
+  const double size = std::fabs(value);
+  std::snprintf(text, sizeof text, size >= 1e4 && size < 1e15 ? "%.0f" : "%.4g", value);
   return text;
 }
 

@@ -42,6 +42,18 @@ Diagnostic to_diagnostic(const VmError& error, const Program& program, int rank)
   return diagnostic;
 }
 
+std::vector<runtime::LayerRange> model_split(const Program& program, const MachineOptions& options) {
+  const int pieces = model_pieces(program.placement, program.config);
+  if (!options.split.empty()) {
+    if (static_cast<int>(options.split.size()) != pieces) {
+      throw std::invalid_argument("the model is cut into " + std::to_string(options.split.size()) +
+                                  " pieces, the schedule needs " + std::to_string(pieces));
+    }
+    return options.split;
+  }
+  return runtime::split_layers(options.model.sizes, pieces);
+}
+
 Machine::Machine(const Program& program, int rank, runtime::Comm& comm,
                  const MachineOptions& options)
     : program_(&program),
@@ -75,8 +87,7 @@ Machine::Machine(const Program& program, int rank, runtime::Comm& comm,
     throw std::invalid_argument("the schedule cuts the model into " + std::to_string(pieces) +
                                 " pieces, but it has only " + std::to_string(layers) + " layers");
   }
-  const std::vector<runtime::LayerRange> split_ranges =
-      runtime::split_layers(options.model.sizes, pieces);
+  const std::vector<runtime::LayerRange> split_ranges = model_split(program, options);
   const int chunk_count = chunks_per_rank(program.placement, config);
   const std::size_t micro_batches = to_size(config.micro_batches);
   chunks_.reserve(to_size(chunk_count));

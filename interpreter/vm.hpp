@@ -73,7 +73,13 @@ struct MachineOptions {
   runtime::ModelConfig model;
   runtime::OptimizerConfig optimizer;
   int global_batch = 128;  // samples per step over all data-parallel replicas
+  // The layers of each model piece (runtime::split_layers); empty: the split
+  // by multiply-adds. Every rank must be given the same.
+  std::vector<runtime::LayerRange> split;
 };
+
+// The layers of each of the program's model pieces under `options`.
+std::vector<runtime::LayerRange> model_split(const Program& program, const MachineOptions& options);
 
 class Machine {
  public:
@@ -97,6 +103,8 @@ class Machine {
   std::size_t chunk_count() const { return chunks_.size(); }
   runtime::Piece& piece(std::size_t chunk) { return chunks_[chunk].piece; }
   const runtime::Piece& piece(std::size_t chunk) const { return chunks_[chunk].piece; }
+  runtime::Optimizer& optimizer(std::size_t chunk) { return chunks_[chunk].optimizer; }
+  const runtime::Optimizer& optimizer(std::size_t chunk) const { return chunks_[chunk].optimizer; }
   PipelinePosition position(std::size_t chunk) const { return chunks_[chunk].where; }
   runtime::Comm& comm() { return comm_; }
 

@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <stdexcept>
+
+#include "digest.hpp"
 
 namespace pipevm {
 
@@ -23,12 +26,7 @@ bool contributes(const Machine& machine, std::size_t chunk) {
 }  // namespace
 
 std::uint64_t fnv1a(std::span<const float> values, std::uint64_t hash) {
-  const auto bytes = std::as_bytes(values);
-  for (const std::byte b : bytes) {
-    hash ^= static_cast<std::uint64_t>(b);
-    hash *= 0x100000001b3ULL;
-  }
-  return hash;
+  return runtime::fnv1a_bytes(std::as_bytes(values), hash);
 }
 
 bool needs_data(const Program& program, int rank) {
@@ -36,6 +34,12 @@ bool needs_data(const Program& program, int rank) {
   return std::any_of(stream.begin(), stream.end(), [](const Instruction& in) {
     return info(in.op).cls == OpClass::data;
   });
+}
+
+bool loads_inputs(const Program& program, int rank) {
+  const auto stream = program.rank(rank);
+  return std::any_of(stream.begin(), stream.end(),
+                     [](const Instruction& in) { return in.op == Opcode::LoadInput; });
 }
 
 Trainer::Trainer(const Program& program, runtime::Comm& comm, const TrainingOptions& options,
@@ -68,24 +72,35 @@ Trainer::Trainer(const Program& program, runtime::Comm& comm, const TrainingOpti
 
 EpochReport Trainer::train_epoch(int epoch, const std::function<void(int, int)>& on_step,
                                  VmObserver* observer) {
+  if (epoch != epoch_) {
+    epoch_ = epoch;
+    step_ = 0;
+    sums_ = {};
+  }
   EpochReport report;
   report.epoch = epoch;
   report.steps = steps_per_epoch_;
   if (batcher_) batcher_->start_epoch(epoch);
 
-  StepResult totals;
+  const int first_step = step_;
   const auto start = std::chrono::steady_clock::now();
-  for (int step = 0; step < steps_per_epoch_; ++step) {
-    machine_.set_batch(batcher_.get(), step);
+  while (step_ < steps_per_epoch_) {
+    machine_.set_batch(batcher_.get(), step_);
     const StepResult result = Vm::run(program_, machine_, observer);
-    totals.loss += result.loss;
-    totals.correct += result.correct;
-    totals.rows += result.rows;
-    if (on_step) on_step(step + 1, steps_per_epoch_);
+    sums_.loss += result.loss;
+    sums_.correct += result.correct;
+    sums_.rows += result.rows;
+    ++step_;
+    if (on_step) on_step(step_, steps_per_epoch_);
   }
+  const StepResult totals = sums_;
+  epoch_ = epoch + 1;
+  step_ = 0;
+  sums_ = {};
   report.train_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const double samples = static_cast<double>(steps_per_epoch_) * options_.machine.global_batch;
+  const double samples =
+      static_cast<double>(steps_per_epoch_ - first_step) * options_.machine.global_batch;
   if (report.train_seconds > 0.0) report.samples_per_second = samples / report.train_seconds;
 
   const float mine[3] = {static_cast<float>(totals.loss), static_cast<float>(totals.correct),
@@ -133,8 +148,7 @@ std::vector<float> Trainer::gather_parameters() {
 
   const Config& config = program_.config;
   const std::vector<int>& sizes = options_.machine.model.sizes;
-  const std::vector<runtime::LayerRange> pieces =
-      runtime::split_layers(sizes, model_pieces(program_.placement, config));
+  const std::vector<runtime::LayerRange> pieces = model_split(program_, options_.machine);
   std::vector<float> model(runtime::parameter_count(sizes, {0, runtime::layer_count(sizes)}));
   std::size_t read = 0;
   for (int rank = 0; rank < config.stages; ++rank) {  // replica 0 holds world ranks [0, stages)
@@ -151,6 +165,64 @@ std::vector<float> Trainer::gather_parameters() {
     }
   }
   return model;
+}
+
+runtime::CheckpointPosition Trainer::position() const {
+  return {static_cast<std::int64_t>(epoch_) * steps_per_epoch_ + step_, epoch_, step_,
+          steps_per_epoch_};
+}
+
+runtime::RankCheckpoint Trainer::checkpoint() const {
+  runtime::RankCheckpoint piece;
+  for (std::size_t c = 0; c < machine_.chunk_count(); ++c) {
+    const runtime::Piece& chunk = machine_.piece(c);
+    piece.chunks.push_back({{chunk.parameters().begin(), chunk.parameters().end()},
+                            {chunk.gradients().begin(), chunk.gradients().end()},
+                            machine_.optimizer(c).state()});
+  }
+  piece.epoch_loss = sums_.loss;
+  piece.epoch_correct = sums_.correct;
+  piece.epoch_rows = sums_.rows;
+  return piece;
+}
+
+void Trainer::resume(const runtime::RankCheckpoint& piece,
+                     const runtime::CheckpointPosition& position) {
+  if (position.steps_per_epoch != steps_per_epoch_) {
+    throw std::invalid_argument(
+        "the checkpoint was made with " + std::to_string(position.steps_per_epoch) +
+        " steps per epoch, this run has " + std::to_string(steps_per_epoch_) +
+        " (is the data set another one?)");
+  }
+  if (piece.chunks.size() != machine_.chunk_count()) {
+    throw std::invalid_argument("the checkpoint's piece holds " +
+                                std::to_string(piece.chunks.size()) + " chunk(s), this rank " +
+                                std::to_string(machine_.chunk_count()));
+  }
+  for (std::size_t c = 0; c < machine_.chunk_count(); ++c) {
+    const runtime::Piece& chunk = machine_.piece(c);
+    const runtime::RankCheckpoint::Chunk& saved = piece.chunks[c];
+    if (saved.parameters.size() != chunk.parameters().size() ||
+        saved.gradients.size() != chunk.gradients().size()) {
+      throw std::invalid_argument("chunk " + std::to_string(c) + " of the checkpoint holds " +
+                                  std::to_string(saved.parameters.size()) +
+                                  " parameters, this rank's " +
+                                  std::to_string(chunk.parameters().size()));
+    }
+  }
+  for (std::size_t c = 0; c < machine_.chunk_count(); ++c) {
+    const runtime::RankCheckpoint::Chunk& saved = piece.chunks[c];
+    machine_.optimizer(c).restore(saved.optimizer);
+    std::copy(saved.parameters.begin(), saved.parameters.end(),
+              machine_.piece(c).parameters().begin());
+    std::copy(saved.gradients.begin(), saved.gradients.end(),
+              machine_.piece(c).gradients().begin());
+  }
+  epoch_ = position.epoch;
+  step_ = position.step_in_epoch;
+  sums_.loss = piece.epoch_loss;
+  sums_.correct = static_cast<int>(piece.epoch_correct);
+  sums_.rows = static_cast<int>(piece.epoch_rows);
 }
 
 std::uint64_t Trainer::local_digest() const {

@@ -7,6 +7,12 @@
 // there into one whole-model Piece, which runs the test set (rank 0 always
 // holds data: it runs the model's first piece). Data-parallel replicas are
 // compared by a digest of their parameters.
+//
+// A Trainer knows where training stands (position()) and gives or takes
+// this rank's share of a checkpoint (runtime/checkpoint.hpp): weights,
+// gradients, optimizer state and the epoch's sums so far. The data position
+// is (epoch, step): the Batcher draws each epoch's order from the seed and
+// the epoch alone, so no generator state needs keeping.
 // Not here: configuration files, printing, MPI start-up (cli/run_command.cpp).
 #pragma once
 
@@ -16,6 +22,7 @@
 #include <optional>
 #include <vector>
 
+#include "checkpoint.hpp"
 #include "comm.hpp"
 #include "data.hpp"
 #include "program.hpp"
@@ -44,6 +51,9 @@ struct EpochReport {
 
 // True when `rank`'s stream loads inputs or targets.
 bool needs_data(const Program& program, int rank);
+// True when `rank`'s stream loads inputs (so it needs the training pixels,
+// not only the labels).
+bool loads_inputs(const Program& program, int rank);
 
 class Trainer {
  public:
@@ -52,10 +62,22 @@ class Trainer {
   Trainer(const Program& program, runtime::Comm& comm, const TrainingOptions& options,
           const runtime::DataSplit* data);
 
-  // One epoch of steps; `on_step(done, total)` is called after every step on
-  // every rank. Throws VmError when an instruction fails.
+  // One epoch of steps: from where training stands when `epoch` is the
+  // epoch of position() (mid-epoch after resume()), else from its first step.
+  // `on_step(done, total)` is called after every step on every rank, once
+  // position() counts it. Afterwards position() is the start of epoch + 1.
+  // Throws VmError when an instruction fails.
   EpochReport train_epoch(int epoch, const std::function<void(int, int)>& on_step = {},
                           VmObserver* observer = nullptr);
+
+  // Where training stands between two steps.
+  runtime::CheckpointPosition position() const;
+  // This rank's share of a checkpoint at position().
+  runtime::RankCheckpoint checkpoint() const;
+  // Continues from this rank's piece of a checkpoint taken at `position`.
+  // Throws std::invalid_argument when the piece does not fit this rank's
+  // chunks or the position this run's epochs (the Trainer is then unusable).
+  void resume(const runtime::RankCheckpoint& piece, const runtime::CheckpointPosition& position);
 
   // The whole model's flat parameter array on world rank 0, empty elsewhere.
   std::vector<float> gather_parameters();
@@ -76,6 +98,9 @@ class Trainer {
   std::unique_ptr<runtime::Batcher> batcher_;
   int steps_per_epoch_ = 0;
   std::unique_ptr<runtime::Piece> whole_model_;  // world rank 0, for evaluation
+  int epoch_ = 0;                                // the epoch the next step belongs to
+  int step_ = 0;                                 // steps of epoch_ taken
+  StepResult sums_;                              // this rank's sums over those steps
 };
 
 // FNV-1a (64-bit) of the bytes of `values`.

@@ -77,8 +77,10 @@ Dataset slice(const Dataset& data, int begin, int end) {
   part.features = data.features;
   part.classes = data.classes;
   const auto features = to_size(data.features);
-  part.pixels.assign(data.pixels.begin() + static_cast<std::ptrdiff_t>(to_size(begin) * features),
-                     data.pixels.begin() + static_cast<std::ptrdiff_t>(to_size(end) * features));
+  if (!data.pixels.empty()) {
+    part.pixels.assign(data.pixels.begin() + static_cast<std::ptrdiff_t>(to_size(begin) * features),
+                       data.pixels.begin() + static_cast<std::ptrdiff_t>(to_size(end) * features));
+  }
   part.labels.assign(data.labels.begin() + begin, data.labels.begin() + end);
   return part;
 }
@@ -96,7 +98,7 @@ std::string find_file(const std::string& directory, const std::string& stem) {
 
 }  // namespace
 
-Dataset load_idx(const std::string& images, const std::string& labels) {
+Dataset load_idx(const std::string& images, const std::string& labels, bool with_pixels) {
   Dataset data;
   IdxReader image_file(images);
   const std::vector<std::uint32_t> image_shape = image_file.header(kIdxImages, 3);
@@ -112,7 +114,7 @@ Dataset load_idx(const std::string& images, const std::string& labels) {
   }
   data.samples = static_cast<int>(image_shape[0]);
   data.features = static_cast<int>(image_shape[1] * image_shape[2]);
-  data.pixels.resize(to_size(data.samples) * to_size(data.features));
+  if (with_pixels) data.pixels.resize(to_size(data.samples) * to_size(data.features));
   data.labels.resize(to_size(data.samples));
   image_file.read(data.pixels);
   label_file.read(data.labels);
@@ -121,7 +123,8 @@ Dataset load_idx(const std::string& images, const std::string& labels) {
   return data;
 }
 
-DataSplit load_directory(const std::string& directory, double validation_fraction) {
+DataSplit load_directory(const std::string& directory, double validation_fraction,
+                         DataParts parts) {
   if (!(validation_fraction >= 0.0 && validation_fraction < 1.0)) {
     throw std::invalid_argument("the validation fraction must lie in [0, 1)");
   }
@@ -130,21 +133,24 @@ DataSplit load_directory(const std::string& directory, double validation_fractio
   const std::string train_labels = find_file(directory, "train-labels-idx1-ubyte");
   const std::string test_images = find_file(directory, "t10k-images-idx3-ubyte");
   const std::string test_labels = find_file(directory, "t10k-labels-idx1-ubyte");
-  Dataset full_train = load_idx(train_images, train_labels);
+  Dataset full_train = load_idx(train_images, train_labels, parts.train_pixels);
   DataSplit split;
-  split.test = load_idx(test_images, test_labels);
+  if (parts.test) split.test = load_idx(test_images, test_labels);
   const int classes = std::max(full_train.classes, split.test.classes);
   full_train.classes = classes;
   split.test.classes = classes;
+  split.test.features = full_train.features;
   const auto validation_samples =
       static_cast<int>(std::lround(validation_fraction * full_train.samples));
   const int train_samples = full_train.samples - validation_samples;
   split.validation = slice(full_train, train_samples, full_train.samples);
-  if (validation_samples == 0) {
-    split.train = std::move(full_train);
-  } else {
-    split.train = slice(full_train, 0, train_samples);
+  // The training part keeps the loaded arrays, cut short: no second copy.
+  full_train.samples = train_samples;
+  if (!full_train.pixels.empty()) {
+    full_train.pixels.resize(to_size(train_samples) * to_size(full_train.features));
   }
+  full_train.labels.resize(to_size(train_samples));
+  split.train = std::move(full_train);
   return split;
 }
 

@@ -25,7 +25,9 @@ struct Dataset {
 
 // IDX image (idx3, unsigned bytes) and label (idx1) files, gzip or plain.
 // classes = largest label + 1. Throws std::runtime_error naming the file.
-Dataset load_idx(const std::string& images, const std::string& labels);
+// Without `with_pixels`, only the image file's header is read (samples and
+// features are known, pixels stay empty): for ranks that load targets only.
+Dataset load_idx(const std::string& images, const std::string& labels, bool with_pixels = true);
 
 inline constexpr const char* kFashionMnistDirectory = "/usr/share/datasets/fashion-mnist";
 
@@ -35,6 +37,14 @@ struct DataSplit {
   Dataset test;
 };
 
+// What a rank reads of a data directory: a rank that only loads targets
+// needs no training pixels, and only the rank that evaluates needs the test
+// set. Parts not read stay empty (their sample counts too, for the test set).
+struct DataParts {
+  bool train_pixels = true;
+  bool test = true;
+};
+
 // Fashion-MNIST from a directory holding {train,t10k}-{images-idx3,
 // labels-idx1}-ubyte, each optionally .gz. The last `validation_fraction` of
 // the training file becomes the validation set (0.15: 51,000 train and 9,000
@@ -42,7 +52,7 @@ struct DataSplit {
 // std::runtime_error naming the path tried and the Debian package
 // dataset-fashion-mnist.
 DataSplit load_directory(const std::string& directory = kFashionMnistDirectory,
-                         double validation_fraction = 0.15);
+                         double validation_fraction = 0.15, DataParts parts = {});
 
 // A learnable synthetic set: each class has a random prototype image; a
 // sample is its class's prototype plus noise. Deterministic in its arguments.

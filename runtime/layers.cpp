@@ -1,27 +1,86 @@
 // Linear, ReLU and the two softmax losses on Eigen views (see layers.hpp).
+// The three GEMMs go to OpenBLAS (the serial build, one thread: each MPI
+// rank owns one core); bench/RESULTS.md has the measurements behind that
+// choice. Everything else is Eigen.
 #include "layers.hpp"
+
+#include <cblas.h>
 
 #include <cassert>
 #include <cmath>
+#include <mutex>
+#include <string>
 
 namespace pipevm::runtime {
+
+namespace {
+
+int blas_int(Eigen::Index value) {
+  return static_cast<int>(value);
+}
+
+// The sequential OpenBLAS keeps one packing buffer for the whole process and
+// is not re-entrant: threads that share a process (the in-process ranks of
+// the tests) take turns. Ranks of `pipevm run` are processes of one thread
+// each, so this lock is never contended there (an uncontended lock costs tens
+// of nanoseconds against GEMMs of tens of microseconds).
+std::mutex gemm_mutex;
+
+struct RowMajorGemm {
+  CBLAS_TRANSPOSE a_transposed;
+  CBLAS_TRANSPOSE b_transposed;
+  int m, n, k;
+  const float* a;
+  int lda;
+  const float* b;
+  int ldb;
+  float beta;
+  float* c;
+  int ldc;
+};
+
+void run(const RowMajorGemm& g) {
+  const std::lock_guard lock(gemm_mutex);
+  cblas_sgemm(CblasRowMajor, g.a_transposed, g.b_transposed, g.m, g.n, g.k, 1.0f, g.a, g.lda, g.b,
+              g.ldb, g.beta, g.c, g.ldc);
+}
+
+}  // namespace
+
+std::string gemm_backend() {
+  std::string version = OPENBLAS_VERSION;  // " OpenBLAS 0.3.21 "
+  version = version.substr(version.find_first_not_of(' '));
+  version = version.substr(0, version.find_last_not_of(' ') + 1);
+  // 0: the sequential build; 1 or 2 would be threads competing with the ranks.
+  const char* threading = openblas_get_parallel() == 0 ? " serial" : " THREADED";
+  return version + threading + ", core " + openblas_get_corename();
+}
 
 void linear_forward(MatrixMap out, ConstMatrixMap in, ConstMatrixMap weight,
                     ConstRowVectorMap bias) {
   assert(out.rows() == in.rows() && out.cols() == weight.rows() && in.cols() == weight.cols());
-  out.noalias() = in * weight.transpose();
-  out.rowwise() += bias;
+  // out = bias (every row), then out += in * weight^T: OpenBLAS with beta 0
+  // zeroes the output before accumulating into it anyway, so the bias costs
+  // no pass of its own.
+  out.rowwise() = bias;
+  run({CblasNoTrans, CblasTrans, blas_int(out.rows()), blas_int(out.cols()), blas_int(in.cols()),
+       in.data(), blas_int(in.cols()), weight.data(), blas_int(weight.cols()), 1.0f, out.data(),
+       blas_int(out.cols())});
 }
 
 void linear_backward_input(MatrixMap d_in, ConstMatrixMap d_out, ConstMatrixMap weight) {
   assert(d_in.rows() == d_out.rows() && d_in.cols() == weight.cols());
-  d_in.noalias() = d_out * weight;
+  run({CblasNoTrans, CblasNoTrans, blas_int(d_in.rows()), blas_int(d_in.cols()),
+       blas_int(d_out.cols()), d_out.data(), blas_int(d_out.cols()), weight.data(),
+       blas_int(weight.cols()), 0.0f, d_in.data(), blas_int(d_in.cols())});
 }
 
 void linear_backward_weight(MatrixMap d_weight, RowVectorMap d_bias, ConstMatrixMap d_out,
                             ConstMatrixMap in) {
   assert(d_weight.rows() == d_out.cols() && d_weight.cols() == in.cols());
-  d_weight.noalias() += d_out.transpose() * in;
+  run({CblasTrans, CblasNoTrans, blas_int(d_weight.rows()), blas_int(d_weight.cols()),
+       blas_int(in.rows()), d_out.data(), blas_int(d_out.cols()), in.data(), blas_int(in.cols()),
+       1.0f, d_weight.data(), blas_int(d_weight.cols())});
   // Row by row, not d_out.colwise().sum(): Eigen vectorises that column sum
   // only from the first 32-byte-aligned element of d_bias on, and sums the
   // columns before it in another order, so the bits of the gradient depended

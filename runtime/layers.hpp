@@ -8,10 +8,16 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "tensor.hpp"
 
 namespace pipevm::runtime {
+
+// What runs the GEMMs, for the run header and the benchmarks:
+// "OpenBLAS 0.3.21 serial, core Zen" (the core is the kernel set OpenBLAS
+// chose for this CPU; the environment variable OPENBLAS_CORETYPE overrides it).
+std::string gemm_backend();
 
 // out = in * weight^T + bias
 void linear_forward(MatrixMap out, ConstMatrixMap in, ConstMatrixMap weight,

@@ -99,6 +99,10 @@ bool MpiSession::all_ok(bool ok) const {
   return all != 0;
 }
 
+void MpiSession::broadcast_from_root(std::span<std::byte> data) const {
+  PIPEVM_MPI_CHECK(MPI_Bcast(data.data(), to_count(data.size()), MPI_BYTE, 0, MPI_COMM_WORLD));
+}
+
 void MpiSession::abort(std::string_view message) {
   std::fprintf(stderr, "%.*s\n", static_cast<int>(message.size()), message.data());
   std::fflush(stderr);

@@ -30,6 +30,9 @@ class MpiSession {
 
   // World-wide agreement before any Comm exists (e.g. on a configuration).
   bool all_ok(bool ok) const;
+  // World-wide, before any Comm exists: world rank 0's bytes on every rank
+  // (every rank passes a buffer of the same size).
+  void broadcast_from_root(std::span<std::byte> data) const;
   // Ends every rank after printing `message` on this one.
   [[noreturn]] static void abort(std::string_view message);
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace pipevm::runtime {
@@ -24,6 +25,15 @@ struct OptimizerConfig {
 
 class Optimizer {
  public:
+  // What a checkpoint keeps so that training continues bit for bit: the step
+  // count and every state array by name (adam: "first_moment" and
+  // "second_moment"; sgd with momentum: "velocity"; plain sgd: none), each
+  // as many floats as the parameters, in their order.
+  struct State {
+    std::int64_t steps = 0;
+    std::vector<std::pair<std::string, std::vector<float>>> arrays;
+  };
+
   // Throws std::invalid_argument for an unknown kind or a bad hyper-parameter.
   Optimizer(const OptimizerConfig& config, std::size_t parameters);
 
@@ -33,6 +43,11 @@ class Optimizer {
 
   const OptimizerConfig& config() const { return config_; }
   std::int64_t steps_taken() const { return steps_; }
+
+  State state() const;
+  // Continues from `state`. Throws std::invalid_argument, changing nothing,
+  // when it is not a state of this kind of optimizer over as many parameters.
+  void restore(const State& state);
 
  private:
   OptimizerConfig config_;

@@ -2,15 +2,13 @@
 // checkpoint on top (see safetensors.hpp).
 #include "safetensors.hpp"
 
-#include <unistd.h>
-
 #include <bit>
-#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
+
+#include "output_files.hpp"
 
 namespace pipevm::runtime {
 namespace {
@@ -36,8 +34,8 @@ std::string layer_name(std::size_t layer, const char* part) {
 
 }  // namespace
 
-void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
+std::string encode_safetensors(const std::vector<TensorToWrite>& tensors,
+                               const std::map<std::string, std::string>& metadata) {
   nlohmann::json header = nlohmann::json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::size_t offset = 0;
@@ -60,37 +58,29 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
   header_text.append(
       (kHeaderLengthBytes - header_text.size() % kHeaderLengthBytes) % kHeaderLengthBytes, ' ');
 
-  const std::string temporary = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error("cannot write " + temporary);
-    std::uint64_t length = header_text.size();
-    out.write(reinterpret_cast<const char*>(&length), sizeof length);
-    out.write(header_text.data(), static_cast<std::streamsize>(header_text.size()));
-    for (const TensorToWrite& tensor : tensors) {
-      out.write(reinterpret_cast<const char*>(tensor.data.data()),
-                static_cast<std::streamsize>(tensor.data.size() * sizeof(float)));
-    }
-    out.flush();
-    if (!out) {
-      std::remove(temporary.c_str());
-      throw std::runtime_error("cannot write " + temporary);
-    }
+  std::string bytes;
+  bytes.reserve(kHeaderLengthBytes + header_text.size() + offset);
+  const std::uint64_t length = header_text.size();
+  bytes.append(reinterpret_cast<const char*>(&length), sizeof length);
+  bytes += header_text;
+  for (const TensorToWrite& tensor : tensors) {
+    bytes.append(reinterpret_cast<const char*>(tensor.data.data()),
+                 tensor.data.size() * sizeof(float));
   }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    throw std::runtime_error("cannot rename " + temporary + " to " + path);
-  }
+  return bytes;
+}
+
+void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  const std::string bytes = encode_safetensors(tensors, metadata);
+  write_file_durably(path, std::as_bytes(std::span<const char>(bytes)));
 }
 
 SafetensorsFile read_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw std::runtime_error("cannot open " + path);
-  std::string bytes(static_cast<std::size_t>(in.tellg()), '\0');
-  in.seekg(0);
-  if (!in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()))) {
-    throw std::runtime_error("cannot read " + path);
-  }
+  return decode_safetensors(read_whole_file(path), path);
+}
+
+SafetensorsFile decode_safetensors(std::string_view bytes, const std::string& path) {
   const auto malformed = [&path](const std::string& why) {
     return std::runtime_error(path + ": not a safetensors file (" + why + ")");
   };

@@ -1,15 +1,16 @@
 // The safetensors file format (8-byte little-endian header length, a JSON
 // header naming every tensor's dtype, shape and byte range, then the data),
 // F32 only, and the model's checkpoint in it: tensors layers.{i}.weight
-// [out, in] and layers.{i}.bias [out]. Files are written to a temporary
-// name and renamed into place, so a reader never sees half a checkpoint.
-// Leaves out other dtypes and memory mapping.
+// [out, in] and layers.{i}.bias [out]. Files are written durably (a
+// temporary name, fsync, rename; output_files.hpp), so a reader never sees
+// half a file. Leaves out other dtypes and memory mapping.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace pipevm::runtime {
@@ -25,6 +26,10 @@ struct StoredTensor {
   std::vector<float> data;
 };
 
+// The bytes of the file. Throws std::runtime_error if a tensor's data does
+// not match its shape.
+std::string encode_safetensors(const std::vector<TensorToWrite>& tensors,
+                               const std::map<std::string, std::string>& metadata = {});
 // Throws std::runtime_error if the file cannot be written or a tensor's data
 // does not match its shape.
 void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
@@ -34,6 +39,9 @@ struct SafetensorsFile {
   std::map<std::string, StoredTensor> tensors;
   std::map<std::string, std::string> metadata;  // the header's __metadata__
 };
+// A file's bytes; `path` (where they came from) appears in the messages. Throws
+// std::runtime_error for a malformed file or a dtype other than F32.
+SafetensorsFile decode_safetensors(std::string_view bytes, const std::string& path);
 // Throws std::runtime_error for an unreadable or malformed file or a dtype other than F32.
 SafetensorsFile read_safetensors(const std::string& path);
 

@@ -116,6 +116,27 @@ TEST(data, directory_reads_the_fashion_mnist_layout_and_splits_validation) {
   EXPECT_EQ(split.test.samples, 3);
 }
 
+TEST(data, directory_reads_only_the_parts_asked_for) {
+  TemporaryDirectory directory;
+  write_idx_pair(directory.file("train-images-idx3-ubyte.gz"),
+                 directory.file("train-labels-idx1-ubyte.gz"), true);
+  write_idx_pair(directory.file("t10k-images-idx3-ubyte"), directory.file("t10k-labels-idx1-ubyte"),
+                 false);
+  DataParts labels_only;
+  labels_only.train_pixels = false;
+  labels_only.test = false;
+  const DataSplit split = load_directory(directory.file(""), 1.0 / 3.0, labels_only);
+  EXPECT_EQ(split.train.samples, 2);
+  EXPECT_GT(split.train.features, 0);
+  EXPECT_TRUE(split.train.pixels.empty());
+  EXPECT_EQ(split.train.labels.size(), 2U);
+  EXPECT_EQ(split.validation.labels, (std::vector<std::uint8_t>{1}));
+  EXPECT_EQ(split.test.samples, 0);
+  const DataSplit full = load_directory(directory.file(""), 1.0 / 3.0);
+  EXPECT_EQ(split.train.labels, full.train.labels);
+  EXPECT_EQ(split.train.features, full.train.features);
+}
+
 TEST(data, missing_files_name_the_debian_package_and_the_path) {
   const std::string missing = "/nonexistent/pipevm-fashion";
   try {

@@ -3,11 +3,12 @@
 // whole model, with several micro-batches in flight.
 #include <gtest/gtest.h>
 
-#include <Eigen/Core>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
 
+#include "eigen.hpp"
+#include "layer_costs.hpp"
 #include "model.hpp"
 #include "random.hpp"
 
@@ -70,6 +71,23 @@ TEST(model, split_of_the_default_model_isolates_the_first_layer) {
   }
   EXPECT_THROW(split_layers(sizes, 8), std::invalid_argument);
   EXPECT_THROW(split_layers(sizes, 0), std::invalid_argument);
+}
+
+TEST(model, split_layers_follows_given_costs) {
+  const std::vector<int> sizes = ModelConfig{}.sizes;
+  // Layer 0 cheap and layer 1 dear: the cut moves past layer 1.
+  const std::vector<double> costs = {4.0, 2.0, 1.0, 1.0, 1.0, 1.0, 0.5};
+  EXPECT_EQ(split_layers(sizes, 2, costs), (std::vector<LayerRange>{{0, 2}, {2, 7}}));
+  EXPECT_EQ(split_layers(sizes, 2, {}), split_layers(sizes, 2));
+  EXPECT_THROW(split_layers(sizes, 2, {1.0, 2.0}), std::invalid_argument);
+}
+
+TEST(model, measured_layer_costs_are_one_positive_time_per_layer) {
+  ModelConfig model;
+  model.sizes = {24, 20, 18, 6};
+  const std::vector<double> costs = measure_layer_costs(model, OptimizerConfig{}, 8, 2);
+  ASSERT_EQ(costs.size(), 3U);
+  for (const double cost : costs) EXPECT_GT(cost, 0.0);
 }
 
 TEST(model, split_spreads_the_rest_evenly_after_the_bottleneck) {

@@ -92,6 +92,7 @@ TEST(engine, grid_numbers_only_instructions_with_a_micro_batch) {
   EXPECT_EQ(format_time(0.5), "0.5");
   EXPECT_EQ(format_time(33), "33");
   EXPECT_EQ(format_time(123456.7), "123457");
+  EXPECT_EQ(format_time(1.6e301), "1.6e+301");
 }
 
 TEST(engine, messages_cost_latency_and_bytes_over_bandwidth) {
