@@ -1,12 +1,17 @@
 // `pipevm check`: the linter. Parses a schedule once, expands it for one
-// configuration or a sweep of them (--stages 2..8 --micro-batches 1..16),
-// runs the checker on each, and prints the findings as text with source
-// excerpts, gcc-style lines, JSON or SARIF. The checking itself is
-// interpreter/check.hpp; this file only drives and prints.
+// configuration or a sweep of them (--stages 2..8 --micro-batches 1..16, at
+// most --max-configurations), runs the checker on each, and hands each
+// result to check_output.hpp to print as text with source excerpts,
+// gcc-style lines, JSON or SARIF. The checking itself is
+// interpreter/check.hpp; this file only drives.
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
+#include <cstdint>
+#include <initializer_list>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "check.hpp"
+#include "check_output.hpp"
 #include "commands.hpp"
 #include "compile.hpp"
 #include "options.hpp"
@@ -74,22 +80,29 @@ struct CheckArguments {
   std::string chunks = "1";
   std::string format = "text";
   bool skip_unsupported = false;
+  std::uint64_t max_configurations = 100'000;
 };
 
-enum class Verdict { ok, error, skipped };
+std::uint64_t count_of(const ValueRange& range) {
+  return static_cast<std::uint64_t>(range.last) - static_cast<std::uint64_t>(range.first) + 1;
+}
 
-struct ConfigurationResult {
-  Config config;
-  Verdict verdict = Verdict::ok;
-  std::vector<Diagnostic> diagnostics;  // expansion's, then the checker's
-  std::vector<StageMemory> memory;
-  std::size_t suppressed = 0;
-  std::uint64_t instructions = 0;
-};
+// The number of configurations, saturating (2^64 - 1 stands for "more").
+std::uint64_t sweep_size(std::initializer_list<ValueRange> ranges) {
+  std::uint64_t size = 1;
+  for (const ValueRange& range : ranges) {
+    const std::uint64_t n = count_of(range);
+    size = size > std::numeric_limits<std::uint64_t>::max() / n
+               ? std::numeric_limits<std::uint64_t>::max()
+               : size * n;
+  }
+  return size;
+}
 
-std::string configuration_text(const Config& c) {
-  return "stages=" + std::to_string(c.stages) + " micro_batches=" + std::to_string(c.micro_batches) +
-         " dp=" + std::to_string(c.dp) + " chunks=" + std::to_string(c.chunks);
+std::string range_text(const ValueRange& range) {
+  return range.first == range.last
+             ? std::to_string(range.first)
+             : std::to_string(range.first) + ".." + std::to_string(range.last);
 }
 
 ConfigurationResult check_one(const Schedule& schedule, const Config& config,
@@ -102,9 +115,8 @@ ConfigurationResult check_one(const Schedule& schedule, const Config& config,
   if (!program) {
     const bool unsupported =
         !out.diagnostics.empty() &&
-        std::all_of(out.diagnostics.begin(), out.diagnostics.end(), [](const Diagnostic& d) {
-          return d.kind == DiagnosticKind::RequireFailed;
-        });
+        std::all_of(out.diagnostics.begin(), out.diagnostics.end(),
+                    [](const Diagnostic& d) { return d.kind == DiagnosticKind::RequireFailed; });
     out.verdict = unsupported && skip_unsupported ? Verdict::skipped : Verdict::error;
     return out;
   }
@@ -113,85 +125,11 @@ ConfigurationResult check_one(const Schedule& schedule, const Config& config,
   out.memory = std::move(result.memory);
   out.suppressed = result.suppressed;
   out.instructions = result.instructions;
-  const bool errors = std::any_of(out.diagnostics.begin(), out.diagnostics.end(),
-                                  [](const Diagnostic& d) { return d.severity == Severity::error; });
+  const bool errors =
+      std::any_of(out.diagnostics.begin(), out.diagnostics.end(),
+                  [](const Diagnostic& d) { return d.severity == Severity::error; });
   out.verdict = errors || out.suppressed > 0 ? Verdict::error : Verdict::ok;
   return out;
-}
-
-std::string_view verdict_name(Verdict v) {
-  switch (v) {
-    case Verdict::ok: return "ok";
-    case Verdict::error: return "error";
-    case Verdict::skipped: return "skipped";
-  }
-  return "?";
-}
-
-void print_text(const std::string& file, const std::vector<ConfigurationResult>& results) {
-  const bool color = isatty(STDOUT_FILENO) != 0;
-  const bool sweep = results.size() > 1;
-  std::size_t errors = 0, failing = 0, skipped = 0;
-  std::uint64_t instructions = 0;
-  for (const ConfigurationResult& r : results) {
-    instructions += r.instructions;
-    if (r.verdict == Verdict::skipped) {
-      ++skipped;
-      if (sweep) std::cout << "skipped " << configuration_text(r.config) << ": require fails\n";
-      continue;
-    }
-    if (r.verdict == Verdict::error) ++failing;
-    if (sweep && r.verdict == Verdict::error) {
-      std::cout << "== " << configuration_text(r.config) << '\n';
-    }
-    for (const Diagnostic& d : r.diagnostics) {
-      pipevm::print_text(std::cout, d, color);
-      if (d.severity == Severity::error) ++errors;
-    }
-    errors += r.suppressed;
-    if (r.suppressed > 0) {
-      std::cout << "(" << r.suppressed << " more diagnostics of the same kinds not shown)\n";
-    }
-    if (!sweep) std::cout << memory_to_text(r.memory);
-  }
-  const std::size_t checked = results.size() - skipped;
-  const std::string configurations =
-      std::to_string(checked) + (checked == 1 ? " configuration" : " configurations");
-  std::cout << file << ": ";
-  if (failing == 0) {
-    std::cout << "ok for " << configurations;
-  } else {
-    std::cout << errors << (errors == 1 ? " error" : " errors");
-    if (sweep) std::cout << " in " << failing << " of " << configurations;
-  }
-  if (skipped > 0) std::cout << " (" << skipped << " skipped: require fails)";
-  std::cout << ", " << instructions << (instructions == 1 ? " instruction" : " instructions")
-            << " checked\n";
-}
-
-// With several configurations, machine formats say which one a finding is for.
-Diagnostic with_configuration(Diagnostic d, const Config& c, bool sweep) {
-  if (sweep) d.message += " [" + configuration_text(c) + "]";
-  return d;
-}
-
-nlohmann::json results_json(const std::vector<ConfigurationResult>& results) {
-  nlohmann::json list = nlohmann::json::array();
-  for (const ConfigurationResult& r : results) {
-    nlohmann::json diagnostics = nlohmann::json::array();
-    for (const Diagnostic& d : r.diagnostics) diagnostics.push_back(to_json(d));
-    nlohmann::json entry = {{"configuration",
-                             {{"stages", r.config.stages},
-                              {"micro_batches", r.config.micro_batches},
-                              {"dp", r.config.dp},
-                              {"chunks", r.config.chunks}}},
-                            {"verdict", verdict_name(r.verdict)},
-                            {"diagnostics", std::move(diagnostics)},
-                            {"memory", memory_to_json(r.memory)}};
-    if (r.suppressed > 0) entry["suppressed"] = r.suppressed;
-    list.push_back(std::move(entry));
-  }
-  return {{"results", std::move(list)}};
 }
 
 void print_parse_failure(const CheckArguments& args, const Diagnostics& diagnostics) {
@@ -214,6 +152,24 @@ void print_parse_failure(const CheckArguments& args, const Diagnostics& diagnost
 }
 
 int run_check(const CheckArguments& args) {
+  // The validators accepted these already.
+  const ValueRange stages = *parse_range(args.stages);
+  const ValueRange micro_batches = *parse_range(args.micro_batches);
+  const ValueRange dp = *parse_range(args.dp);
+  const ValueRange chunks = *parse_range(args.chunks);
+  const std::uint64_t size = sweep_size({stages, micro_batches, dp, chunks});
+  if (size > args.max_configurations) {
+    const std::string count = size == std::numeric_limits<std::uint64_t>::max()
+                                  ? "more than 2^64 - 1"
+                                  : std::to_string(size);
+    std::cerr << "pipevm check: the sweep --stages " << range_text(stages) << " --micro-batches "
+              << range_text(micro_batches) << " --dp " << range_text(dp) << " --chunks "
+              << range_text(chunks) << " has " << count << " configurations, over the limit of "
+              << args.max_configurations
+              << ": narrow the ranges or raise the limit with --max-configurations\n";
+    return 2;
+  }
+
   Diagnostics diagnostics;
   const auto file = read_source(args.file, diagnostics);
   if (!file) {
@@ -225,48 +181,23 @@ int run_check(const CheckArguments& args) {
     print_parse_failure(args, diagnostics);
     return 1;
   }
-  // The validators accepted these already.
-  const ValueRange stages = *parse_range(args.stages);
-  const ValueRange micro_batches = *parse_range(args.micro_batches);
-  const ValueRange dp = *parse_range(args.dp);
-  const ValueRange chunks = *parse_range(args.chunks);
 
-  std::vector<ConfigurationResult> results;
+  // Each configuration is printed as soon as it is checked, and forgotten.
+  const std::unique_ptr<ResultStream> out = make_result_stream(args.format, args.file, size > 1);
+  bool failed = false;
   for (int p = stages.first; p <= stages.last; ++p) {
     for (int m = micro_batches.first; m <= micro_batches.last; ++m) {
       for (int d = dp.first; d <= dp.last; ++d) {
         for (int v = chunks.first; v <= chunks.last; ++v) {
-          Config config;
-          config.stages = p;
-          config.micro_batches = m;
-          config.dp = d;
-          config.chunks = v;
-          results.push_back(check_one(*schedule, config, args.skip_unsupported));
+          const Config config{.stages = p, .micro_batches = m, .chunks = v, .dp = d};
+          const ConfigurationResult result = check_one(*schedule, config, args.skip_unsupported);
+          failed = failed || result.verdict == Verdict::error;
+          out->add(result);
         }
       }
     }
   }
-
-  const bool sweep = results.size() > 1;
-  if (args.format == "json") {
-    std::cout << results_json(results).dump(1) << '\n';
-  } else if (args.format == "sarif" || args.format == "gcc") {
-    std::vector<Diagnostic> all;
-    for (const ConfigurationResult& r : results) {
-      if (r.verdict == Verdict::skipped) continue;
-      for (const Diagnostic& d : r.diagnostics) all.push_back(with_configuration(d, r.config, sweep));
-    }
-    if (args.format == "sarif") {
-      std::cout << to_sarif(all, PIPEVM_VERSION).dump(1) << '\n';
-    } else {
-      for (const Diagnostic& d : all) print_gcc(std::cout, d);
-    }
-  } else {
-    print_text(args.file, results);
-  }
-  const bool failed = std::any_of(results.begin(), results.end(), [](const ConfigurationResult& r) {
-    return r.verdict == Verdict::error;
-  });
+  out->finish();
   return failed ? 1 : 0;
 }
 
@@ -282,7 +213,8 @@ Command add_check_command(CLI::App& root) {
       "Examples:\n"
       "  pipevm check schedules/1f1b.pipe --stages 8 --micro-batches 16\n"
       "  pipevm check schedules/1f1b.pipe --stages 2..8 --micro-batches 1..16 --skip-unsupported\n"
-      "Ranges A..B are inclusive; every combination is checked.\n"
+      "Ranges A..B are inclusive; every combination is checked (at most\n"
+      "--max-configurations), and each one's result printed as soon as it is done.\n"
       "Exit status: 0 clean, 1 findings, 2 unreadable file or usage.");
   app.add_option("file", args->file, "The schedule (.pipe)")->required();
   app.add_option("--stages,-p", args->stages, "Pipeline stages P, or a range A..B")
@@ -302,6 +234,10 @@ Command add_check_command(CLI::App& root) {
       ->capture_default_str();
   app.add_flag("--skip-unsupported", args->skip_unsupported,
                "List configurations whose `require` fails as skipped instead of errors");
+  app.add_option("--max-configurations", args->max_configurations,
+                 "Refuse a sweep of more configurations than this")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   command.run = [args] { return run_check(*args); };
   return command;
 }

@@ -44,17 +44,16 @@ void print_text_program(const Program& program, int only_rank) {
 nlohmann::json instruction_json(const Program& program, const Instruction& in) {
   nlohmann::json j;
   j["op"] = name(in.op);
-  const OperandShape shape = info(in.op).shape;
-  if (shape == OperandShape::Wait) j["direction"] = name(in.direction);
-  if (shape == OperandShape::Message || shape == OperandShape::Wait) j["kind"] = name(in.kind);
-  if (shape != OperandShape::None) {
-    j["mb"] = in.micro_batch;
-    j["chunk"] = in.chunk;
-  }
-  if (shape == OperandShape::Message) {
+  const OperandParts parts = operand_parts(in.op);
+  if (parts.direction) j["direction"] = name(in.direction);
+  if (parts.kind) j["kind"] = name(in.kind);
+  if (parts.micro_batch) j["mb"] = in.micro_batch;
+  if (parts.chunk) j["chunk"] = in.chunk;
+  if (parts.peer) {
     j["peer"] = in.peer;
-    j["explicit_peer"] = in.explicit_peer != 0;
+    j["explicit_peer"] = in.explicit_peer();
   }
+  if (parts.group) j["group"] = name(group_of(in));
   const LineColumn at = program.file->position(program.source_of(in).begin);
   j["line"] = at.line;
   j["column"] = at.column;

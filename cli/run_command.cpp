@@ -334,10 +334,7 @@ int train(const RunFlags& flags, runtime::MpiSession& session, int& world_rank) 
   if (split.empty()) split = runtime::split_layers(config.model.sizes, pieces, layer_costs);
   CheckOptions check_options;
   check_options.layer_widths = config.model.sizes;
-  for (const runtime::LayerRange& piece : split) {
-    check_options.piece_widths.push_back(config.model.sizes[static_cast<std::size_t>(piece.begin)]);
-  }
-  check_options.piece_widths.push_back(config.model.sizes.back());
+  check_options.split = split;
   const CheckResult checked = check(*program, check_options);
   if (!checked.ok()) {
     if (root) {
@@ -396,7 +393,7 @@ int train(const RunFlags& flags, runtime::MpiSession& session, int& world_rank) 
     comm_options.rank = world_rank;
     comm_options.hosts = placement.hosts;
     comm = std::make_unique<runtime::MpiComm>(
-        session, stages, runtime::MessageTags(program->placement, shape).max_tag(), comm_options);
+        session, stages, MessageTags(program->placement, shape).max_tag(), comm_options);
     trainer = std::make_unique<Trainer>(*program, *comm, options, data.get());
   } catch (const std::exception& error) {
     return everyone_fails(kExitUsage, error.what());

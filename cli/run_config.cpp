@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "read_file.hpp"
+
 #include "rank_layout.hpp"
 
 namespace pipevm::cli {
@@ -139,11 +141,12 @@ void apply_yaml_text(const std::string& text, const std::string& name, RunConfig
 }
 
 void apply_yaml_file(const std::string& path, RunConfig& config) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path + ": cannot open the configuration file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  apply_yaml_text(text.str(), path, config);
+  std::string text;
+  std::string error;
+  if (!read_input_file(path, kMaxYamlBytes, "configuration files", text, error)) {
+    throw ConfigError(path + ": cannot read the configuration file: " + error);
+  }
+  apply_yaml_text(text, path, config);
 }
 
 void validate(const RunConfig& config) {

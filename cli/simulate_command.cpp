@@ -4,6 +4,8 @@
 // `pipevm check`'s job: the simulator only stops where it cannot go on.
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -54,6 +56,18 @@ bool costs_of(const SimulateArguments& args, Costs& costs) {
   return true;
 }
 
+// Whether every time of the timeline, and the sums of them the figures take
+// (up to makespan x ranks), are finite numbers: costs near the largest double
+// add up to infinity, which has no grid, no SVG and no JSON number.
+bool finite(const Program& program, const Timeline& timeline) {
+  const auto all_finite = [](const InstructionTime& t) {
+    return std::isfinite(t.issued) && std::isfinite(t.started) && std::isfinite(t.ended) &&
+           std::isfinite(t.busy);
+  };
+  return std::all_of(timeline.times.begin(), timeline.times.end(), all_finite) &&
+         std::isfinite(timeline.makespan * program.ranks());
+}
+
 std::string title_of(const Program& program, const Simulation& simulation) {
   const Config& c = program.config;
   std::string title = program.name + ": " + std::to_string(c.stages) + " stages, " +
@@ -81,6 +95,11 @@ int run_simulate(const SimulateArguments& args) {
   const auto simulation = simulate(*program, costs, diagnostics);
   print_diagnostics(diagnostics);
   if (!simulation) return 1;
+  if (!finite(*program, simulation->timeline)) {
+    std::cerr << "pipevm simulate: the costs overflow: a time of the timeline exceeds the "
+                 "largest number (about 1.8e308); give the costs in a larger unit\n";
+    return 2;
+  }
 
   if (args.format == "json") {
     std::cout << to_json(*simulation).dump(2) << '\n';
@@ -124,13 +143,13 @@ Command add_simulate_command(CLI::App& root) {
       "  pipevm simulate schedules/1f1b.pipe --stages 4 --micro-batches 8 --cost fwd=1,bwd=2\n"
       "Without --cost or --costs: fwd=1, bwd-input=1, bwd-weight=1 (so bwd=2), free messages.\n" +
       cost_keys_help() +
-      "Exit status: 0 ok, 1 program errors or a deadlock (run `pipevm check`), 2 usage.");
+      "Exit status: 0 ok, 1 program errors or a deadlock (run `pipevm check`), 2 unreadable\n"
+      "file, usage, or costs whose sum overflows.");
   app.add_option("file", args->file, "The schedule (.pipe)")->required();
   add_config_options(app, args->config);
   app.add_option("--cost", args->cost_flags, "Costs as key=value pairs, e.g. fwd=1,bwd=2,send=0.1");
   app.add_option("--costs", args->cost_file,
-                 "A YAML file of costs (key: value); --cost overrides it")
-      ->check(CLI::ExistingFile);
+                 "A YAML file of costs (key: value); --cost overrides it");
   app.add_option("--format", args->format, "Output format")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

@@ -1,26 +1,41 @@
 # Helpers for the test folders.
 #
-# pipevm_add_gtest(NAME target SOURCES a.cpp ... [LIBS ...] [LABELS ...])
-#   one GoogleTest executable; every TEST becomes its own CTest test, named
-#   by the test's dotted name (see gtest_discover_tests' TEST_PREFIX).
+# pipevm_add_gtest(NAME target [FAMILY family] SOURCES a.cpp ... [LIBS ...]
+#                  [LABELS ...] [OWN_MAIN])
+#   one GoogleTest executable; every TEST(suite, name) becomes its own CTest
+#   test named family.suite.name (`ctest -R '^family\.'` selects the
+#   executable's tests, `-R '^family\.suite\.'` one suite). Without FAMILY
+#   the suites carry it (suites registered with dots in their names).
+#   OWN_MAIN: the sources define main() (not gtest_main).
 # pipevm_add_mpi_test(NAME ctest-name NP n COMMAND exe args...)
 #   runs `mpiexec -n NP --oversubscribe --allow-run-as-root exe args...`
 #   with label `mpi` and PROCESSORS NP.
+# pipevm_assert_not_linked(target forbidden)
+#   stops the configuration when `target` links `forbidden`, directly or
+#   through any library it links (e.g. the checker's tests and MPI).
 include(GoogleTest)
 find_package(GTest REQUIRED)
 
 function(pipevm_add_gtest)
-  cmake_parse_arguments(T "" "NAME" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "OWN_MAIN" "NAME;FAMILY" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
-  target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main
-                        pipevm::warnings)
+  target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest pipevm::warnings)
+  if(NOT T_OWN_MAIN)
+    target_link_libraries(${T_NAME} PRIVATE GTest::gtest_main)
+  endif()
+  target_include_directories(${T_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/tests/support)
   target_compile_definitions(${T_NAME} PRIVATE
     PIPEVM_SOURCE_DIR="${PROJECT_SOURCE_DIR}" PIPEVM_BINARY_DIR="${PROJECT_BINARY_DIR}")
   set(properties TIMEOUT 120)
   if(T_LABELS)
     list(APPEND properties LABELS "${T_LABELS}")
   endif()
-  gtest_discover_tests(${T_NAME} PROPERTIES ${properties} DISCOVERY_TIMEOUT 30)
+  set(prefix "")
+  if(T_FAMILY)
+    set(prefix "${T_FAMILY}.")
+  endif()
+  gtest_discover_tests(${T_NAME} TEST_PREFIX "${prefix}" PROPERTIES ${properties}
+                       DISCOVERY_TIMEOUT 30)
 endfunction()
 
 function(pipevm_add_mpi_test)
@@ -33,4 +48,50 @@ function(pipevm_add_mpi_test)
                    --allow-run-as-root ${MPIEXEC_PREFLAGS} ${T_COMMAND} ${MPIEXEC_POSTFLAGS})
   set_tests_properties(${T_NAME} PROPERTIES LABELS "mpi;${T_LABELS}" PROCESSORS ${T_NP}
                        TIMEOUT ${T_TIMEOUT})
+endfunction()
+
+# Every target `target` links, directly or through the libraries it links
+# (PRIVATE dependencies of static libraries included), into `out`.
+function(pipevm_link_closure target out)
+  set(seen "")
+  set(todo "${target}")
+  while(TRUE)
+    list(LENGTH todo left)
+    if(left EQUAL 0)
+      break()
+    endif()
+    list(POP_FRONT todo current)
+    if(current IN_LIST seen OR NOT TARGET "${current}")
+      continue()
+    endif()
+    list(APPEND seen "${current}")
+    get_target_property(aliased "${current}" ALIASED_TARGET)
+    if(aliased)
+      list(APPEND todo "${aliased}")
+      continue()
+    endif()
+    get_target_property(type "${current}" TYPE)
+    set(properties INTERFACE_LINK_LIBRARIES)
+    if(NOT type STREQUAL "INTERFACE_LIBRARY")
+      list(APPEND properties LINK_LIBRARIES)
+    endif()
+    foreach(property ${properties})
+      get_target_property(libraries "${current}" ${property})
+      if(NOT libraries)
+        continue()
+      endif()
+      foreach(library ${libraries})
+        string(REGEX REPLACE "^\\$<LINK_ONLY:(.*)>$" "\\1" library "${library}")
+        list(APPEND todo "${library}")
+      endforeach()
+    endforeach()
+  endwhile()
+  set(${out} "${seen}" PARENT_SCOPE)
+endfunction()
+
+function(pipevm_assert_not_linked target forbidden)
+  pipevm_link_closure(${target} closure)
+  if(forbidden IN_LIST closure)
+    message(FATAL_ERROR "${target} must not link ${forbidden}, but its libraries bring it in")
+  endif()
 endfunction()

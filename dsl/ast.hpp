@@ -86,6 +86,7 @@ struct Stmt {
   std::uint32_t micro_batch = kNoIndex;  // expressions; kNoIndex when absent
   std::uint32_t chunk = kNoIndex;
   std::uint32_t peer = kNoIndex;
+  Group group = Group::none;  // `over G`, else the opcode's own group
   std::uint32_t source = 0;  // index into Schedule::instruction_sources
   SourceRange range;
 };

@@ -26,7 +26,8 @@ struct ExpandOptions {
   int only_rank = -1;
 };
 
-// Reads a file; on failure reports PV1015 (no position) and returns null.
+// Reads a schedule file (read_file.hpp: a regular file of at most
+// kMaxScheduleBytes); on failure reports PV1015 (no position) and returns null.
 std::shared_ptr<const SourceFile> read_source(const std::string& path, Diagnostics& diagnostics);
 
 // Null when the text has syntax errors (reported to `diagnostics`).

@@ -278,7 +278,8 @@ class Expander {
     in.op = st.op;
     in.kind = st.message_kind;
     in.direction = st.direction;
-    in.source = st.source;
+    in.group = st.group;
+    bool explicit_peer = false;
     if (st.micro_batch != kNoIndex) {
       const std::int64_t mb = eval(st.micro_batch);
       if (mb < 0 || mb >= config_.micro_batches) {
@@ -300,7 +301,7 @@ class Expander {
       }
       in.chunk = static_cast<std::uint16_t>(chunk);
     }
-    if (info(st.op).shape == OperandShape::Message) {
+    if (operand_parts(st.op).peer) {
       if (st.peer != kNoIndex) {
         const std::int64_t peer = eval(st.peer);
         if (peer < std::numeric_limits<std::int16_t>::min() ||
@@ -311,7 +312,7 @@ class Expander {
                s_.exprs[st.peer].range);
         }
         in.peer = static_cast<std::int16_t>(peer);
-        in.explicit_peer = 1;
+        explicit_peer = true;
       } else {
         in.peer = static_cast<std::int16_t>(
             default_peer(s_.placement, config_, stage_, st.message_kind, in.chunk, st.sending));
@@ -323,6 +324,8 @@ class Expander {
                " instructions (raise --max-instructions if this is intended)",
            st.range);
     }
+    // A statement is at least two bytes of a file under 4 GiB: 31 bits hold its index.
+    in.set_source(st.source, explicit_peer);
     program_.code.push_back(in);
   }
 };

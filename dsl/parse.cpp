@@ -45,7 +45,7 @@ using selector = pt::selector<
         g::min_call, g::max_call, g::expr, g::micro_batch, g::chunk_number, g::peer_stage,
         g::argument, g::let_stmt, g::for_stmt, g::reversed_range, g::forward_range, g::if_stmt,
         g::else_clause, g::stage_stmt, g::call_stmt, g::instruction, g::chunk_clause, g::to_clause,
-        g::from_clause, g::require_item, g::proc_item>,
+        g::from_clause, g::over_clause, g::group_name, g::require_item, g::proc_item>,
     fold_keep::on<g::and_expr, g::not_expr, g::cmp_expr, g::add_expr, g::mul_expr, g::unary,
                   g::primary, g::paren_expr>>;
 
@@ -340,7 +340,8 @@ class Builder {
   std::optional<std::uint32_t> instruction(const Node& n, Stmt st);
 };
 
-// Checks an instruction's operands against its opcode's shape (isa.def).
+// Checks an instruction's operands against what its opcode takes
+// (operand_parts, from isa.def).
 std::optional<std::uint32_t> Builder::instruction(const Node& n, Stmt st) {
   const Node& opcode_node = *n.children.front();
   const std::string_view word = opcode_node.string_view();
@@ -355,16 +356,21 @@ std::optional<std::uint32_t> Builder::instruction(const Node& n, Stmt st) {
   st.kind = StmtKind::instruction;
   st.op = *op;
   st.sending = is_send(*op);
-  const OperandShape shape = info(*op).shape;
-  std::string usage = std::string(word);
-  if (shape == OperandShape::Message) {
-    usage += st.sending ? " act|grad mb [chunk C] [to S]" : " act|grad mb [chunk C] [from S]";
-  } else if (shape != OperandShape::None) {
-    usage += " " + std::string(name(shape));
-  }
+  st.group = info(*op).group;
+  const OperandParts takes = operand_parts(*op);
+  std::string usage(word);
+  if (const std::string syntax = operand_syntax(*op); !syntax.empty()) usage += " " + syntax;
+  const bool takes_any = takes.direction || takes.kind || takes.micro_batch || takes.chunk ||
+                         takes.peer || takes.group;
   const auto misuse = [&](const Node& part, const std::string& what) {
     error(DiagnosticKind::SyntaxError, what + "; usage: " + usage, range_of(part));
     return std::nullopt;
+  };
+  const auto not_an_operand = [&](const Node& part) {
+    return misuse(part, quote(part.string_view()) + " is not an operand of " + std::string(word));
+  };
+  const auto takes_no = [&](const Node& part, const std::string& what) {
+    return misuse(part, std::string(word) + (takes_any ? " takes no " + what : " takes no operands"));
   };
   SourceRange statement_range = range_of(opcode_node);
   bool has_mb = false;
@@ -374,30 +380,23 @@ std::optional<std::uint32_t> Builder::instruction(const Node& n, Stmt st) {
     const Node& part = *n.children[i];
     statement_range.end = range_of(part).end;
     if (part.is_type<g::direction>()) {
-      if (shape != OperandShape::Wait)
-        return misuse(part,
-                      quote(part.string_view()) + " is not an operand of " + std::string(word));
+      if (!takes.direction) return not_an_operand(part);
       st.direction = part.string_view() == "send" ? WaitDirection::send : WaitDirection::recv;
       has_direction = true;
     } else if (part.is_type<g::message_kind>()) {
-      if (shape != OperandShape::Message && shape != OperandShape::Wait) {
-        return misuse(part,
-                      quote(part.string_view()) + " is not an operand of " + std::string(word));
-      }
+      if (!takes.kind) return not_an_operand(part);
       st.message_kind = part.string_view() == "act" ? MessageKind::act : MessageKind::grad;
       has_kind = true;
     } else if (part.is_type<g::micro_batch>()) {
-      if (shape == OperandShape::None)
-        return misuse(part, std::string(word) + " takes no operands");
+      if (!takes.micro_batch) return takes_no(part, "micro-batch");
       st.micro_batch = expr(part);
       has_mb = true;
     } else if (part.is_type<g::chunk_clause>()) {
-      if (shape == OperandShape::None)
-        return misuse(part, std::string(word) + " takes no operands");
+      if (!takes.chunk) return takes_no(part, "chunk");
       st.chunk = expr(*part.children.front());
     } else if (part.is_type<g::to_clause>() || part.is_type<g::from_clause>()) {
       const bool to = part.is_type<g::to_clause>();
-      if (shape != OperandShape::Message) return misuse(part, std::string(word) + " has no peer");
+      if (!takes.peer) return misuse(part, std::string(word) + " has no peer");
       if (to && !st.sending) {
         return misuse(part,
                       "'to' names where a send goes; " + std::string(word) + " takes 'from S'");
@@ -407,24 +406,26 @@ std::optional<std::uint32_t> Builder::instruction(const Node& n, Stmt st) {
                                 " takes 'to S'");
       }
       st.peer = expr(*part.children.front());
+    } else if (part.is_type<g::over_clause>()) {
+      if (!takes.group) return misuse(part, std::string(word) + " names no group");
+      const Node& group_word = *part.children.front();
+      const auto group = group_from_name(group_word.string_view());
+      if (!group || !info(*op).over.contains(*group)) {
+        return misuse(group_word, quote(group_word.string_view()) + " is not a group " +
+                                      std::string(word) + " can use");
+      }
+      st.group = *group;
     }
   }
   const SourceRange after_opcode{range_of(opcode_node).end, range_of(opcode_node).end + 1};
-  if (shape == OperandShape::Wait && !has_direction) {
-    error(DiagnosticKind::SyntaxError,
-          std::string(word) + " needs 'send' or 'recv'; usage: " + usage, after_opcode);
-    return std::nullopt;
-  }
-  if ((shape == OperandShape::Message || shape == OperandShape::Wait) && !has_kind) {
-    error(DiagnosticKind::SyntaxError,
-          std::string(word) + " needs 'act' or 'grad'; usage: " + usage, after_opcode);
-    return std::nullopt;
-  }
-  if (shape != OperandShape::None && !has_mb) {
-    error(DiagnosticKind::SyntaxError, std::string(word) + " needs a micro-batch; usage: " + usage,
+  const auto lacks = [&](const std::string& what) {
+    error(DiagnosticKind::SyntaxError, std::string(word) + " needs " + what + "; usage: " + usage,
           after_opcode);
     return std::nullopt;
-  }
+  };
+  if (takes.direction && !has_direction) return lacks("'send' or 'recv'");
+  if (takes.kind && !has_kind) return lacks("'act' or 'grad'");
+  if (takes.micro_batch && !has_mb) return lacks("a micro-batch");
   st.range = statement_range;
   st.source = static_cast<std::uint32_t>(s_.instruction_sources.size());
   s_.instruction_sources.push_back(statement_range);

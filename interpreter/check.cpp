@@ -1,7 +1,9 @@
 // The checker's entry point and what its passes share: the reporter (capped,
 // located diagnostics), the model's message widths, and the result's JSON,
-// text and SARIF forms. The passes themselves live in check_matching.cpp,
-// check_ranks.cpp, check_replicas.cpp and check_progress.cpp.
+// text and SARIF forms. It links the program once (link.hpp); the passes
+// that turn the link and the streams into findings live in
+// check_matching.cpp, check_replicas.cpp, check_ranks.cpp and
+// check_progress.cpp.
 #include "check.hpp"
 
 #include <algorithm>
@@ -88,31 +90,23 @@ int chunks_per_rank(const Program& program) {
 
 }  // namespace check_detail
 
-std::vector<int> piece_boundary_widths(const Program& program, const CheckOptions& options) {
-  const int pieces = model_pieces(program.placement, program.config);
-  if (options.piece_widths.size() == static_cast<std::size_t>(pieces) + 1) {
-    return options.piece_widths;
-  }
-  std::vector<int> widths;
-  if (options.layer_widths.size() < 2 || pieces < 1) return widths;
-  const std::size_t layers = options.layer_widths.size() - 1;
-  const auto n = static_cast<std::size_t>(pieces);
-  for (std::size_t i = 0; i <= n; ++i) widths.push_back(options.layer_widths[i * layers / n]);
-  return widths;
-}
-
 CheckResult check(const Program& program, const CheckOptions& options) {
   using namespace check_detail;
   CheckResult result;
   result.instructions = program.code.size();
   Reporter reporter(program, options.max_diagnostics_per_kind);
-  Links links;
-  links.link.assign(program.code.size(), kNone);
+  const std::vector<int> widths =
+      options.split.empty()
+          ? piece_boundary_widths(options.layer_widths,
+                                  model_pieces(program.placement, program.config))
+          : piece_boundary_widths(options.layer_widths, options.split);
+  const Link linked = link(program, LinkOptions{widths});
 
-  match_messages(program, piece_boundary_widths(program, options), links, reporter);
-  const std::vector<bool> quiet = check_replicas(program, reporter);
-  check_ranks(program, links, reporter, quiet, result.memory);
-  check_progress(program, links, reporter);
+  report_messages(program, linked, widths, reporter);
+  const std::vector<bool> quiet = check_replicas(program, linked, reporter);
+  report_collectives(program, linked, reporter);
+  check_ranks(program, linked, reporter, quiet, result.memory);
+  check_progress(program, linked, reporter);
 
   result.diagnostics = reporter.take_diagnostics();
   result.suppressed = reporter.suppressed();

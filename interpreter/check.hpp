@@ -21,19 +21,20 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "diagnostics.hpp"
+#include "model_shape.hpp"
 #include "program.hpp"
 
 namespace pipevm {
 
 struct CheckOptions {
   // The model's layer widths, input first: the default is the MLP pipevm
-  // trains. It is split into model_pieces(...) contiguous pieces, as evenly
-  // as possible by layer count, to know the size of every message.
-  std::vector<int> layer_widths = {784, 128, 127, 126, 125, 124, 123, 10};
-  // When not empty: the width at each piece boundary (pieces + 1 numbers,
-  // piece p reads piece_widths[p] and writes piece_widths[p + 1]); it
-  // replaces the split of layer_widths.
-  std::vector<int> piece_widths;
+  // trains. It is cut into model_pieces(...) pieces by the runtime's rule
+  // (piece_boundary_widths, model_shape.hpp) to know every message's size;
+  // with more pieces than layers, sizes are unknown.
+  std::vector<int> layer_widths = default_layer_widths();
+  // The cut the run uses (e.g. balanced on measured times); empty: the
+  // multiply-add rule's cut into model_pieces(...) pieces.
+  std::vector<LayerRange> split;
   // Past this many diagnostics of one kind the rest are only counted.
   std::size_t max_diagnostics_per_kind = 16;
 };
@@ -54,9 +55,6 @@ struct CheckResult {
 };
 
 CheckResult check(const Program& program, const CheckOptions& options = {});
-
-// The message width at each model piece boundary that `check` uses.
-std::vector<int> piece_boundary_widths(const Program& program, const CheckOptions& options);
 
 // {"stage": s, "peak_activations": a, "peak_in_flight": f} per stage.
 nlohmann::json memory_to_json(const std::vector<StageMemory>& memory);

@@ -1,7 +1,7 @@
-// What the checker's passes share: the links between instructions that the
-// static passes compute and the simulation follows, and the reporter that
-// turns findings into capped, located diagnostics. Not part of the public
-// interface (check.hpp).
+// What the checker's passes share: the reporter that turns findings into
+// capped, located diagnostics, and the passes' entry points. Every pass
+// reads the program's Link (link.hpp). Not part of the public interface
+// (check.hpp).
 #pragma once
 
 #include <cstddef>
@@ -11,21 +11,11 @@
 #include <vector>
 
 #include "check.hpp"
+#include "link.hpp"
 
 namespace pipevm::check_detail {
 
-inline constexpr std::uint32_t kNone = 0xFFFF'FFFFu;
-
-// Indices are global positions in Program::code.
-struct Links {
-  // Send/ISend/Recv/IRecv: the instruction it pairs with (kNone: none).
-  // Wait: the request it completes (kNone: no pending request).
-  // WaitAll: its ordinal in waitall_ranges.
-  std::vector<std::uint32_t> link;
-  // The requests each WaitAll completes: waitall_requests[first, second).
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> waitall_ranges;
-  std::vector<std::uint32_t> waitall_requests;
-};
+inline constexpr std::uint32_t kNone = kNoLink;
 
 class Reporter {
  public:
@@ -60,21 +50,23 @@ class Reporter {
 // Chunks a rank holds: `chunks` for looped placement, two for v and mirror.
 int chunks_per_rank(const Program& program);
 
-// Pairs every send with its receive (FIFO per rank pair and message key),
-// and reports wrong peers, size mismatches and unmatched messages.
-void match_messages(const Program& program, const std::vector<int>& widths, Links& links,
-                    Reporter& reporter);
+// Reports what fails to link among messages: wrong peers, size mismatches
+// and unmatched messages.
+void report_messages(const Program& program, const Link& link, const std::vector<int>& widths,
+                     Reporter& reporter);
 // Compares the data-parallel replicas of every stage: same work, same
 // collectives in the same order. Returns, per rank, whether its stream is
 // identical to its stage's dp rank 0 (whose findings then stand for both).
-std::vector<bool> check_replicas(const Program& program, Reporter& reporter);
-// Walks each rank's stream alone: resolves Wait/WaitAll to their requests,
-// reports non-blocking misuse and dataflow errors (not for `quiet` ranks),
-// measures memory.
-void check_ranks(const Program& program, Links& links, Reporter& reporter,
+std::vector<bool> check_replicas(const Program& program, const Link& link, Reporter& reporter);
+// Reports collectives that do not line up in groups other than the
+// data-parallel one (check_replicas reports those).
+void report_collectives(const Program& program, const Link& link, Reporter& reporter);
+// Walks each rank's stream alone: reports non-blocking misuse and dataflow
+// errors (not for `quiet` ranks), measures memory.
+void check_ranks(const Program& program, const Link& link, Reporter& reporter,
                  const std::vector<bool>& quiet, std::vector<StageMemory>& memory);
 // Runs all ranks together under rendezvous semantics; reports deadlocks,
 // buffering hazards and collective cycles.
-void check_progress(const Program& program, const Links& links, Reporter& reporter);
+void check_progress(const Program& program, const Link& link, Reporter& reporter);
 
 }  // namespace pipevm::check_detail

@@ -2,9 +2,9 @@
 // ranks together under rendezvous semantics (a blocking send completes only
 // once its receive is posted; MPI promises no more), each rank as far as it
 // can, and wakes a blocked rank when what it waits for happens. Sends and
-// receives were paired statically (check_matching.cpp) and Waits resolved to
-// their requests (check_ranks.cpp), so each step is O(1) and the whole run is
-// linear. With no wildcards the stuck state does not depend on the order the
+// receives are paired, waits resolved to their requests and collectives to
+// their slots by the link pass (link.hpp), so each step is O(1) and the
+// whole run is linear. With no wildcards the stuck state does not depend on the order the
 // worklist picks ranks: one run covers every interleaving.
 //
 // When the run gets stuck, the wait-for graph of the stuck ranks gives the
@@ -23,13 +23,13 @@ namespace {
 
 enum class RankState : std::uint8_t { running, on_request, on_collective, finished };
 
-bool is_collective(Opcode op) { return info(op).group == OpcodeGroup::collective; }
+bool blocking_send(Opcode op) { return is_send(op) && info(op).completion == Completion::blocking; }
 
 class Engine {
  public:
-  Engine(const Program& program, const Links& links, const Reporter& reporter, bool eager)
+  Engine(const Program& program, const Link& link, const Reporter& reporter, bool eager)
       : program_(program),
-        links_(links),
+        link_(link),
         reporter_(reporter),
         eager_(eager),
         ranks_(static_cast<std::size_t>(program.ranks())),
@@ -37,11 +37,8 @@ class Engine {
         pc_(ranks_),
         state_(ranks_, RankState::running),
         blocked_on_(ranks_, kNone),
-        waitall_cursor_(ranks_, kNone),
-        collectives_done_(ranks_, 0),
-        arrived_(ranks_, false),
-        group_arrivals_(static_cast<std::size_t>(std::max(0, program.config.stages)), 0),
-        group_completed_(group_arrivals_.size(), 0) {
+        wait_cursor_(ranks_, kNone),
+        arrivals_(link.slot_begin.size() - 1, 0) {
     for (std::size_t r = 0; r < ranks_; ++r) pc_[r] = program.rank_begin[r];
   }
 
@@ -81,11 +78,11 @@ class Engine {
   }
   void run_rank(std::size_t rank);
   // False when the rank must wait for the rest of its group.
-  bool collective(std::size_t rank);
+  bool collective(std::size_t rank, std::size_t index);
   void successors(int rank, std::vector<int>& out) const;
 
   const Program& program_;
-  const Links& links_;
+  const Link& link_;
   const Reporter& reporter_;
   const bool eager_;
   const std::size_t ranks_;
@@ -93,17 +90,14 @@ class Engine {
   std::vector<std::size_t> pc_;
   std::vector<RankState> state_;
   std::vector<std::uint32_t> blocked_on_;
-  std::vector<std::uint32_t> waitall_cursor_;
-  std::vector<std::uint32_t> collectives_done_;
-  std::vector<bool> arrived_;
-  std::vector<int> group_arrivals_;
-  std::vector<std::uint32_t> group_completed_;
+  std::vector<std::uint32_t> wait_cursor_;  // into link_.completed, while a wait blocks
+  std::vector<std::uint32_t> arrivals_;     // per collective slot
   std::vector<int> worklist_;
 };
 
 void Engine::post(std::size_t index) {
   posted_[index] |= kPosted;
-  const std::uint32_t partner = links_.link[index];
+  const std::uint32_t partner = link_.to[index];
   if (partner == kNone || !(posted_[partner] & kPosted)) return;
   posted_[index] |= kMatched;
   posted_[partner] |= kMatched;
@@ -112,27 +106,25 @@ void Engine::post(std::size_t index) {
   if (state_[other] == RankState::on_request && blocked_on_[other] == partner) wake(other);
 }
 
-bool Engine::collective(std::size_t rank) {
-  const Config& c = program_.config;
-  if (c.dp <= 1) return true;
-  const auto group = static_cast<std::size_t>(stage_of(c, static_cast<int>(rank)));
-  if (!arrived_[rank]) {
-    arrived_[rank] = true;
-    if (++group_arrivals_[group] == c.dp) {
-      group_arrivals_[group] = 0;
-      ++group_completed_[group];
-      for (int d = 0; d < c.dp; ++d) {
-        const auto member = static_cast<std::size_t>(rank_of(c, d, static_cast<int>(group)));
-        if (member < ranks_ && state_[member] == RankState::on_collective) wake(member);
+bool Engine::collective(std::size_t rank, std::size_t index) {
+  const std::uint32_t slot = link_.to[index];
+  if (!(posted_[index] & kPosted)) {
+    posted_[index] |= kPosted;
+    if (++arrivals_[slot] == link_.slot_size(slot)) {
+      for (std::uint32_t m = link_.slot_begin[slot]; m < link_.slot_begin[slot + 1]; ++m) {
+        const auto member = static_cast<std::size_t>(link_.slot_ranks[m]);
+        if (state_[member] == RankState::on_collective &&
+            blocked_on_[member] == link_.slot_members[m]) {
+          wake(member);
+        }
       }
     }
   }
-  if (group_completed_[group] <= collectives_done_[rank]) {
+  if (arrivals_[slot] < link_.slot_size(slot)) {
     state_[rank] = RankState::on_collective;
+    blocked_on_[rank] = static_cast<std::uint32_t>(index);
     return false;
   }
-  arrived_[rank] = false;
-  ++collectives_done_[rank];
   return true;
 }
 
@@ -141,31 +133,21 @@ void Engine::run_rank(std::size_t rank) {
   std::size_t& pc = pc_[rank];
   for (; pc < end; ++pc) {
     const Instruction& in = program_.code[pc];
-    switch (in.op) {
-      case Opcode::Send:
-      case Opcode::Recv:
-      case Opcode::ISend:
-      case Opcode::IRecv:
+    const OpcodeInfo& row = info(in.op);
+    switch (row.cls) {
+      case OpClass::p2p:
         if (!(posted_[pc] & kPosted)) post(pc);
-        if (!is_nonblocking(in.op) && !satisfied(static_cast<std::uint32_t>(pc))) {
+        if (row.completion == Completion::blocking && !satisfied(static_cast<std::uint32_t>(pc))) {
           block(rank, static_cast<std::uint32_t>(pc));
           return;
         }
         break;
-      case Opcode::Wait: {
-        const std::uint32_t request = links_.link[pc];
-        if (request != kNone && !satisfied(request)) {
-          block(rank, request);
-          return;
-        }
-        break;
-      }
-      case Opcode::WaitAll: {
-        const auto [first, last] = links_.waitall_ranges[links_.link[pc]];
-        std::uint32_t& cursor = waitall_cursor_[rank];
-        if (cursor == kNone) cursor = first;
-        for (; cursor < last; ++cursor) {
-          const std::uint32_t request = links_.waitall_requests[cursor];
+      case OpClass::wait: {
+        const std::uint32_t w = link_.to[pc];
+        std::uint32_t& cursor = wait_cursor_[rank];
+        if (cursor == kNone) cursor = link_.completes_begin[w];
+        for (; cursor < link_.completes_begin[w + 1]; ++cursor) {
+          const std::uint32_t request = link_.completed[cursor];
           if (!satisfied(request)) {
             block(rank, request);
             return;
@@ -174,8 +156,12 @@ void Engine::run_rank(std::size_t rank) {
         cursor = kNone;
         break;
       }
-      default:
-        if (is_collective(in.op) && !collective(rank)) return;
+      case OpClass::collective:
+        if (!collective(rank, pc)) return;
+        break;
+      case OpClass::data:
+      case OpClass::compute:
+      case OpClass::optimizer:
         break;
     }
   }
@@ -205,15 +191,16 @@ void Engine::successors(int rank, std::vector<int>& out) const {
   out.clear();
   const auto r = static_cast<std::size_t>(rank);
   if (state_[r] == RankState::on_request) {
-    const std::uint32_t partner = links_.link[blocked_on_[r]];
+    const std::uint32_t partner = link_.to[blocked_on_[r]];
     if (partner != kNone) out.push_back(reporter_.rank_of_index(partner));
   } else if (state_[r] == RankState::on_collective) {
-    const Config& c = program_.config;
-    for (int d = 0; d < c.dp; ++d) {
-      const auto member = static_cast<std::size_t>(rank_of(c, d, stage_of(c, rank)));
-      if (member < ranks_ && !arrived_[member] && state_[member] != RankState::finished) {
-        out.push_back(static_cast<int>(member));
-      }
+    // The members that have not arrived at its slot and can still come.
+    const std::uint32_t slot = link_.to[blocked_on_[r]];
+    for (std::uint32_t m = link_.slot_begin[slot]; m < link_.slot_begin[slot + 1]; ++m) {
+      const std::uint32_t index = link_.slot_members[m];
+      const auto member = static_cast<std::size_t>(link_.slot_ranks[m]);
+      const bool arrived = index != kNone && (posted_[index] & kPosted);
+      if (!arrived && state_[member] != RankState::finished) out.push_back(static_cast<int>(member));
     }
   }
 }
@@ -300,10 +287,10 @@ void report_cycle(DiagnosticKind kind, const std::string& headline, const Engine
 
 }  // namespace
 
-void check_progress(const Program& program, const Links& links, Reporter& reporter) {
+void check_progress(const Program& program, const Link& link, Reporter& reporter) {
   std::vector<Engine::Edge> hazard;
   {
-    Engine rendezvous(program, links, reporter, false);
+    Engine rendezvous(program, link, reporter, false);
     if (rendezvous.run()) return;
     hazard = rendezvous.shortest_cycle();
     if (hazard.empty()) {
@@ -319,7 +306,7 @@ void check_progress(const Program& program, const Links& links, Reporter& report
       }
       return;
     }
-    Engine eager(program, links, reporter, true);
+    Engine eager(program, link, reporter, true);
     const bool finishes = eager.run();
     const std::vector<Engine::Edge> cycle = finishes ? std::vector<Engine::Edge>{}
                                                      : eager.shortest_cycle();
@@ -339,13 +326,13 @@ void check_progress(const Program& program, const Links& links, Reporter& report
     }
     // Lead with a blocking send: that is what needed the buffer.
     const auto send_first = std::find_if(hazard.begin(), hazard.end(), [&](const Engine::Edge& e) {
-      return program.code[rendezvous.pc(e.from)].op == Opcode::Send;
+      return blocking_send(program.code[rendezvous.pc(e.from)].op);
     });
     if (send_first != hazard.end()) std::rotate(hazard.begin(), send_first, hazard.end());
     std::string sends;
     for (const Engine::Edge& e : hazard) {
       const Instruction& in = program.code[rendezvous.pc(e.from)];
-      if (in.op == Opcode::Send) {
+      if (blocking_send(in.op)) {
         sends += (sends.empty() ? "`" : ", `") + disassemble(in) + "`";
       }
     }

@@ -1,45 +1,29 @@
 // The per-rank pass: everything that can be decided by walking one rank's
-// stream alone, in program order.
-//  - Which request each Wait completes (the oldest pending one of its
-//    direction, kind, micro-batch and chunk) and which ones a WaitAll
-//    completes: the simulation follows these links.
+// stream alone, in program order, with the requests each wait completes
+// taken from the link (link.hpp).
 //  - Non-blocking misuse: a request never completed, a Wait with nothing to
-//    complete, a pending receive's buffer read or received into again.
-//    Two pending sends of the same value are allowed: both only read it.
+//    complete (both found by the link), a pending receive's buffer read or
+//    received into again. Two pending sends of the same value are allowed:
+//    both only read it.
 //  - Dataflow: inputs, gradients, forward/backward order, once per
 //    micro-batch and chunk, ZeroGrad and OptimizerStep placement.
 //  - Memory: stashed activations and requests in flight, at their peak.
 // Deadlock and pairing are elsewhere (check_matching.cpp, check_progress.cpp).
 #include <algorithm>
+#include <bit>
 
 #include "check_internal.hpp"
+#include "dataflow.hpp"
 
 namespace pipevm::check_detail {
 
 namespace {
 
-// What has happened to one (chunk, micro-batch) on a rank.
-enum CellFlag : std::uint16_t {
-  kInputLoaded = 1u << 0,    // LoadInput
-  kInputReceived = 1u << 1,  // Recv act, or IRecv act completed
-  kForwarded = 1u << 2,
-  kTargetLoaded = 1u << 3,
-  kGradReceived = 1u << 4,
-  kInputGradDone = 1u << 5,   // Bwd, BwdInput or BwdAllReduce
-  kWeightGradDone = 1u << 6,  // Bwd, BwdWeight or BwdAllReduce
-  kHeld = 1u << 7,            // activations stashed for a backward
-  kPendingActRecv = 1u << 8,
-  kPendingGradRecv = 1u << 9,
-};
-
-bool is_backward(Opcode op) {
-  return op == Opcode::Bwd || op == Opcode::BwdInput || op == Opcode::BwdWeight ||
-         op == Opcode::BwdAllReduce;
-}
+using namespace dataflow;
 
 bool is_training(const Program& program) {
   return std::any_of(program.code.begin(), program.code.end(), [](const Instruction& in) {
-    return is_backward(in.op) || in.op == Opcode::OptimizerStep;
+    return is_backward(in.op) || is_step(in.op);
   });
 }
 
@@ -53,34 +37,27 @@ std::string list_micro_batches(const std::vector<std::uint32_t>& mbs) {
 
 class RankWalker {
  public:
-  RankWalker(const Program& program, Links& links, Reporter& reporter, bool training)
+  RankWalker(const Program& program, const Link& link, Reporter& reporter, bool training)
       : program_(program),
-        links_(links),
+        link_(link),
         reporter_(reporter),
         training_(training),
         chunks_(chunks_per_rank(program)),
         micro_batches_(std::max(0, program.config.micro_batches)),
         cells_(static_cast<std::size_t>(chunks_) * static_cast<std::size_t>(micro_batches_)),
-        flags_(cells_, 0),
-        fifo_(4 * cells_, {kNone, kNone}) {}
+        flags_(cells_, 0) {}
 
   // Walks rank r; reports only when `loud` (a replica identical to its dp
   // rank 0 would repeat the same findings).
   StageMemory walk(int rank, bool loud);
 
  private:
-  using Fifo = std::pair<std::uint32_t, std::uint32_t>;  // local head, tail
-
   std::size_t cell(const Instruction& in) const {
     if (in.chunk >= chunks_ || in.micro_batch >= static_cast<std::uint32_t>(micro_batches_)) {
       return cells_;
     }
     return static_cast<std::size_t>(in.chunk) * static_cast<std::size_t>(micro_batches_) +
            in.micro_batch;
-  }
-  std::size_t fifo_slot(bool receive, MessageKind kind, std::size_t c) const {
-    const std::size_t kind_index = kind == MessageKind::grad ? 1 : 0;
-    return ((receive ? 2 : 0) + kind_index) * cells_ + c;
   }
   Diagnostic* report(DiagnosticKind kind, std::string message, std::size_t local) {
     if (!loud_) return nullptr;
@@ -90,65 +67,61 @@ class RankWalker {
     return "`" + disassemble(program_.code[begin_ + local]) + "`";
   }
 
-  void post(std::size_t local, std::size_t c);
+  void post(std::size_t local);
   void complete(std::uint32_t local);
+  // The link's next request failure, when it is of `kind` at global index `index`.
+  bool request_failure(LinkFailureKind kind, std::size_t index);
   void step_data(std::size_t local, const Instruction& in, std::size_t c);
+  void step_rank(std::size_t local, const Instruction& in);
+  // The findings of step_data, out of its way.
+  [[gnu::cold]] void report_pending_read(std::size_t local, Value value);
+  [[gnu::cold]] void report_busy_receive(std::size_t local);
+  [[gnu::cold]] void report_twice(std::size_t local, std::uint16_t again);
+  [[gnu::cold]] void report_missing(std::size_t local, OpClass reader, Value value, PieceEnds ends);
+  static std::string twice(Value value, std::uint32_t micro_batch);
+  static GroupSet all_groups();
+  static std::string unreduced_step(Group group);
   void step_optimizer(std::size_t local);
   void finish();
 
   const Program& program_;
-  Links& links_;
+  const Link& link_;
   Reporter& reporter_;
   const bool training_;
   const int chunks_;
   const int micro_batches_;
   const std::size_t cells_;
   std::vector<std::uint16_t> flags_;
-  std::vector<Fifo> fifo_;               // pending requests per (direction, kind, cell)
-  std::vector<std::uint32_t> fifo_next_;  // per local instruction
   std::vector<std::uint32_t> pending_prev_, pending_next_;  // posting order
+  std::size_t next_failure_ = 0;  // into link_.failures: request failures come rank by rank
   std::uint32_t pending_head_ = kNone, pending_tail_ = kNone;
   int pending_count_ = 0;
 
   int rank_ = 0;
   std::size_t begin_ = 0;
   bool loud_ = true;
-  int position_ = 0;
-  int last_position_ = 0;
+  // Per chunk of the rank: whether its piece is the model's first or last.
+  std::vector<std::uint8_t> ends_;
   int held_ = 0;
   StageMemory peak_;
   bool zeroed_ = false;
   bool reported_no_zero_grad_ = false;
   std::uint32_t first_step_ = kNone;
   bool reported_late_backward_ = false;
-  bool unreduced_ = false;
+  GroupSet reduced_;  // groups the accumulated gradients are summed over since the last backward
 };
 
-void RankWalker::post(std::size_t local, std::size_t c) {
-  const Instruction& in = program_.code[begin_ + local];
+void RankWalker::post(std::size_t local) {
   const auto l = static_cast<std::uint32_t>(local);
   pending_prev_[local] = pending_tail_;
   pending_next_[local] = kNone;
-  if (pending_tail_ == kNone) {
-    pending_head_ = l;
-  } else {
-    pending_next_[pending_tail_] = l;
-  }
+  (pending_tail_ == kNone ? pending_head_ : pending_next_[pending_tail_]) = l;
   pending_tail_ = l;
   ++pending_count_;
   peak_.peak_in_flight = std::max(peak_.peak_in_flight, pending_count_);
-  if (c == cells_) return;
-  Fifo& fifo = fifo_[fifo_slot(is_recv(in.op), in.kind, c)];
-  fifo_next_[local] = kNone;
-  if (fifo.first == kNone) {
-    fifo.first = l;
-  } else {
-    fifo_next_[fifo.second] = l;
-  }
-  fifo.second = l;
 }
 
-// Takes a pending request off both lists; a completed receive delivers.
+// Takes a completed request off the pending list; a completed receive delivers.
 void RankWalker::complete(std::uint32_t local) {
   const Instruction& in = program_.code[begin_ + local];
   const std::uint32_t prev = pending_prev_[local];
@@ -157,22 +130,25 @@ void RankWalker::complete(std::uint32_t local) {
   (next == kNone ? pending_tail_ : pending_prev_[next]) = prev;
   --pending_count_;
   const std::size_t c = cell(in);
-  if (c == cells_) return;
-  Fifo& fifo = fifo_[fifo_slot(is_recv(in.op), in.kind, c)];
-  // Requests complete oldest first within a key, except under WaitAll,
-  // which empties every list anyway.
-  if (fifo.first == local) {
-    fifo.first = fifo_next_[local];
-    if (fifo.first == kNone) fifo.second = kNone;
-  } else {
-    fifo = {kNone, kNone};
+  if (c == cells_ || !info(in.op).produces.contains(Value::message)) return;
+  const Value value = message_value(in.kind, false);
+  flags_[c] = static_cast<std::uint16_t>((flags_[c] & ~pending(value)) |
+                                         produced(value, info(in.op).cls));
+}
+
+bool RankWalker::request_failure(LinkFailureKind kind, std::size_t index) {
+  const auto& failures = link_.failures;
+  while (next_failure_ < failures.size() &&
+         failures[next_failure_].kind != LinkFailureKind::wait_without_request &&
+         failures[next_failure_].kind != LinkFailureKind::never_completed) {
+    ++next_failure_;
   }
-  if (in.op == Opcode::IRecv) {
-    const bool act = in.kind == MessageKind::act;
-    flags_[c] = static_cast<std::uint16_t>(
-        (flags_[c] & ~(act ? kPendingActRecv : kPendingGradRecv)) |
-        (act ? kInputReceived : kGradReceived));
+  if (next_failure_ == failures.size() || failures[next_failure_].kind != kind ||
+      failures[next_failure_].index != index) {
+    return false;
   }
+  ++next_failure_;
+  return true;
 }
 
 StageMemory RankWalker::walk(int rank, bool loud) {
@@ -182,212 +158,224 @@ StageMemory RankWalker::walk(int rank, bool loud) {
   const std::size_t size = program_.rank_begin[static_cast<std::size_t>(rank) + 1] - begin_;
   const int stage = stage_of(program_.config, rank);
   std::fill(flags_.begin(), flags_.end(), std::uint16_t{0});
-  fifo_next_.assign(size, kNone);
   pending_prev_.assign(size, kNone);
   pending_next_.assign(size, kNone);
   pending_head_ = pending_tail_ = kNone;
   pending_count_ = 0;
   held_ = 0;
   peak_ = StageMemory{stage, 0, 0};
-  zeroed_ = reported_no_zero_grad_ = reported_late_backward_ = unreduced_ = false;
+  zeroed_ = reported_no_zero_grad_ = reported_late_backward_ = false;
+  reduced_ = all_groups();
   first_step_ = kNone;
-  last_position_ = lane_length(program_.placement, program_.config) - 1;
+  const int last_position = lane_length(program_.placement, program_.config) - 1;
+  ends_.assign(static_cast<std::size_t>(chunks_), 0);
+  for (int chunk = 0; chunk < chunks_; ++chunk) {
+    const int position = position_of(program_.placement, program_.config, stage, chunk).position;
+    ends_[static_cast<std::size_t>(chunk)] =
+        static_cast<std::uint8_t>((position == 0 ? 1 : 0) + (position == last_position ? 2 : 0));
+  }
 
   for (std::size_t local = 0; local < size; ++local) {
     const Instruction& in = program_.code[begin_ + local];
     const std::size_t c = cell(in);
-    position_ = position_of(program_.placement, program_.config, stage, in.chunk).position;
-    switch (in.op) {
-      case Opcode::ISend:
-      case Opcode::IRecv:
-        step_data(local, in, c);
-        post(local, c);
-        break;
-      case Opcode::Send:
-      case Opcode::Recv:
-        peak_.peak_in_flight = std::max(peak_.peak_in_flight, pending_count_ + 1);
-        step_data(local, in, c);
-        break;
-      case Opcode::Wait: {
-        const Fifo& fifo =
-            c == cells_ ? Fifo{kNone, kNone}
-                        : fifo_[fifo_slot(in.direction == WaitDirection::recv, in.kind, c)];
-        if (fifo.first == kNone) {
+    const OpcodeInfo& row = info(in.op);
+    switch (row.cls) {
+      case OpClass::wait: {
+        if (request_failure(LinkFailureKind::wait_without_request, begin_ + local)) {
           report(DiagnosticKind::WaitWithoutRequest,
                  what(local) + " has no pending request to complete (never posted, or already "
                                "completed)",
                  local);
-          break;
         }
-        const std::uint32_t request = fifo.first;
-        links_.link[begin_ + local] = static_cast<std::uint32_t>(begin_ + request);
-        complete(request);
-        break;
-      }
-      case Opcode::WaitAll: {
-        links_.link[begin_ + local] = static_cast<std::uint32_t>(links_.waitall_ranges.size());
-        const auto first = static_cast<std::uint32_t>(links_.waitall_requests.size());
-        while (pending_head_ != kNone) {
-          const std::uint32_t request = pending_head_;
-          links_.waitall_requests.push_back(static_cast<std::uint32_t>(begin_ + request));
-          complete(request);
+        const std::uint32_t w = link_.to[begin_ + local];
+        for (std::uint32_t q = link_.completes_begin[w]; q < link_.completes_begin[w + 1]; ++q) {
+          complete(static_cast<std::uint32_t>(link_.completed[q] - begin_));
         }
-        links_.waitall_ranges.emplace_back(
-            first, static_cast<std::uint32_t>(links_.waitall_requests.size()));
-        break;
+        continue;
       }
-      default:
-        step_data(local, in, c);
+      case OpClass::p2p:
+        // A blocking message is in flight while its rank waits in it.
+        if (row.completion == Completion::blocking) {
+          peak_.peak_in_flight = std::max(peak_.peak_in_flight, pending_count_ + 1);
+        }
+        break;
+      case OpClass::data:
+      case OpClass::compute:
+      case OpClass::collective:
+      case OpClass::optimizer:
         break;
     }
+    step_data(local, in, c);
+    if (row.completion == Completion::request) post(local);
   }
   finish();
-  // Requests never completed leave their keys' lists behind: empty them for
-  // the next rank.
-  for (std::uint32_t r = pending_head_; r != kNone; r = pending_next_[r]) {
-    const Instruction& in = program_.code[begin_ + r];
-    const std::size_t c = cell(in);
-    if (c != cells_) fifo_[fifo_slot(is_recv(in.op), in.kind, c)] = {kNone, kNone};
-  }
   return peak_;
 }
 
 void RankWalker::step_data(std::size_t local, const Instruction& in, std::size_t c) {
-  const bool at_first = position_ == 0;
-  const bool at_last = position_ == last_position_;
-  if (is_backward(in.op)) {
-    if (!zeroed_ && !reported_no_zero_grad_) {
-      reported_no_zero_grad_ = true;
-      report(DiagnosticKind::DataflowNoZeroGrad,
-             what(local) + " accumulates into gradients that no ZeroGrad cleared first", local);
-    }
-    if (first_step_ != kNone && !reported_late_backward_) {
-      reported_late_backward_ = true;
-      Diagnostic* d = report(DiagnosticKind::DataflowStepTooEarly,
-                             "OptimizerStep runs before the last backward of the rank",
-                             first_step_);
-      reporter_.note(d, "a backward after it: " + reporter_.describe(begin_ + local),
-                     reporter_.at(begin_ + local));
-    }
-    if (in.op != Opcode::BwdInput) unreduced_ = true;
-  }
-  switch (in.op) {
-    case Opcode::ZeroGrad: zeroed_ = true; return;
-    case Opcode::AllReduce: unreduced_ = false; return;
-    case Opcode::OptimizerStep: step_optimizer(local); return;
-    default: break;
-  }
+  const CellPlan& plan = kCellPlans[static_cast<std::size_t>(in.op)];
+  if (plan.rank_level) step_rank(local, in);
   if (c == cells_) return;
+
   std::uint16_t& f = flags_[c];
-  switch (in.op) {
-    case Opcode::LoadInput: f |= kInputLoaded; break;
-    case Opcode::LoadTarget: f |= kTargetLoaded; break;
-    case Opcode::Recv:
-    case Opcode::IRecv: {
-      const bool act = in.kind == MessageKind::act;
-      const std::uint16_t pending = act ? kPendingActRecv : kPendingGradRecv;
-      if (f & pending) {
-        report(DiagnosticKind::BufferInUse,
-               what(local) + " receives into the buffer of a receive of the same " +
-                   (act ? "activation" : "gradient") + " that is still pending",
-               local);
-      }
-      if (in.op == Opcode::IRecv) {
-        f |= pending;
-      } else {
-        f |= act ? kInputReceived : kGradReceived;
-      }
+  const std::uint8_t ends = ends_[in.chunk];
+  const auto& present_bits = kPresentBits[ends];
+  // The values it reads, in their order in Value: the first one pending or
+  // missing is reported.
+  std::uint32_t reads = plan.reads;
+  if (plan.reads_message) reads |= ValueSet::of(message_value(in.kind, true)).bits();
+  for (; reads != 0; reads &= reads - 1) {
+    const auto bit = static_cast<std::size_t>(std::countr_zero(reads));
+    if (f & kPendingBits[bit]) {
+      report_pending_read(local, static_cast<Value>(bit));
       break;
     }
-    case Opcode::Send:
-    case Opcode::ISend:
-      if (in.kind == MessageKind::act && !(f & kForwarded)) {
-        report(DiagnosticKind::DataflowSendBeforeCompute,
-               what(local) + " sends an activation that no Fwd of micro-batch " +
-                   std::to_string(in.micro_batch) + " has computed yet",
-               local);
-      } else if (in.kind == MessageKind::grad && !(f & kInputGradDone)) {
-        report(DiagnosticKind::DataflowSendBeforeCompute,
-               what(local) + " sends a gradient that no backward of micro-batch " +
-                   std::to_string(in.micro_batch) + " has computed yet",
-               local);
-      }
+    if (!(f & present_bits[bit])) {
+      report_missing(local, info(in.op).cls, static_cast<Value>(bit),
+                     PieceEnds{(ends & 1) != 0, (ends & 2) != 0});
       break;
-    case Opcode::Fwd:
-      if (f & kPendingActRecv) {
-        report(DiagnosticKind::BufferInUse,
-               what(local) + " reads its input while the IRecv of it is still pending (Wait first)",
-               local);
-      } else if (!(f & (at_first ? kInputLoaded : kInputReceived))) {
-        report(DiagnosticKind::DataflowInputMissing,
-               what(local) + (at_first ? " runs before LoadInput of its micro-batch"
+    }
+  }
+
+  if (plan.makes_message) {
+    const Value v = message_value(in.kind, false);
+    if (f & kPendingBits[static_cast<std::size_t>(v)]) report_busy_receive(local);
+    f |= posts_request(in.op) ? pending(v) : produced(v, info(in.op).cls);
+    return;
+  }
+  if (f & plan.again) report_twice(local, f & plan.again);
+  f |= plan.makes;
+  if (plan.stashes && !(f & stashed)) {
+    f |= stashed;
+    ++held_;
+    peak_.peak_activations = std::max(peak_.peak_activations, held_);
+  }
+  if (plan.unstashes && (f & stashed)) {
+    f &= static_cast<std::uint16_t>(~stashed);
+    --held_;
+  }
+}
+
+// The rank's own values: the accumulated gradients (cleared by ZeroGrad,
+// accumulated into by weight gradients) and their reduction over groups.
+void RankWalker::step_rank(std::size_t local, const Instruction& in) {
+  const OpcodeInfo& row = info(in.op);
+  if (row.consumes.contains(Value::gradient) && !zeroed_ && !reported_no_zero_grad_) {
+    reported_no_zero_grad_ = true;
+    report(DiagnosticKind::DataflowNoZeroGrad,
+           what(local) + " accumulates into gradients that no ZeroGrad cleared first", local);
+  }
+  if (is_backward(in.op) && first_step_ != kNone && !reported_late_backward_) {
+    reported_late_backward_ = true;
+    Diagnostic* d = report(DiagnosticKind::DataflowStepTooEarly,
+                           "OptimizerStep runs before the last backward of the rank", first_step_);
+    reporter_.note(d, "a backward after it: " + reporter_.describe(begin_ + local),
+                   reporter_.at(begin_ + local));
+  }
+  if (row.produces.contains(Value::weight_gradient)) reduced_ = GroupSet{};
+  if (row.produces.contains(Value::gradient)) zeroed_ = true;
+  if (row.produces.contains(Value::reduced_gradient)) reduced_ = reduced_.with(group_of(in));
+  if (row.consumes.contains(Value::reduced_gradient)) step_optimizer(local);
+}
+
+void RankWalker::report_pending_read(std::size_t local, Value value) {
+  report(DiagnosticKind::BufferInUse,
+         what(local) + " reads its " + (value == Value::input ? "input" : "gradient") +
+             " while the IRecv of it is still pending (Wait first)",
+         local);
+}
+
+void RankWalker::report_busy_receive(std::size_t local) {
+  const MessageKind kind = program_.code[begin_ + local].kind;
+  report(DiagnosticKind::BufferInUse,
+         what(local) + " receives into the buffer of a receive of the same " +
+             (kind == MessageKind::act ? "activation" : "gradient") + " that is still pending",
+         local);
+}
+
+// `again`: the state bits of values the step makes that are there already.
+void RankWalker::report_twice(std::size_t local, std::uint16_t again) {
+  for (const Value v : kCellValues) {
+    if (!(again & present(v, {}))) continue;
+    report(DiagnosticKind::DataflowNotExactlyOnce,
+           what(local) + twice(v, program_.code[begin_ + local].micro_batch), local);
+    return;
+  }
+}
+
+// What a reader lacks, by the value and by what reads it (a compute step or a send).
+void RankWalker::report_missing(std::size_t local, OpClass reader, Value value, PieceEnds ends) {
+  const Instruction& in = program_.code[begin_ + local];
+  const std::string mb = std::to_string(in.micro_batch);
+  const bool sends = reader == OpClass::p2p;
+  switch (value) {
+    case Value::input:
+      report(DiagnosticKind::DataflowInputMissing,
+             what(local) + (ends.first ? " runs before LoadInput of its micro-batch"
                                        : " runs before its input activation is received"),
+             local);
+      return;
+    case Value::activation:
+      if (sends) {
+        report(DiagnosticKind::DataflowSendBeforeCompute,
+               what(local) + " sends an activation that no Fwd of micro-batch " + mb +
+                   " has computed yet",
                local);
-      }
-      if (f & kForwarded) {
-        report(DiagnosticKind::DataflowNotExactlyOnce,
-               what(local) + " forwards micro-batch " + std::to_string(in.micro_batch) +
-                   " a second time",
-               local);
-      }
-      f |= kForwarded;
-      if (!(f & kHeld)) {
-        f |= kHeld;
-        ++held_;
-        peak_.peak_activations = std::max(peak_.peak_activations, held_);
-      }
-      break;
-    case Opcode::Bwd:
-    case Opcode::BwdInput:
-    case Opcode::BwdAllReduce:
-      if (!(f & kForwarded)) {
+      } else {
         report(DiagnosticKind::DataflowBackwardBeforeForward,
                what(local) + " runs before the Fwd of its micro-batch", local);
-      } else if (f & kPendingGradRecv) {
-        report(DiagnosticKind::BufferInUse,
-               what(local) + " reads its gradient while the IRecv of it is still pending (Wait "
-                             "first)",
-               local);
-      } else if (!(f & (at_last ? kTargetLoaded : kGradReceived))) {
-        report(DiagnosticKind::DataflowGradientMissing,
-               what(local) + (at_last ? " runs before LoadTarget of its micro-batch"
+      }
+      return;
+    case Value::output_gradient:
+    case Value::target:
+      report(DiagnosticKind::DataflowGradientMissing,
+             what(local) + (ends.last ? " runs before LoadTarget of its micro-batch"
                                       : " runs before its output gradient is received"),
+             local);
+      return;
+    case Value::input_gradient:
+      if (sends) {
+        report(DiagnosticKind::DataflowSendBeforeCompute,
+               what(local) + " sends a gradient that no backward of micro-batch " + mb +
+                   " has computed yet",
                local);
-      }
-      if (f & kInputGradDone) {
-        report(DiagnosticKind::DataflowNotExactlyOnce,
-               what(local) + " backwards micro-batch " + std::to_string(in.micro_batch) +
-                   " a second time",
-               local);
-      }
-      f |= kInputGradDone;
-      if (in.op != Opcode::BwdInput) {
-        f |= kWeightGradDone;
-        if (f & kHeld) {
-          f &= static_cast<std::uint16_t>(~kHeld);
-          --held_;
-        }
-      }
-      if (in.op == Opcode::BwdAllReduce) unreduced_ = false;
-      break;
-    case Opcode::BwdWeight:
-      if (!(f & kInputGradDone)) {
+      } else {
         report(DiagnosticKind::DataflowWeightBeforeInput,
                what(local) + " runs before the BwdInput of its micro-batch", local);
-      } else if (f & kWeightGradDone) {
-        report(DiagnosticKind::DataflowNotExactlyOnce,
-               what(local) + " computes the weight gradient of micro-batch " +
-                   std::to_string(in.micro_batch) + " a second time",
-               local);
       }
-      f |= kWeightGradDone;
-      if (f & kHeld) {
-        f &= static_cast<std::uint16_t>(~kHeld);
-        --held_;
-      }
-      break;
-    default: break;
+      return;
+    case Value::weight_gradient:
+    case Value::message:
+    case Value::gradient:
+    case Value::reduced_gradient:
+      report(DiagnosticKind::DataflowInputMissing,
+             what(local) + " runs before its " + std::string(name(value)) + " exists", local);
+      return;
   }
+}
+
+// What a compute step does a second time, by the first value it makes again.
+std::string RankWalker::twice(Value value, std::uint32_t micro_batch) {
+  const std::string mb = std::to_string(micro_batch);
+  switch (value) {
+    case Value::activation: return " forwards micro-batch " + mb + " a second time";
+    case Value::input_gradient: return " backwards micro-batch " + mb + " a second time";
+    case Value::weight_gradient:
+      return " computes the weight gradient of micro-batch " + mb + " a second time";
+    case Value::input:
+    case Value::target:
+    case Value::output_gradient:
+    case Value::message:
+    case Value::gradient:
+    case Value::reduced_gradient: break;
+  }
+  return " makes its " + std::string(name(value)) + " of micro-batch " + mb + " a second time";
+}
+
+GroupSet RankWalker::all_groups() {
+  GroupSet all;
+  for (std::size_t g = 0; g < kGroupCount; ++g) all = all.with(static_cast<Group>(g));
+  return all;
 }
 
 void RankWalker::step_optimizer(std::size_t local) {
@@ -398,20 +386,38 @@ void RankWalker::step_optimizer(std::size_t local) {
     reporter_.note(d, "the pending request: " + reporter_.describe(begin_ + pending_head_),
                    reporter_.at(begin_ + pending_head_));
   }
-  // Mirror placement sums a piece's two copies inside OptimizerStep, within
-  // one pipeline; the replicas of a stage still need their reduction.
-  if (program_.config.dp > 1 && unreduced_) {
-    report(DiagnosticKind::DataflowStepTooEarly,
-           "OptimizerStep applies gradients that were not reduced over the data-parallel "
-           "group (no AllReduce or BwdAllReduce after the last backward)",
-           local);
+  // The parameters have copies on other ranks (or twice on this one): the
+  // gradients must be summed over each group that holds them first.
+  const GroupSet copies = groups_holding_copies(program_.placement, program_.config);
+  for (std::size_t g = 0; g < kGroupCount; ++g) {
+    const auto group = static_cast<Group>(g);
+    if (!copies.contains(group) || reduced_.contains(group)) continue;
+    report(DiagnosticKind::DataflowStepTooEarly, unreduced_step(group), local);
   }
+}
+
+// Why a step's gradients are not summed over `group` yet.
+std::string RankWalker::unreduced_step(Group group) {
+  switch (group) {
+    case Group::dp:
+      return "OptimizerStep applies gradients that were not reduced over the data-parallel "
+             "group (no AllReduce or BwdAllReduce after the last backward)";
+    case Group::mirror:
+      return "OptimizerStep applies gradients that were not summed with the other copy of each "
+             "model piece (no AllReduce over mirror after the last backward)";
+    case Group::none:
+    case Group::pipeline: break;
+  }
+  return "OptimizerStep applies gradients that were not summed over the " +
+         std::string(name(group)) + " group";
 }
 
 void RankWalker::finish() {
   for (std::uint32_t r = pending_head_; r != kNone; r = pending_next_[r]) {
-    report(DiagnosticKind::RequestNeverWaited,
-           what(r) + " is never completed by a Wait or WaitAll", r);
+    if (request_failure(LinkFailureKind::never_completed, begin_ + r)) {
+      report(DiagnosticKind::RequestNeverWaited,
+             what(r) + " is never completed by a Wait or WaitAll", r);
+    }
   }
   if (!loud_) return;
   // Under mirror placement a micro-batch travels one of the two lanes, so on
@@ -427,15 +433,15 @@ void RankWalker::finish() {
       for (int c = one_lane_each ? 0 : chunk; c < (one_lane_each ? chunks_ : chunk + 1); ++c) {
         const std::uint16_t g = flags_[static_cast<std::size_t>(c * micro_batches_ + mb)];
         f |= g;
-        if (g & kForwarded) ++forwarded_by;
+        if (g & forwarded) ++forwarded_by;
       }
       const auto m = static_cast<std::uint32_t>(mb);
-      if (!(f & kForwarded)) unforwarded.push_back(m);
+      if (!(f & forwarded)) unforwarded.push_back(m);
       if (forwarded_by > 1) twice.push_back(m);
       if (!training_) continue;
-      if (!(f & kInputGradDone)) {
+      if (!(f & input_gradient_done)) {
         unbackwarded.push_back(m);
-      } else if (!(f & kWeightGradDone)) {
+      } else if (!(f & weight_gradient_done)) {
         no_weight.push_back(m);
       }
     }
@@ -464,10 +470,10 @@ void RankWalker::finish() {
 
 }  // namespace
 
-void check_ranks(const Program& program, Links& links, Reporter& reporter,
+void check_ranks(const Program& program, const Link& link, Reporter& reporter,
                  const std::vector<bool>& quiet, std::vector<StageMemory>& memory) {
   const Config& c = program.config;
-  RankWalker walker(program, links, reporter, is_training(program));
+  RankWalker walker(program, link, reporter, is_training(program));
   memory.assign(static_cast<std::size_t>(std::max(0, c.stages)), StageMemory{});
   for (int s = 0; s < c.stages; ++s) memory[static_cast<std::size_t>(s)].stage = s;
   for (int r = 0; r < program.ranks(); ++r) {

@@ -6,11 +6,12 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <ostream>
 #include <sstream>
 
 #include <yaml-cpp/yaml.h>
+
+#include "read_file.hpp"
 
 namespace pipevm {
 
@@ -67,27 +68,40 @@ double median(std::vector<double> values) {
 
 }  // namespace
 
-double Costs::duration(const Instruction& instruction) const {
-  switch (instruction.op) {
-    case Opcode::LoadInput:
-    case Opcode::LoadTarget:
-      return load;
-    case Opcode::Fwd:
-      return fwd;
-    case Opcode::Bwd:
-    case Opcode::BwdAllReduce:
-      return backward();
-    case Opcode::BwdInput:
-      return bwd_input;
-    case Opcode::BwdWeight:
-      return bwd_weight;
-    case Opcode::ZeroGrad:
-      return zero_grad;
-    case Opcode::OptimizerStep:
-      return optimizer;
-    default:
-      return 0;  // communication: timed by its partners, not by the rank alone
+double Costs::duration(CostKind kind) const {
+  switch (kind) {
+    case CostKind::load: return load;
+    case CostKind::fwd: return fwd;
+    case CostKind::bwd:
+    case CostKind::bwd_allreduce: return backward();
+    case CostKind::bwd_input: return bwd_input;
+    case CostKind::bwd_weight: return bwd_weight;
+    case CostKind::zero_grad: return zero_grad;
+    case CostKind::optimizer: return optimizer;
+    // Communication: timed by its partners, not by the rank alone.
+    case CostKind::none:
+    case CostKind::allreduce:
+    case CostKind::message: return 0;
   }
+  return 0;
+}
+
+double Costs::reduction(CostKind kind, int members) const {
+  if (members <= 1) return 0;
+  switch (kind) {
+    case CostKind::allreduce:
+    case CostKind::bwd_allreduce: return allreduce;
+    case CostKind::none:
+    case CostKind::load:
+    case CostKind::fwd:
+    case CostKind::bwd:
+    case CostKind::bwd_input:
+    case CostKind::bwd_weight:
+    case CostKind::message:
+    case CostKind::zero_grad:
+    case CostKind::optimizer: return 0;
+  }
+  return 0;
 }
 
 double Costs::message_time(MessageKind kind) const {
@@ -178,14 +192,12 @@ bool parse_costs_yaml(std::string_view yaml_text, Costs& costs, std::string& err
 }
 
 bool read_costs_yaml(const std::string& path, Costs& costs, std::string& error) {
-  std::ifstream in(path);
-  if (!in) {
-    error = "cannot read cost file '" + path + "'";
+  std::string text;
+  if (!read_input_file(path, kMaxYamlBytes, "cost files", text, error)) {
+    error = "cannot read cost file '" + path + "': " + error;
     return false;
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!parse_costs_yaml(text.str(), costs, error)) {
+  if (!parse_costs_yaml(text, costs, error)) {
     error = path + ": " + error;
     return false;
   }
@@ -220,32 +232,31 @@ std::string describe(const Costs& costs) {
 
 Costs costs_from_measurements(const Program& program,
                               const std::vector<MeasuredInstruction>& measured) {
-  std::array<std::vector<double>, kOpcodeCount> durations;
+  std::map<CostKind, std::vector<double>> durations;
   for (const MeasuredInstruction& m : measured) {
     if (m.rank < 0 || m.rank >= program.ranks()) continue;
     const auto stream = program.rank(m.rank);
     if (m.index >= stream.size()) continue;
     const double microseconds = static_cast<double>(m.end_ns - m.start_ns) / 1000.0;
-    durations[static_cast<std::size_t>(stream[m.index].op)].push_back(microseconds);
+    durations[info(stream[m.index].op).cost].push_back(microseconds);
   }
-  const auto median_of = [&](std::initializer_list<Opcode> ops) {
+  const auto median_of = [&](std::initializer_list<CostKind> of) {
     std::vector<double> all;
-    for (Opcode op : ops) {
-      const auto& d = durations[static_cast<std::size_t>(op)];
+    for (const CostKind kind : of) {
+      const auto& d = durations[kind];
       all.insert(all.end(), d.begin(), d.end());
     }
     return median(std::move(all));
   };
   Costs costs;
-  costs.fwd = median_of({Opcode::Fwd});
-  costs.bwd_input = median_of({Opcode::BwdInput});
-  costs.bwd_weight = median_of({Opcode::BwdWeight});
-  if (!durations[static_cast<std::size_t>(Opcode::Bwd)].empty())
-    costs.bwd = median_of({Opcode::Bwd});
-  costs.load = median_of({Opcode::LoadInput, Opcode::LoadTarget});
-  costs.zero_grad = median_of({Opcode::ZeroGrad});
-  costs.optimizer = median_of({Opcode::OptimizerStep});
-  costs.allreduce = median_of({Opcode::AllReduce});
+  costs.fwd = median_of({CostKind::fwd});
+  costs.bwd_input = median_of({CostKind::bwd_input});
+  costs.bwd_weight = median_of({CostKind::bwd_weight});
+  if (!durations[CostKind::bwd].empty()) costs.bwd = median_of({CostKind::bwd});
+  costs.load = median_of({CostKind::load});
+  costs.zero_grad = median_of({CostKind::zero_grad});
+  costs.optimizer = median_of({CostKind::optimizer});
+  costs.allreduce = median_of({CostKind::allreduce});
   return costs;
 }
 

@@ -38,9 +38,12 @@ struct Costs {
   double grad_bytes = 0;      // size of one gradient message
 
   double backward() const { return bwd.value_or(bwd_input + bwd_weight); }
-  // The time `instruction` keeps its rank working, excluding waits for partners
-  // (messages and collectives are timed by message_time and allreduce).
-  double duration(const Instruction& instruction) const;
+  // The time an instruction of cost `kind` keeps its rank working (compute,
+  // data, optimizer), excluding its communication and waits for partners.
+  double duration(CostKind kind) const;
+  // The time one collective of cost `kind` takes to reduce over `members`
+  // ranks once the last has arrived (0 for a group of one).
+  double reduction(CostKind kind, int members) const;
   // The time one message of `kind` takes from the moment sender and receiver are both ready.
   double message_time(MessageKind kind) const;
 };
@@ -78,9 +81,11 @@ struct MeasuredInstruction {
   std::int64_t end_ns = 0;
 };
 
-// The median duration of each kind of compute, data and optimizer instruction
-// and of AllReduce in a real run, in microseconds. Message costs are left 0:
-// a blocking receive's duration is mostly waiting for its sender, not transfer.
+// The median duration of each cost kind of compute, data and optimizer
+// instruction and of AllReduce in a real run, in microseconds (a
+// BwdAllReduce counts for neither: its reduction overlaps its compute).
+// Message costs are left 0: a blocking receive's duration is mostly waiting
+// for its sender, not transfer.
 Costs costs_from_measurements(const Program& program,
                               const std::vector<MeasuredInstruction>& measured);
 

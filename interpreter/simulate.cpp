@@ -1,38 +1,29 @@
 // The simulator's engine: a worklist over ranks, each running its stream in
 // order until it waits for a partner that has not arrived yet; the partner's
 // arrival puts it back on the list. Every instruction is visited a bounded
-// number of times, so a simulation is linear in the program's length.
-// Messages and collectives are paired before the run, statically (the pairing
-// under rendezvous does not depend on timing; simulate_pairing.cpp), which
-// also finds unmatched messages and collectives that do not line up before
-// any clock ticks. Figures from the timeline: simulate_figures.cpp.
+// number of times, so a simulation is linear in the program's length. Who
+// waits for whom comes from the link pass (link.hpp): a program that does
+// not link (an unmatched message, a wait without a request, collectives
+// that do not line up, a peer outside the pipeline) is refused before any
+// clock ticks, pointing at `pipevm check`. Figures from the timeline:
+// simulate_figures.cpp.
 #include <algorithm>
 #include <cstdint>
 #include <string>
 
+#include "link.hpp"
+#include "model_shape.hpp"
 #include "simulate.hpp"
-#include "simulate_pairing.hpp"
 
 namespace pipevm {
 
 namespace {
 
-using simulate_detail::IndexQueues;
-using simulate_detail::is_collective;
-using simulate_detail::is_point_to_point;
-using simulate_detail::kNone;
-using simulate_detail::owners;
-using simulate_detail::pair_partners;
-using simulate_detail::peer_is_valid;
-using simulate_detail::RequestKey;
-using simulate_detail::RequestKeyHash;
-using simulate_detail::requests;
-
 constexpr double kUnknown = -1;
+constexpr std::size_t kNone = static_cast<std::size_t>(-1);
 
-// One collective as the members of its data-parallel group issue it.
-struct CollectiveSlot {
-  std::vector<std::size_t> members;  // one instruction per member rank
+// One collective slot as its members arrive.
+struct SlotState {
   std::size_t arrived = 0;
   double last_arrival = 0;
   double last_compute_end = 0;  // BwdAllReduce: when the last member's backward is done
@@ -48,22 +39,32 @@ std::string quoted(const Instruction& in) {
 
 class Simulator {
  public:
-  Simulator(const Program& program, const Costs& costs, Diagnostics& diagnostics)
+  Simulator(const Program& program, const Link& link, const Costs& costs,
+            Diagnostics& diagnostics)
       : program_(program),
         config_(program.config),
+        link_(link),
         costs_(costs),
         diagnostics_(diagnostics),
-        owner_(owners(program)) {}
+        owner_(program.code.size(), 0) {
+    for (int r = 0; r < program.ranks(); ++r) {
+      std::fill(owner_.begin() + static_cast<std::ptrdiff_t>(
+                                     program.rank_begin[static_cast<std::size_t>(r)]),
+                owner_.begin() + static_cast<std::ptrdiff_t>(
+                                     program.rank_begin[static_cast<std::size_t>(r) + 1]),
+                r);
+    }
+  }
 
   std::optional<Timeline> run() {
-    if (!check_peers() || !pair_points() || !pair_collectives()) return std::nullopt;
+    if (!links()) return std::nullopt;
     const std::size_t n = program_.code.size();
     timeline_.times.assign(n, {});
     posted_.assign(n, kUnknown);
     transfer_begin_.assign(n, kUnknown);
     completion_.assign(n, kUnknown);
     waiter_.assign(n, -1);
-    wait_all_took_.assign(n, false);
+    slots_.assign(link_.slot_begin.size() - 1, {});
     ranks_.assign(static_cast<std::size_t>(program_.ranks()), {});
     for (int r = program_.ranks() - 1; r >= 0; --r) {
       ranks_[static_cast<std::size_t>(r)].pc = program_.rank_begin[static_cast<std::size_t>(r)];
@@ -79,7 +80,7 @@ class Simulator {
     if (!report_stuck_ranks()) return std::nullopt;
     for (const RankState& s : ranks_) timeline_.makespan = std::max(timeline_.makespan, s.clock);
     for (std::size_t i = 0; i < n; ++i) {
-      if (is_send(program_.code[i].op)) timeline_.flows.push_back({i, partner_[i]});
+      if (is_send(program_.code[i].op)) timeline_.flows.push_back({i, link_.to[i]});
     }
     return std::move(timeline_);
   }
@@ -89,14 +90,10 @@ class Simulator {
     std::size_t pc = 0;
     std::size_t end = 0;
     double clock = 0;
-    bool entered = false;             // times[pc].issued is set
-    std::size_t waiting_for = kNone;  // the request a Wait took, or WaitAll's progress
-    std::size_t wait_all_cursor = 0;
-    double wait_all_end = 0;
-    std::size_t wait_all_latest = kNone;  // the request WaitAll found to finish last
-    // Requests posted since the last WaitAll. One a Wait completed stays here:
-    // WaitAll finds it complete already, which costs nothing.
-    std::vector<std::size_t> pending;
+    bool entered = false;       // times[pc].issued is set
+    std::size_t wait_next = 0;  // a blocked wait's next request, in link_.completed
+    double wait_end = 0;
+    std::size_t wait_latest = kNone;  // the request the wait found to finish last
   };
 
   Location location_of(std::size_t i) const {
@@ -104,86 +101,55 @@ class Simulator {
     return {program_.file, program_.source_of(program_.code[i]), r, stage_of(config_, r)};
   }
 
-  bool check_peers() {
+  // False, with a diagnostic per failure, when the program does not link in
+  // a way that leaves its timeline undefined. A peer that is a stage but not
+  // the lane's neighbour, or a request never completed, still has a time.
+  bool links() {
     bool ok = true;
-    for (std::size_t i = 0; i < program_.code.size(); ++i) {
-      const Instruction& in = program_.code[i];
-      if (!is_point_to_point(in.op) || peer_is_valid(program_, owner_[i], in)) continue;
-      diagnostics_.report(DiagnosticKind::WrongPeer,
-                          quoted(in) + " names stage " + std::to_string(in.peer) +
-                              ", which is outside the pipeline or the rank itself; run `pipevm "
-                              "check` for the full analysis",
-                          location_of(i));
-      ok = false;
-    }
-    return ok;
-  }
-
-  bool pair_points() {
-    partner_ = pair_partners(program_);
-    bool ok = true;
-    for (std::size_t i = 0; i < program_.code.size(); ++i) {
-      const Instruction& in = program_.code[i];
-      if (!is_point_to_point(in.op) || partner_[i] != kNone) continue;
-      const bool sending = is_send(in.op);
-      diagnostics_.report(
-          sending ? DiagnosticKind::UnmatchedSend : DiagnosticKind::UnmatchedRecv,
-          quoted(in) + (sending ? " is never received by stage " : " is never sent by stage ") +
-              std::to_string(in.peer) + "; run `pipevm check` for the full analysis",
-          location_of(i));
-      ok = false;
-    }
-    return ok;
-  }
-
-  bool pair_collectives() {
-    slot_of_.assign(program_.code.size(), kNone);
-    bool ok = true;
-    for (int stage = 0; stage < config_.stages; ++stage) {
-      std::vector<std::vector<std::size_t>> issued(static_cast<std::size_t>(config_.dp));
-      for (int d = 0; d < config_.dp; ++d) {
-        const int r = rank_of(config_, d, stage);
-        for (std::size_t i = program_.rank_begin[static_cast<std::size_t>(r)];
-             i < program_.rank_begin[static_cast<std::size_t>(r) + 1]; ++i) {
-          if (is_collective(program_.code[i].op)) issued[static_cast<std::size_t>(d)].push_back(i);
-        }
-      }
-      const std::vector<std::size_t>& first = issued.front();
-      for (std::size_t d = 1; d < issued.size() && ok; ++d) {
-        const std::size_t common = std::min(first.size(), issued[d].size());
-        for (std::size_t k = 0; k < common; ++k) {
-          if (program_.code[first[k]].op == program_.code[issued[d][k]].op) continue;
-          diagnostics_
-              .report(DiagnosticKind::CollectiveOrder,
-                      "collective " + quoted(program_.code[issued[d][k]]) + " meets " +
-                          quoted(program_.code[first[k]]) +
-                          " of its data-parallel group; run `pipevm check` for the "
-                          "full analysis",
-                      location_of(issued[d][k]))
-              .notes.push_back({"the group's first member issues this", location_of(first[k])});
-          ok = false;
+    for (const LinkFailure& failure : link_.failures) {
+      const Instruction& in = program_.code[failure.index];
+      std::string what;
+      DiagnosticKind kind = DiagnosticKind::Deadlock;
+      switch (failure.kind) {
+        case LinkFailureKind::never_completed: continue;
+        case LinkFailureKind::peer_not_neighbour:
+          if (link_.to[failure.index] != kNoLink) continue;
+          kind = DiagnosticKind::WrongPeer;
+          what = " names stage " + std::to_string(in.peer) +
+                 ", not the neighbouring stage along the lane, and nothing pairs with it";
           break;
-        }
-        if (ok && first.size() != issued[d].size()) {
-          const bool longer = issued[d].size() > first.size();
-          const std::size_t extra = longer ? issued[d][common] : first[common];
-          diagnostics_.report(DiagnosticKind::CollectiveMissing,
-                              quoted(program_.code[extra]) +
-                                  " is not issued by every member of its data-parallel group; "
-                                  "run `pipevm check` for the full analysis",
-                              location_of(extra));
-          ok = false;
-        }
+        case LinkFailureKind::peer_outside:
+          kind = DiagnosticKind::WrongPeer;
+          what = " names stage " + std::to_string(in.peer) +
+                 ", which is outside the pipeline or the rank itself";
+          break;
+        case LinkFailureKind::size_mismatch:
+          kind = DiagnosticKind::SizeMismatch;
+          what = " would take " + quoted(program_.code[failure.other]) +
+                 ", whose message has another size";
+          break;
+        case LinkFailureKind::unmatched:
+          kind = is_send(in.op) ? DiagnosticKind::UnmatchedSend : DiagnosticKind::UnmatchedRecv;
+          what = (is_send(in.op) ? " is never received by stage " : " is never sent by stage ") +
+                 std::to_string(in.peer);
+          break;
+        case LinkFailureKind::wait_without_request:
+          kind = DiagnosticKind::WaitWithoutRequest;
+          what = " has no pending request to complete";
+          break;
+        case LinkFailureKind::collective_order:
+          kind = DiagnosticKind::CollectiveOrder;
+          what = " meets " + quoted(program_.code[failure.other]) + " of its group";
+          break;
+        case LinkFailureKind::collective_missing:
+          kind = DiagnosticKind::CollectiveMissing;
+          what = " is never issued by rank " + std::to_string(failure.other) +
+                 ", a member of its group";
+          break;
       }
-      if (!ok) continue;
-      for (std::size_t k = 0; k < first.size(); ++k) {
-        CollectiveSlot slot;
-        for (const auto& member : issued) {
-          slot.members.push_back(member[k]);
-          slot_of_[member[k]] = slots_.size();
-        }
-        slots_.push_back(std::move(slot));
-      }
+      diagnostics_.report(kind, quoted(in) + what + "; run `pipevm check` for the full analysis",
+                          location_of(failure.index));
+      ok = false;
     }
     return ok;
   }
@@ -199,7 +165,7 @@ class Simulator {
 
   void post_message(std::size_t i, double now) {
     posted_[i] = now;
-    const std::size_t j = partner_[i];
+    const std::size_t j = link_.to[i];
     if (posted_[j] == kUnknown) return;
     const double begin = std::max(posted_[i], posted_[j]);
     const double end = begin + costs_.message_time(program_.code[i].kind);
@@ -209,18 +175,21 @@ class Simulator {
 
   void arrive(std::size_t i, double now) {
     posted_[i] = now;
-    CollectiveSlot& slot = slots_[slot_of_[i]];
-    const bool with_backward = program_.code[i].op == Opcode::BwdAllReduce;
-    const double compute = with_backward ? costs_.backward() : 0;
+    const std::uint32_t s = link_.to[i];
+    SlotState& slot = slots_[s];
+    const CostKind cost = info(program_.code[i].op).cost;
+    const double compute = costs_.duration(cost);
     slot.last_arrival = slot.arrived == 0 ? now : std::max(slot.last_arrival, now);
     slot.last_compute_end =
         slot.arrived == 0 ? now + compute : std::max(slot.last_compute_end, now + compute);
-    if (++slot.arrived < slot.members.size()) return;
-    // A group of one has nothing to exchange. The reduction of a BwdAllReduce
-    // overlaps the backward: it ends when the slower of the two does.
-    const double reduction = slot.members.size() > 1 ? costs_.allreduce : 0;
+    if (++slot.arrived < link_.slot_size(s)) return;
+    // The reduction of a BwdAllReduce overlaps the backward: it ends when
+    // the slower of the two does.
+    const double reduction = costs_.reduction(cost, static_cast<int>(link_.slot_size(s)));
     const double end = std::max(slot.last_compute_end, slot.last_arrival + reduction);
-    for (std::size_t member : slot.members) complete(member, slot.last_arrival, end);
+    for (std::uint32_t m = link_.slot_begin[s]; m < link_.slot_begin[s + 1]; ++m) {
+      complete(link_.slot_members[m], slot.last_arrival, end);
+    }
   }
 
   // Runs rank r until it ends or waits for a partner.
@@ -231,12 +200,12 @@ class Simulator {
       if (!s.entered) {
         timeline_.times[i].issued = s.clock;
         s.entered = true;
+        s.wait_next = kNone;
       }
       if (!step(r, s, i)) return;
       s.clock = timeline_.times[i].ended;
       ++s.pc;
       s.entered = false;
-      s.waiting_for = kNone;
     }
   }
 
@@ -251,83 +220,64 @@ class Simulator {
   // be stepped again when woken). Sets times[i] when it completes.
   bool step(int r, RankState& s, std::size_t i) {
     const Instruction& in = program_.code[i];
+    const OpcodeInfo& row = info(in.op);
     InstructionTime& t = timeline_.times[i];
     const double now = t.issued;
-    if (is_point_to_point(in.op)) {
-      if (posted_[i] == kUnknown) post_message(i, now);
-      if (is_nonblocking(in.op)) {
-        s.pending.push_back(i);
-        const auto direction = is_send(in.op) ? WaitDirection::send : WaitDirection::recv;
-        pending_by_key_.push({r, request_key(direction, in)}, i);
-        t.started = t.ended = now;
+    switch (row.cls) {
+      case OpClass::p2p:
+        if (posted_[i] == kUnknown) post_message(i, now);
+        if (row.completion == Completion::request) {
+          t.started = t.ended = now;
+          return true;
+        }
+        if (!await(r, i)) return false;
+        t.started = transfer_begin_[i];
+        t.ended = completion_[i];
+        return true;
+      case OpClass::wait: {
+        // Done when the last of its requests is; the transfer it waited
+        // for longest is its communication.
+        const std::uint32_t w = link_.to[i];
+        if (s.wait_next == kNone) {
+          s.wait_next = link_.completes_begin[w];
+          s.wait_end = now;
+          s.wait_latest = kNone;
+        }
+        for (; s.wait_next < link_.completes_begin[w + 1]; ++s.wait_next) {
+          const std::size_t q = link_.completed[s.wait_next];
+          if (!await(r, q)) return false;
+          if (completion_[q] > s.wait_end) {
+            s.wait_end = completion_[q];
+            s.wait_latest = q;
+          }
+        }
+        t.ended = s.wait_end;
+        t.started = s.wait_latest == kNone
+                        ? now
+                        : std::clamp(transfer_begin_[s.wait_latest], now, t.ended);
         return true;
       }
-      if (!await(r, i)) return false;
-      t.started = transfer_begin_[i];
-      t.ended = completion_[i];
-      return true;
+      case OpClass::collective:
+        if (posted_[i] == kUnknown) arrive(i, now);
+        if (!await(r, i)) return false;
+        // A collective that computes first (BwdAllReduce) is busy from its start.
+        t.busy = costs_.duration(row.cost);
+        t.started = is_backward(in.op) ? now : transfer_begin_[i];
+        t.ended = completion_[i];
+        return true;
+      case OpClass::data:
+      case OpClass::compute:
+      case OpClass::optimizer:
+        t.busy = costs_.duration(row.cost);
+        t.started = now;
+        t.ended = now + t.busy;
+        return true;
     }
-    if (in.op == Opcode::Wait) {
-      if (s.waiting_for == kNone) {
-        const std::size_t request =
-            pending_by_key_.pop({r, request_key(in.direction, in)},
-                                [this](std::size_t q) { return wait_all_took_[q]; });
-        if (request == kNone) {
-          diagnostics_.report(DiagnosticKind::WaitWithoutRequest,
-                              quoted(in) +
-                                  " has no pending request to complete; run `pipevm "
-                                  "check` for the full analysis",
-                              location_of(i));
-          failed_ = true;
-          return false;
-        }
-        s.waiting_for = request;
-      }
-      if (!await(r, s.waiting_for)) return false;
-      t.ended = std::max(now, completion_[s.waiting_for]);
-      t.started = std::clamp(transfer_begin_[s.waiting_for], now, t.ended);
-      return true;
-    }
-    if (in.op == Opcode::WaitAll) {
-      if (s.wait_all_cursor == 0) {
-        s.wait_all_end = now;
-        s.wait_all_latest = kNone;
-      }
-      for (; s.wait_all_cursor < s.pending.size(); ++s.wait_all_cursor) {
-        const std::size_t q = s.pending[s.wait_all_cursor];
-        if (!await(r, q)) return false;
-        if (completion_[q] > s.wait_all_end) {
-          s.wait_all_end = completion_[q];
-          s.wait_all_latest = q;
-        }
-      }
-      t.ended = s.wait_all_end;
-      t.started = s.wait_all_latest == kNone
-                      ? now
-                      : std::clamp(transfer_begin_[s.wait_all_latest], now, t.ended);
-      for (std::size_t q : s.pending) wait_all_took_[q] = true;
-      s.pending.clear();
-      s.wait_all_cursor = 0;
-      return true;
-    }
-    if (is_collective(in.op)) {
-      if (posted_[i] == kUnknown) arrive(i, now);
-      if (!await(r, i)) return false;
-      const bool with_backward = in.op == Opcode::BwdAllReduce;
-      t.started = with_backward ? now : transfer_begin_[i];
-      t.ended = completion_[i];
-      t.busy = with_backward ? costs_.backward() : 0;
-      return true;
-    }
-    t.busy = costs_.duration(in);
-    t.started = now;
-    t.ended = now + t.busy;
     return true;
   }
 
   // True when every rank reached its end; otherwise reports who waits for whom.
   bool report_stuck_ranks() {
-    if (failed_) return false;
     std::vector<int> stuck;
     for (int r = 0; r < program_.ranks(); ++r) {
       const RankState& s = ranks_[static_cast<std::size_t>(r)];
@@ -352,54 +302,60 @@ class Simulator {
   }
 
   std::string waits_for(const RankState& s, std::size_t i) const {
-    const Instruction& in = program_.code[i];
+    const OpcodeInfo& row = info(program_.code[i].op);
     std::size_t request = i;
-    if (in.op == Opcode::Wait) request = s.waiting_for;
-    if (in.op == Opcode::WaitAll && s.wait_all_cursor < s.pending.size()) {
-      request = s.pending[s.wait_all_cursor];
+    if (row.cls == OpClass::wait) {
+      request = s.wait_next == kNone ? kNone : link_.completed[s.wait_next];
     }
-    if (request != kNone && is_point_to_point(program_.code[request].op)) {
-      const std::size_t j = partner_[request];
+    if (request != kNone && info(program_.code[request].op).cls == OpClass::p2p) {
+      const std::size_t j = link_.to[request];
       return " for rank " + std::to_string(owner_[j]) + " to reach " + quoted(program_.code[j]);
     }
-    if (slot_of_[i] != kNone) {
+    if (row.cls == OpClass::collective) {
+      const std::uint32_t slot = link_.to[i];
       std::string missing;
-      for (std::size_t member : slots_[slot_of_[i]].members) {
-        if (posted_[member] == kUnknown) {
+      for (std::uint32_t m = link_.slot_begin[slot]; m < link_.slot_begin[slot + 1]; ++m) {
+        if (posted_[link_.slot_members[m]] == kUnknown) {
           missing += ' ';
-          missing += std::to_string(owner_[member]);
+          missing += std::to_string(link_.slot_ranks[m]);
         }
       }
-      return " for data-parallel ranks" + missing;
+      return " for the ranks of its group:" + missing;
     }
     return {};
   }
 
   const Program& program_;
   const Config& config_;
+  const Link& link_;
   const Costs& costs_;
   Diagnostics& diagnostics_;
   std::vector<int> owner_;
-  std::vector<std::size_t> partner_;
-  std::vector<std::size_t> slot_of_;
-  std::vector<CollectiveSlot> slots_;
+  std::vector<SlotState> slots_;
   std::vector<double> posted_;
   std::vector<double> transfer_begin_;
   std::vector<double> completion_;
   std::vector<int> waiter_;
-  IndexQueues<RequestKey, RequestKeyHash> pending_by_key_{program_.code.size(), requests(program_)};
-  std::vector<bool> wait_all_took_;  // requests a WaitAll completed: no Wait may take them again
   std::vector<RankState> ranks_;
   std::vector<int> worklist_;
   Timeline timeline_;
-  bool failed_ = false;
 };
 
 }  // namespace
 
 std::optional<Simulation> simulate(const Program& program, const Costs& costs,
                                    Diagnostics& diagnostics) {
-  Simulator simulator(program, costs, diagnostics);
+  // The default model's sizes, as `pipevm check` assumes them: a send and
+  // a receive that pair but for their producing positions are a size
+  // mismatch where the sizes differ.
+  const LinkOptions options{
+      piece_boundary_widths(default_layer_widths(), model_pieces(program.placement, program.config))};
+  return simulate(program, link(program, options), costs, diagnostics);
+}
+
+std::optional<Simulation> simulate(const Program& program, const Link& link, const Costs& costs,
+                                   Diagnostics& diagnostics) {
+  Simulator simulator(program, link, costs, diagnostics);
   std::optional<Timeline> timeline = simulator.run();
   if (!timeline) return std::nullopt;
   Simulation simulation;

@@ -1,19 +1,18 @@
 // The simulator: a Program's timeline under a cost model.
 //
-// Semantics are the checker's, with clocks. Each rank runs its stream in
-// order; a compute, data or optimizer instruction starts when its rank is free
-// and lasts Costs::duration. Point-to-point messages pair exactly as the
-// checker pairs them: on (source rank, destination rank, message_key), first
-// send with first receive. A transfer starts when both sides have posted (a
-// blocking Send is a rendezvous: it returns only when its receive is there)
-// and lasts Costs::message_time; blocking operations return at its end,
-// non-blocking ones post a request that Wait/WaitAll complete. Collectives
-// pair the k-th collective of every rank of a data-parallel group (same
-// stage, every dp_rank); they begin when the last member arrives.
+// Semantics are the checker's, with clocks, on the same link (link.hpp).
+// Each rank runs its stream in order; a compute, data or optimizer
+// instruction starts when its rank is free and lasts Costs::duration of its
+// cost kind (isa.def). A message's transfer starts when both sides have
+// posted (a blocking Send is a rendezvous: it returns only when its receive
+// is there) and lasts Costs::message_time; blocking operations return at its
+// end, non-blocking ones post a request that its wait completes. A
+// collective slot begins when the last member of its group arrives and
+// lasts Costs::reduction.
 //
-// The simulator finds a deadlock and a few malformed programs only to stop:
-// it reports them as diagnostics that point at `pipevm check`, which explains
-// them properly. Rendering (grid, JSON, SVG, trace) lives in the sibling files.
+// A program that does not link, or that deadlocks, is not timed: the reasons
+// go to the diagnostics, pointing at `pipevm check`, which explains them.
+// Rendering (grid, JSON, SVG, trace) lives in the sibling files.
 #pragma once
 
 #include <cstddef>
@@ -26,6 +25,7 @@
 
 #include "costs.hpp"
 #include "diagnostics.hpp"
+#include "link.hpp"
 #include "program.hpp"
 
 namespace pipevm {
@@ -104,6 +104,9 @@ struct Simulation {
 // pair up): the reasons go to `diagnostics`.
 std::optional<Simulation> simulate(const Program& program, const Costs& costs,
                                    Diagnostics& diagnostics);
+// The same, for a program already linked.
+std::optional<Simulation> simulate(const Program& program, const Link& link, const Costs& costs,
+                                   Diagnostics& diagnostics);
 
 // Peak activations of each rank, from the order of its stream alone: a Fwd
 // stashes an activation until the Bwd, BwdWeight or BwdAllReduce of the same
@@ -111,21 +114,16 @@ std::optional<Simulation> simulate(const Program& program, const Costs& costs,
 // checker counts them: a forward-only program's peak is its forwards).
 std::vector<int> peak_activations(const Program& program);
 
-// What a Wait matches pending requests on: direction, kind, chunk, micro-batch.
-std::uint64_t request_key(WaitDirection direction, const Instruction& instruction);
-
 // For each non-blocking request (ISend, IRecv), the Wait or WaitAll that
-// completes it, from the order of the rank's stream alone (a Wait takes the
-// oldest pending request of its key, WaitAll all of them); SIZE_MAX where
-// none does and for every other instruction.
+// completes it, by the link's rule; SIZE_MAX where none does and for every
+// other instruction.
 std::vector<std::size_t> completing_instructions(const Program& program);
 
 // Figures (busy, idle, per stage, bubble) of a timeline, simulated or measured.
 void summarize(const Program& program, Simulation& simulation);
 
-// Pairs every send with its receive, as the simulator and the checker do:
-// per (source rank, destination rank, message_key), in stream order. Sends
-// or receives without a partner are left out (`unmatched` lists them).
+// Every send with its receive, as the link pairs them. Sends or receives
+// without a partner are left out (`unmatched` lists them).
 std::vector<MessageFlow> pair_messages(const Program& program,
                                        std::vector<std::size_t>* unmatched = nullptr);
 
@@ -149,7 +147,7 @@ std::vector<Segment> segments_of(const Program& program, const Timeline& timelin
 // The smallest of 1, 2, 5 x 10^k that is at least `value` (> 0).
 double nice_step(double value);
 // A time for people: up to 4 significant digits, no trailing zeros; whole
-// numbers from 10,000 on.
+// numbers from 10,000 to 10^15.
 std::string format_time(double value);
 
 // The rank x time grid: one character per time slot, a letter per activity

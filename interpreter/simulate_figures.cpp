@@ -10,35 +10,18 @@
 namespace pipevm {
 
 Activity activity_of(Opcode op) {
-  switch (op) {
-    case Opcode::Fwd:
-      return Activity::forward;
-    case Opcode::Bwd:
-    case Opcode::BwdAllReduce:
-      return Activity::backward;
-    case Opcode::BwdInput:
-      return Activity::backward_input;
-    case Opcode::BwdWeight:
-      return Activity::backward_weight;
-    case Opcode::LoadInput:
-    case Opcode::LoadTarget:
-      return Activity::data;
-    case Opcode::ZeroGrad:
-    case Opcode::OptimizerStep:
-      return Activity::optimizer;
-    default:
-      break;
-  }
-  switch (info(op).group) {
-    case OpcodeGroup::p2p:
-    case OpcodeGroup::collective:
-      return Activity::communication;
-    case OpcodeGroup::data:
-      return Activity::data;
-    case OpcodeGroup::optimizer:
-      return Activity::optimizer;
-    case OpcodeGroup::compute:
-      return Activity::forward;
+  switch (info(op).cost) {
+    case CostKind::fwd: return Activity::forward;
+    case CostKind::bwd:
+    case CostKind::bwd_allreduce: return Activity::backward;
+    case CostKind::bwd_input: return Activity::backward_input;
+    case CostKind::bwd_weight: return Activity::backward_weight;
+    case CostKind::load: return Activity::data;
+    case CostKind::zero_grad:
+    case CostKind::optimizer: return Activity::optimizer;
+    case CostKind::none:
+    case CostKind::allreduce:
+    case CostKind::message: return Activity::communication;
   }
   return Activity::idle;
 }
@@ -96,11 +79,11 @@ std::vector<int> peak_activations(const Program& program) {
     int peak = 0;
     for (const Instruction& in : program.rank(r)) {
       const std::uint64_t key = (static_cast<std::uint64_t>(in.chunk) << 32) | in.micro_batch;
-      if (in.op == Opcode::Fwd) {
+      const OpcodeInfo& row = info(in.op);
+      if (row.produces.contains(Value::activation)) {
         ++held[key];
         peak = std::max(peak, ++now);
-      } else if (in.op == Opcode::Bwd || in.op == Opcode::BwdWeight ||
-                 in.op == Opcode::BwdAllReduce) {
+      } else if (row.produces.contains(Value::weight_gradient)) {
         auto found = held.find(key);
         if (found != held.end() && found->second > 0) {
           --found->second;
@@ -125,8 +108,9 @@ void summarize(const Program& program, Simulation& simulation) {
          i < program.rank_begin[static_cast<std::size_t>(r) + 1]; ++i) {
       const InstructionTime& t = timeline.times[i];
       figures.busy += t.busy;
+      // Collectives with a compute part (BwdAllReduce) communicate too.
       if (activity_of(program.code[i].op) == Activity::communication ||
-          program.code[i].op == Opcode::BwdAllReduce) {
+          is_collective(program.code[i].op)) {
         figures.communication += t.ended - t.started - t.busy;
       }
     }

@@ -54,8 +54,10 @@ double nice_step(double value) {
 
 std::string format_time(double value) {
   char text[32];
-  // Large times (measured microseconds) read better whole than as 1e+05.
-  std::snprintf(text, sizeof text, std::fabs(value) >= 1e4 ? "%.0f" : "%.4g", value);
+  // Large times (measured microseconds) read better whole than as 1e+05, up
+  // to 1e15: beyond, whole numbers are not exact and outgrow the buffer.
+  const double size = std::fabs(value);
+  std::snprintf(text, sizeof text, size >= 1e4 && size < 1e15 ? "%.0f" : "%.4g", value);
   return text;
 }
 
@@ -114,7 +116,7 @@ std::string render_grid(const Program& program, const Timeline& timeline, int wi
                   row.begin() + static_cast<std::ptrdiff_t>(run_end), letter);
         const std::string digits = std::to_string(in.micro_batch);
         const bool numbered =
-            info(in.op).shape != OperandShape::None && segment.activity != Activity::communication;
+            operand_parts(in.op).micro_batch && segment.activity != Activity::communication;
         if (numbered && run_end - c >= 1 + digits.size()) {
           row.replace(c + 1, digits.size(), digits);
         }

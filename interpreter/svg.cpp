@@ -134,7 +134,7 @@ void write_svg(std::ostream& out, const Program& program, const Timeline& timeli
           << "\" stroke=\"#ffffff\" stroke-width=\"0.5\"><title>" << escape(disassemble(in))
           << "</title></rect>\n";
       const std::string label = std::to_string(in.micro_batch);
-      if (info(in.op).shape != OperandShape::None &&
+      if (operand_parts(in.op).micro_batch &&
           w >= kCharWidth * static_cast<double>(label.size()) + 2) {
         out << "<text x=\"" << number(x + w / 2) << "\" y=\"" << number(y + kRowHeight / 2 + 4)
             << "\" text-anchor=\"middle\" fill=\"" << (in.chunk % 2 == 1 ? "#000000" : shade.text)

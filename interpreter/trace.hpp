@@ -1,9 +1,13 @@
-// Timelines as Chrome trace event files (chrome://tracing, ui.perfetto.dev):
+// Timelines as Chrome trace event files (ui.perfetto.dev, chrome://tracing):
 // one thread per rank, a complete event ("ph": "X") per instruction, and a
 // flow arrow from each send to the instruction where its data arrives (the
-// receive, or the Wait/WaitAll that completes a non-blocking receive). Times
-// are microseconds: simulated costs are read as microseconds, and measured
-// runs (timeline_from_measurements) are converted to them.
+// receive, or the Wait/WaitAll that completes a non-blocking receive): the
+// arrow leaves the send's slice ("bind_id", "flow_out") and enters a
+// zero-length slice of its own ("act 3 from rank 0", "flow_in") on the
+// arriving rank, at the later of the send and the start of the arriving
+// instruction. Times are microseconds, rounded to whole nanoseconds:
+// simulated costs are read as microseconds, and measured runs
+// (timeline_from_measurements) are converted to them.
 #pragma once
 
 #include <iosfwd>

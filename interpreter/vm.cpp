@@ -5,6 +5,7 @@
 #include "vm.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 
 namespace pipevm {
@@ -106,11 +107,12 @@ Machine::Machine(const Program& program, int rank, runtime::Comm& comm,
     chunks_.push_back(std::move(chunk));
   }
   pending_.reserve(4 * micro_batches * to_size(chunk_count) + 16);
+  wait_requests_ = wait_requests(program, rank);
   reductions_.reserve(to_size(layers) * 2);
+  // Every rank splits, in the same order, or MPI waits forever: the groups
+  // a placement implies are made whether this rank's program uses them or not.
   if (program.placement == Placement::mirror) {
-    std::size_t largest = 0;
-    for (const Chunk& chunk : chunks_) largest = std::max(largest, chunk.piece.gradients().size());
-    mirror_scratch_.resize(2 * largest);
+    mirror_group_ = comm.split(group_instance(Group::mirror, program.placement, config, rank), rank);
   }
 }
 
@@ -151,6 +153,9 @@ class VmStep {
 
   void execute(const Instruction& in);
   Chunk& chunk_of(const Instruction& in);
+  static dataflow::PieceEnds ends(const Chunk& chunk) {
+    return {chunk.piece.is_first(), chunk.piece.is_last()};
+  }
   std::uint16_t& flags_of(const Instruction& in) { return chunk_of(in).flags[in.micro_batch]; }
   int peer_of(const Instruction& in) const;
   int tag_of(const Instruction& in) const {
@@ -167,9 +172,9 @@ class VmStep {
   void wait(const Instruction& in);
   void wait_all();
   void complete(const Machine::PendingMessage& message);
-  void all_reduce();
+  void all_reduce(Group group);
+  void sum_over_holders();
   void optimizer_step();
-  void sum_mirror_gradients();
   void finish_step();
 
   const Program& program_;
@@ -235,7 +240,7 @@ void VmStep::execute(const Instruction& in) {
       backward_weight(in, m_.comm_.dp() > 1);
       return;
     case Opcode::AllReduce:
-      all_reduce();
+      all_reduce(group_of(in));
       return;
     case Opcode::Send:
     case Opcode::ISend:
@@ -290,12 +295,12 @@ void VmStep::load_input(const Instruction& in) {
     unsupported("only the chunk holding the model's first layer loads inputs");
   }
   if (m_.batcher_ == nullptr) fail(DiagnosticKind::RuntimeData, "this rank has no data loaded");
-  if (flags & (Machine::input_pending | Machine::forwarded)) {
+  if (flags & (dataflow::input_pending | dataflow::forwarded)) {
     unsupported("the micro-batch's input buffer is in use");
   }
   m_.batcher_->input(m_.batch_, m_.dp_rank_, static_cast<int>(in.micro_batch),
                      m_.input_buffer(chunk, in.micro_batch));
-  flags |= Machine::input_ready;
+  flags |= dataflow::input_loaded;
 }
 
 void VmStep::load_target(const Instruction& in) {
@@ -306,20 +311,22 @@ void VmStep::load_target(const Instruction& in) {
   if (m_.batcher_ == nullptr) fail(DiagnosticKind::RuntimeData, "this rank has no data loaded");
   m_.batcher_->labels(m_.batch_, m_.dp_rank_, static_cast<int>(in.micro_batch),
                       m_.label_buffer(chunk, in.micro_batch));
-  chunk.flags[in.micro_batch] |= Machine::target_ready;
+  chunk.flags[in.micro_batch] |= dataflow::target_loaded;
 }
 
 void VmStep::forward(const Instruction& in) {
   Chunk& chunk = chunk_of(in);
   std::uint16_t& flags = chunk.flags[in.micro_batch];
-  if (flags & Machine::forwarded) unsupported("the micro-batch was already forwarded");
-  if (flags & Machine::input_pending) {
+  if (flags & dataflow::forwarded) unsupported("the micro-batch was already forwarded");
+  if (flags & dataflow::input_pending) {
     unsupported("its input is still being received: wait for the IRecv first");
   }
-  if (!(flags & Machine::input_ready)) unsupported("its input was neither loaded nor received");
+  if (!(flags & dataflow::present(Value::input, ends(chunk)))) {
+    unsupported("its input was neither loaded nor received");
+  }
   chunk.piece.forward(static_cast<int>(in.micro_batch), m_.input_buffer(chunk, in.micro_batch),
                       m_.rows_);
-  flags = static_cast<std::uint16_t>((flags & ~Machine::input_ready) | Machine::forwarded);
+  flags |= dataflow::forwarded;
   if (m_.comm_.pending() > 0) m_.comm_.progress();
 }
 
@@ -327,33 +334,33 @@ void VmStep::backward_input(const Instruction& in) {
   Chunk& chunk = chunk_of(in);
   std::uint16_t& flags = chunk.flags[in.micro_batch];
   const int slot = static_cast<int>(in.micro_batch);
-  if (!(flags & Machine::forwarded)) unsupported("backward before the micro-batch's forward");
-  if (flags & Machine::input_grad_done) unsupported("the input gradient was already computed");
+  if (!(flags & dataflow::forwarded)) unsupported("backward before the micro-batch's forward");
+  if (flags & dataflow::input_gradient_done) unsupported("the input gradient was already computed");
   std::span<const float> grad_output;
   if (chunk.piece.is_last()) {
-    if (!(flags & Machine::target_ready)) unsupported("the loss needs LoadTarget first");
+    if (!(flags & dataflow::target_loaded)) unsupported("the loss needs LoadTarget first");
     const runtime::LossResult loss =
         chunk.piece.loss(slot, m_.label_buffer(chunk, in.micro_batch), m_.loss_scale_);
     result_.loss += static_cast<double>(loss.loss);
     result_.correct += loss.correct;
     result_.rows += m_.rows_;
   } else {
-    if (flags & Machine::grad_pending) {
+    if (flags & dataflow::output_gradient_pending) {
       unsupported("its output gradient is still being received: wait for the IRecv first");
     }
-    if (!(flags & Machine::grad_ready)) unsupported("its output gradient was not received");
+    if (!(flags & dataflow::output_gradient_received)) unsupported("its output gradient was not received");
     grad_output = m_.output_grad_buffer(chunk, in.micro_batch);
   }
   chunk.input_grads[in.micro_batch] = chunk.piece.backward_input(slot, grad_output);
-  flags |= Machine::input_grad_done;
+  flags |= dataflow::input_gradient_done;
   if (m_.comm_.pending() > 0) m_.comm_.progress();
 }
 
 void VmStep::backward_weight(const Instruction& in, bool reduce_per_layer) {
   Chunk& chunk = chunk_of(in);
   std::uint16_t& flags = chunk.flags[in.micro_batch];
-  if (!(flags & Machine::input_grad_done)) unsupported("BwdWeight before BwdInput");
-  if (flags & Machine::weight_done) unsupported("the weight gradients were already accumulated");
+  if (!(flags & dataflow::input_gradient_done)) unsupported("BwdWeight before BwdInput");
+  if (flags & dataflow::weight_gradient_done) unsupported("the weight gradients were already accumulated");
   const int slot = static_cast<int>(in.micro_batch);
   if (reduce_per_layer) {
     Machine* machine = &m_;
@@ -366,7 +373,7 @@ void VmStep::backward_weight(const Instruction& in, bool reduce_per_layer) {
   } else {
     chunk.piece.backward_weight(slot);
   }
-  flags |= Machine::weight_done;
+  flags |= dataflow::weight_gradient_done;
   if (m_.comm_.pending() > 0) m_.comm_.progress();
 }
 
@@ -376,15 +383,15 @@ void VmStep::send(const Instruction& in) {
   const int peer = peer_of(in);
   std::span<const float> data;
   if (in.kind == MessageKind::act) {
-    if (!(flags & Machine::forwarded)) unsupported("sends an activation not yet computed");
+    if (!(flags & dataflow::forwarded)) unsupported("sends an activation not yet computed");
     data = chunk.piece.output(static_cast<int>(in.micro_batch));
   } else {
-    if (!(flags & Machine::input_grad_done)) unsupported("sends a gradient not yet computed");
+    if (!(flags & dataflow::input_gradient_done)) unsupported("sends a gradient not yet computed");
     data = chunk.input_grads[in.micro_batch];
     if (data.empty()) unsupported("the model's first piece has no input gradient to send");
   }
   const int tag = tag_of(in);
-  if (in.op == Opcode::Send) {
+  if (!posts_request(in.op)) {
     m_.comm_.send(peer, tag, data);
     return;
   }
@@ -398,20 +405,22 @@ void VmStep::receive(const Instruction& in) {
   const int peer = peer_of(in);
   const bool act = in.kind == MessageKind::act;
   const std::uint16_t busy =
-      act ? Machine::input_ready | Machine::input_pending | Machine::forwarded
-          : Machine::grad_ready | Machine::grad_pending;
+      act ? dataflow::input_loaded | dataflow::input_received | dataflow::input_pending |
+                dataflow::forwarded
+          : dataflow::output_gradient_received | dataflow::output_gradient_pending;
   if (flags & busy) unsupported("its buffer already holds or awaits this micro-batch's value");
   if (act && chunk.piece.is_first()) unsupported("the model's first piece takes no activation");
   if (!act && chunk.piece.is_last()) unsupported("the model's last piece takes no gradient");
   const std::span<float> into =
       act ? m_.input_buffer(chunk, in.micro_batch) : m_.output_grad_buffer(chunk, in.micro_batch);
   const int tag = tag_of(in);
-  if (in.op == Opcode::Recv) {
+  const Value value = message_value(in.kind, false);
+  if (!posts_request(in.op)) {
     m_.comm_.recv(peer, tag, into);
-    flags |= act ? Machine::input_ready : Machine::grad_ready;
+    flags |= dataflow::produced(value, OpClass::p2p);
     return;
   }
-  flags |= act ? Machine::input_pending : Machine::grad_pending;
+  flags |= dataflow::pending(value);
   m_.pending_.push_back({WaitDirection::recv, in.kind, in.micro_batch, in.chunk,
                          m_.comm_.irecv(peer, tag, into), index_});
 }
@@ -419,20 +428,17 @@ void VmStep::receive(const Instruction& in) {
 void VmStep::complete(const Machine::PendingMessage& message) {
   if (message.direction != WaitDirection::recv) return;
   std::uint16_t& flags = m_.chunks_[message.chunk].flags[message.micro_batch];
-  if (message.kind == MessageKind::act) {
-    flags = static_cast<std::uint16_t>((flags & ~Machine::input_pending) | Machine::input_ready);
-  } else {
-    flags = static_cast<std::uint16_t>((flags & ~Machine::grad_pending) | Machine::grad_ready);
-  }
+  const Value value = message_value(message.kind, false);
+  flags = static_cast<std::uint16_t>((flags & ~dataflow::pending(value)) |
+                                     dataflow::produced(value, OpClass::p2p));
 }
 
-void VmStep::wait(const Instruction& in) {
+void VmStep::wait(const Instruction& /*in*/) {
+  const std::uint32_t request = m_.wait_requests_[index_];
   const auto match =
-      std::find_if(m_.pending_.begin(), m_.pending_.end(), [&](const Machine::PendingMessage& p) {
-        return p.direction == in.direction && p.kind == in.kind &&
-               p.micro_batch == in.micro_batch && p.chunk == in.chunk;
-      });
-  if (match == m_.pending_.end()) unsupported("no such request is pending");
+      std::find_if(m_.pending_.begin(), m_.pending_.end(),
+                   [&](const Machine::PendingMessage& p) { return p.instruction == request; });
+  if (request == kNoLink || match == m_.pending_.end()) unsupported("no such request is pending");
   const Machine::PendingMessage message = *match;
   m_.pending_.erase(match);
   m_.comm_.wait(message.request);
@@ -445,9 +451,42 @@ void VmStep::wait_all() {
   m_.pending_.clear();
 }
 
-void VmStep::all_reduce() {
-  if (m_.comm_.dp() == 1) return;
-  for (Chunk& chunk : m_.chunks_) m_.comm_.allreduce_sum(chunk.piece.gradients());
+void VmStep::all_reduce(Group group) {
+  switch (group) {
+    case Group::dp:
+      if (m_.comm_.dp() == 1) return;
+      for (Chunk& chunk : m_.chunks_) m_.comm_.allreduce_sum(chunk.piece.gradients());
+      return;
+    case Group::mirror:
+      sum_over_holders();
+      return;
+    case Group::none:
+    case Group::pipeline:
+      break;
+  }
+  unsupported("an all-reduce over the " + std::string(name(group)) + " group");
+}
+
+// Under mirror placement a piece lives on two ranks of the pipeline (or
+// twice on the middle rank when the stage count is odd); each holder has
+// the gradients of its own lane's micro-batches. Each piece's copies are
+// summed, piece by piece in piece order, so that the holders, which hold
+// their two pieces as different chunks, pass the same buffers.
+void VmStep::sum_over_holders() {
+  if (m_.chunks_.size() == 2 && piece_at(m_.chunks_[0].where) == piece_at(m_.chunks_[1].where)) {
+    std::span<float> a = m_.chunks_[0].piece.gradients();
+    std::span<float> b = m_.chunks_[1].piece.gradients();
+    for (std::size_t i = 0; i < a.size(); ++i) b[i] = a[i] = a[i] + b[i];
+  }
+
+  if (m_.mirror_group_ == Machine::kNoGroup) return;
+  std::array<std::size_t, 2> order{0, 1};
+  if (m_.chunks_.size() == 2 && piece_at(m_.chunks_[1].where) < piece_at(m_.chunks_[0].where)) {
+    order = {1, 0};
+  }
+  for (const std::size_t c : order) {
+    m_.comm_.allreduce_sum(m_.chunks_[c].piece.gradients(), m_.mirror_group_);
+  }
 }
 
 void VmStep::optimizer_step() {
@@ -456,45 +495,8 @@ void VmStep::optimizer_step() {
                 disassemble(code_[m_.pending_.front().instruction]) +
                 "); their buffers may still change");
   }
-  if (program_.placement == Placement::mirror) sum_mirror_gradients();
   for (Chunk& chunk : m_.chunks_)
     chunk.optimizer.step(chunk.piece.parameters(), chunk.piece.gradients());
-}
-
-// Under mirror placement every piece lives on two ranks (or twice on the
-// middle rank when the stage count is odd); each holder has the gradients of
-// its own lane's micro-batches, so the holders add each other's before
-// stepping, and both take the same step.
-void VmStep::sum_mirror_gradients() {
-  const int partner = program_.config.stages - 1 - m_.stage_;
-  if (partner == m_.stage_) {
-    std::span<float> a = m_.chunks_[0].piece.gradients();
-    std::span<float> b = m_.chunks_[1].piece.gradients();
-    for (std::size_t i = 0; i < a.size(); ++i) b[i] = a[i] = a[i] + b[i];
-    return;
-  }
-  // Partner's chunk 1 - c holds the piece of this rank's chunk c.
-  for (std::size_t c = 0; c < 2; ++c) {
-    const runtime::Piece& piece = m_.chunks_[c].piece;
-    m_.pending_.push_back(
-        {WaitDirection::send, MessageKind::grad, 0, static_cast<std::uint16_t>(c),
-         m_.comm_.isend(partner, m_.tags_.gradient_sum_tag(piece_at(m_.chunks_[c].where)),
-                        piece.gradients()),
-         index_});
-  }
-  const std::size_t half = m_.mirror_scratch_.size() / 2;
-  for (std::size_t c = 0; c < 2; ++c) {
-    std::span<float> gradients = m_.chunks_[c].piece.gradients();
-    const std::span<float> theirs =
-        std::span<float>(m_.mirror_scratch_).subspan(c * half, gradients.size());
-    m_.comm_.recv(partner, m_.tags_.gradient_sum_tag(piece_at(m_.chunks_[c].where)), theirs);
-  }
-  wait_all();
-  for (std::size_t c = 0; c < 2; ++c) {
-    std::span<float> gradients = m_.chunks_[c].piece.gradients();
-    const float* theirs = m_.mirror_scratch_.data() + c * half;
-    for (std::size_t i = 0; i < gradients.size(); ++i) gradients[i] += theirs[i];
-  }
 }
 
 void VmStep::finish_step() {
@@ -507,7 +509,7 @@ void VmStep::finish_step() {
   for (Chunk& chunk : m_.chunks_) {
     for (std::size_t mb = 0; mb < chunk.flags.size(); ++mb) {
       const std::uint16_t flags = chunk.flags[mb];
-      if ((flags & Machine::forwarded) && !(flags & Machine::input_grad_done)) {
+      if ((flags & dataflow::forwarded) && !(flags & dataflow::input_gradient_done)) {
         chunk.piece.release(static_cast<int>(mb));
       }
     }

@@ -20,9 +20,11 @@
 #include <vector>
 
 #include "comm.hpp"
-#include "comm_tags.hpp"
 #include "data.hpp"
+#include "dataflow.hpp"
 #include "diagnostics.hpp"
+#include "link.hpp"
+#include "message_tags.hpp"
 #include "model.hpp"
 #include "optimizer.hpp"
 #include "program.hpp"
@@ -109,18 +111,6 @@ class Machine {
  private:
   friend class VmStep;
 
-  // What has happened to one micro-batch of one chunk during the step.
-  enum Flag : std::uint16_t {
-    input_ready = 1 << 0,    // loaded or received, not yet forwarded
-    input_pending = 1 << 1,  // an IRecv act is in flight into the input buffer
-    forwarded = 1 << 2,
-    target_ready = 1 << 3,     // LoadTarget done
-    grad_ready = 1 << 4,       // output gradient received
-    grad_pending = 1 << 5,     // an IRecv grad is in flight
-    input_grad_done = 1 << 6,  // BwdInput (or the first half of Bwd) done
-    weight_done = 1 << 7,      // BwdWeight done: the slot is free again
-  };
-
   struct Chunk {
     PipelinePosition where;
     runtime::Piece piece;
@@ -129,7 +119,7 @@ class Machine {
     std::vector<float> output_grads;                  // micro_batches x rows x output width
     std::vector<std::uint8_t> labels;                 // micro_batches x rows (last piece only)
     std::vector<std::span<const float>> input_grads;  // per micro-batch, from backward_input
-    std::vector<std::uint16_t> flags;                 // per micro-batch
+    std::vector<std::uint16_t> flags;  // per micro-batch: dataflow::CellState bits
   };
 
   // A non-blocking point-to-point operation the program has not waited for.
@@ -151,13 +141,17 @@ class Machine {
   int stage_;
   int dp_rank_;
   runtime::Comm& comm_;
-  runtime::MessageTags tags_;
+  MessageTags tags_;
   int rows_;
   float loss_scale_;
   std::vector<Chunk> chunks_;
   std::vector<PendingMessage> pending_;
+  // Per instruction of the rank's stream: the request a Wait there
+  // completes (link.hpp's rule), kNoLink elsewhere.
+  std::vector<std::uint32_t> wait_requests_;
   std::vector<runtime::Comm::Request> reductions_;  // BwdAllReduce's per-layer requests
-  std::vector<float> mirror_scratch_;               // the mirror partner's gradients
+  static constexpr runtime::Comm::Group kNoGroup = -1;
+  runtime::Comm::Group mirror_group_ = kNoGroup;  // the holders of this rank's pieces (mirror)
   const runtime::Batcher* batcher_ = nullptr;
   int batch_ = 0;
 };

@@ -32,7 +32,7 @@ std::uint64_t fnv1a(std::span<const float> values, std::uint64_t hash) {
 bool needs_data(const Program& program, int rank) {
   const auto stream = program.rank(rank);
   return std::any_of(stream.begin(), stream.end(), [](const Instruction& in) {
-    return in.op == Opcode::LoadInput || in.op == Opcode::LoadTarget;
+    return info(in.op).cls == OpClass::data;
   });
 }
 

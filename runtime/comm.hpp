@@ -5,11 +5,12 @@
 // tests without mpirun).
 //
 // Point-to-point messages name their peer by pipeline stage (within the
-// rank's own pipeline) and carry a tag (see comm_tags.hpp); they move floats
-// between caller-owned buffers, so a steady-state step allocates nothing.
-// Collectives run over the data-parallel group (the ranks of the same stage)
-// or, for start-up, checks and saving, over the whole world.
-// Not here: topology beyond pipeline x data-parallel, sharded collectives.
+// rank's own pipeline) and carry a tag (the VM's message_tags.hpp); they
+// move floats between caller-owned buffers, so a steady-state step
+// allocates nothing. Collectives run over a group: the data-parallel group
+// (the ranks of the same stage), any group split from the world (split),
+// or, for start-up, checks and saving, the whole world.
+// Not here: sharded collectives.
 #pragma once
 
 #include <cstddef>
@@ -38,6 +39,10 @@ class Comm {
  public:
   // A pending non-blocking operation; complete it with wait() or wait_all().
   using Request = int;
+  // A set of ranks that run collectives together.
+  using Group = int;
+  // The ranks of this rank's stage, in dp_rank order.
+  static constexpr Group kDataParallel = 0;
 
   Comm() = default;
   Comm(const Comm&) = delete;
@@ -60,9 +65,14 @@ class Comm {
   virtual Request isend(int peer_stage, int tag, std::span<const float> data) = 0;
   virtual Request irecv(int peer_stage, int tag, std::span<float> data) = 0;
 
-  // Sum over the data-parallel group, in place. iallreduce_sum's buffer must
-  // stay untouched until its request completes.
-  virtual void allreduce_sum(std::span<float> data) = 0;
+  // World-wide (every rank calls it, in the same order): the ranks passing
+  // the same `color` form one group, ordered by `key`; returns this rank's.
+  virtual Group split(int color, int key) = 0;
+  // Sum over `group`, in place; every member passes the same size.
+  virtual void allreduce_sum(std::span<float> data, Group group) = 0;
+  void allreduce_sum(std::span<float> data) { allreduce_sum(data, kDataParallel); }
+  // Sum over the data-parallel group, in place; the buffer must stay
+  // untouched until the request completes.
   virtual Request iallreduce_sum(std::span<float> data) = 0;
 
   virtual void wait(Request request) = 0;

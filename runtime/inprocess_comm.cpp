@@ -6,12 +6,14 @@
 
 #include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <exception>
 #include <map>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <tuple>
+#include <utility>
 
 namespace pipevm::runtime {
 
@@ -63,7 +65,7 @@ struct Mailbox {
 };
 
 // The members of a collective meet here; the last to arrive combines.
-struct Group {
+struct InProcessGroup {
   int size = 0;
   int arrived = 0;
   std::uint64_t generation = 0;
@@ -72,13 +74,16 @@ struct Group {
   std::vector<char> flags;
   std::vector<float> sum;
   std::vector<std::byte> bytes;
+  std::vector<int> colors, keys;  // split()'s arguments, per member
   bool all = true;
 
-  explicit Group(int members)
+  explicit InProcessGroup(int members)
       : size(members),
         inputs(static_cast<std::size_t>(members)),
         sizes(static_cast<std::size_t>(members)),
-        flags(static_cast<std::size_t>(members)) {}
+        flags(static_cast<std::size_t>(members)),
+        colors(static_cast<std::size_t>(members)),
+        keys(static_cast<std::size_t>(members)) {}
 };
 
 using MailboxKey = std::tuple<int, int, int>;  // source world rank, destination, tag
@@ -92,13 +97,21 @@ struct InProcessWorld::State {
   std::mutex mutex;
   std::condition_variable changed;
   std::map<MailboxKey, Mailbox> mailboxes;
-  std::vector<Group> data_parallel_groups;  // one per stage
-  Group world_group;
+  std::vector<InProcessGroup> data_parallel_groups;  // one per stage
+  InProcessGroup world_group;
+  std::deque<InProcessGroup> split_groups;         // made by split(); deque: they never move
+  std::vector<InProcessGroup*> last_split;         // per world rank: its group of the last split
+  std::vector<int> last_split_member;     // and its place in it
   bool aborted = false;
   std::string abort_message;
 
   State(int stages_, int dp_, std::chrono::milliseconds timeout_)
-      : stages(stages_), dp(dp_), timeout(timeout_), world_group(stages_ * dp_) {
+      : stages(stages_),
+        dp(dp_),
+        timeout(timeout_),
+        world_group(stages_ * dp_),
+        last_split(static_cast<std::size_t>(stages_ * dp_), nullptr),
+        last_split_member(static_cast<std::size_t>(stages_ * dp_), 0) {
     for (int s = 0; s < stages; ++s) data_parallel_groups.emplace_back(dp);
   }
 
@@ -125,7 +138,7 @@ struct InProcessWorld::State {
 
   // One collective: deposit, wait for all, the last one combines, collect.
   template <typename Deposit, typename Combine, typename Collect>
-  void rendezvous(int rank, Group& group, Deposit deposit, Combine combine, Collect collect) {
+  void rendezvous(int rank, InProcessGroup& group, Deposit deposit, Combine combine, Collect collect) {
     std::unique_lock lock(mutex);
     if (aborted) throw CommError("rank " + std::to_string(rank) + ": " + abort_message);
     deposit(group);
@@ -157,6 +170,11 @@ int InProcessWorld::dp() const {
   return state_->dp;
 }
 
+struct InProcessComm::GroupMembership {
+  InProcessGroup* group = nullptr;
+  int member = 0;  // the rank's place in it
+};
+
 struct InProcessComm::PendingReceive {
   Mailbox* mailbox = nullptr;  // null: a send or collective, already complete
   std::uint64_t sequence = 0;
@@ -165,7 +183,10 @@ struct InProcessComm::PendingReceive {
 };
 
 InProcessComm::InProcessComm(InProcessWorld& world, int world_rank)
-    : world_(world), world_rank_(world_rank) {}
+    : world_(world), world_rank_(world_rank) {
+  InProcessWorld::State& s = world.state();
+  groups_.push_back({&s.data_parallel_groups[static_cast<std::size_t>(stage())], dp_rank()});
+}
 InProcessComm::~InProcessComm() = default;
 
 int InProcessComm::world_size() const {
@@ -268,16 +289,51 @@ int InProcessComm::pending() const {
   return active_;
 }
 
-void InProcessComm::allreduce_sum(std::span<float> data) {
+Comm::Group InProcessComm::split(int color, int key) {
   InProcessWorld::State& s = world_.state();
-  const auto member = static_cast<std::size_t>(dp_rank());
+  const auto member = static_cast<std::size_t>(world_rank_);
   s.rendezvous(
-      world_rank_, s.data_parallel_groups[static_cast<std::size_t>(stage())],
-      [&](Group& g) {
+      world_rank_, s.world_group,
+      [&](InProcessGroup& g) {
+        g.colors[member] = color;
+        g.keys[member] = key;
+      },
+      [&](InProcessGroup& g) {
+        // Per colour, its ranks ordered by (key, world rank).
+        std::map<int, std::vector<std::pair<int, int>>> by_color;
+        for (std::size_t r = 0; r < g.colors.size(); ++r) {
+          by_color[g.colors[r]].emplace_back(g.keys[r], static_cast<int>(r));
+        }
+        for (auto& [c, ranks] : by_color) {
+          std::sort(ranks.begin(), ranks.end());
+          InProcessGroup& made = s.split_groups.emplace_back(static_cast<int>(ranks.size()));
+          for (std::size_t i = 0; i < ranks.size(); ++i) {
+            const auto r = static_cast<std::size_t>(ranks[i].second);
+            s.last_split[r] = &made;
+            s.last_split_member[r] = static_cast<int>(i);
+          }
+        }
+      },
+      [&](InProcessGroup&) {
+        groups_.push_back({s.last_split[member], s.last_split_member[member]});
+      });
+  return static_cast<Group>(groups_.size() - 1);
+}
+
+void InProcessComm::allreduce_sum(std::span<float> data, Group group) {
+  if (group < 0 || static_cast<std::size_t>(group) >= groups_.size()) {
+    throw CommError("rank " + std::to_string(world_rank_) + ": no group " + std::to_string(group));
+  }
+  InProcessWorld::State& s = world_.state();
+  const GroupMembership& membership = groups_[static_cast<std::size_t>(group)];
+  const auto member = static_cast<std::size_t>(membership.member);
+  s.rendezvous(
+      world_rank_, *membership.group,
+      [&](InProcessGroup& g) {
         g.inputs[member] = data.data();
         g.sizes[member] = data.size();
       },
-      [&](Group& g) {
+      [&](InProcessGroup& g) {
         for (const std::size_t size : g.sizes) {
           if (size != data.size()) throw CommError("all-reduce members disagree on the size");
         }
@@ -287,7 +343,7 @@ void InProcessComm::allreduce_sum(std::span<float> data) {
           for (std::size_t i = 0; i < g.sum.size(); ++i) g.sum[i] += values[i];
         }
       },
-      [&](Group& g) { std::memcpy(data.data(), g.sum.data(), data.size() * sizeof(float)); });
+      [&](InProcessGroup& g) { std::memcpy(data.data(), g.sum.data(), data.size() * sizeof(float)); });
 }
 
 Comm::Request InProcessComm::iallreduce_sum(std::span<float> data) {
@@ -302,12 +358,12 @@ bool InProcessComm::all_ok(bool ok) {
   const auto member = static_cast<std::size_t>(world_rank_);
   bool result = false;
   s.rendezvous(
-      world_rank_, s.world_group, [&](Group& g) { g.flags[member] = ok ? 1 : 0; },
-      [&](Group& g) {
+      world_rank_, s.world_group, [&](InProcessGroup& g) { g.flags[member] = ok ? 1 : 0; },
+      [&](InProcessGroup& g) {
         g.all = true;
         for (const char flag : g.flags) g.all = g.all && flag != 0;
       },
-      [&](Group& g) { result = g.all; });
+      [&](InProcessGroup& g) { result = g.all; });
   return result;
 }
 
@@ -318,18 +374,18 @@ std::vector<std::byte> InProcessComm::gather_to_root(std::span<const std::byte> 
   std::vector<std::byte> result;
   s.rendezvous(
       world_rank_, s.world_group,
-      [&](Group& g) {
+      [&](InProcessGroup& g) {
         g.inputs[member] = mine.data();
         g.sizes[member] = mine.size();
       },
-      [&](Group& g) {
+      [&](InProcessGroup& g) {
         g.bytes.clear();
         for (std::size_t r = 0; r < g.inputs.size(); ++r) {
           const auto* begin = static_cast<const std::byte*>(g.inputs[r]);
           g.bytes.insert(g.bytes.end(), begin, begin + g.sizes[r]);
         }
       },
-      [&](Group& g) {
+      [&](InProcessGroup& g) {
         if (world_rank_ != 0) return;
         result = g.bytes;
         counts = g.sizes;
@@ -342,17 +398,17 @@ void InProcessComm::broadcast_from_root(std::span<std::byte> data) {
   InProcessWorld::State& s = world_.state();
   s.rendezvous(
       world_rank_, s.world_group,
-      [&](Group& g) {
+      [&](InProcessGroup& g) {
         if (world_rank_ == 0) {
           g.inputs[0] = data.data();
           g.sizes[0] = data.size();
         }
       },
-      [&](Group& g) {
+      [&](InProcessGroup& g) {
         const auto* begin = static_cast<const std::byte*>(g.inputs[0]);
         g.bytes.assign(begin, begin + g.sizes[0]);
       },
-      [&](Group& g) {
+      [&](InProcessGroup& g) {
         if (g.bytes.size() != data.size()) throw CommError("broadcast sizes differ");
         std::memcpy(data.data(), g.bytes.data(), data.size());
       });

@@ -2,7 +2,7 @@
 // runs can be tested without mpirun. An InProcessWorld holds the shared
 // state of `stages * dp` ranks: mailboxes keyed by (source, destination, tag)
 // in which messages keep their order as MPI's do, and one rendezvous per
-// group for collectives (summed in dp_rank order, so every member gets the
+// group for collectives (summed in member order, so every member gets the
 // same bits). Sends are eager (copied into the mailbox); receives and
 // collectives block with a timeout, so a broken test fails instead of hanging.
 // abort() on any rank wakes every other rank with a CommError.
@@ -49,7 +49,9 @@ class InProcessComm final : public Comm {
   void recv(int peer_stage, int tag, std::span<float> data) override;
   Request isend(int peer_stage, int tag, std::span<const float> data) override;
   Request irecv(int peer_stage, int tag, std::span<float> data) override;
-  void allreduce_sum(std::span<float> data) override;
+  Group split(int color, int key) override;
+  using Comm::allreduce_sum;
+  void allreduce_sum(std::span<float> data, Group group) override;
   Request iallreduce_sum(std::span<float> data) override;
   void wait(Request request) override;
   void wait_all() override;
@@ -63,10 +65,12 @@ class InProcessComm final : public Comm {
 
  private:
   struct PendingReceive;
+  struct GroupMembership;
   InProcessWorld& world_;
   int world_rank_;
   std::vector<PendingReceive> requests_;  // slot i is request id i
   std::vector<int> free_slots_;
+  std::vector<GroupMembership> groups_;  // Group g is groups_[g]; 0 is the data-parallel group
   int active_ = 0;
 
   Request take_slot();

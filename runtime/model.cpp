@@ -18,19 +18,6 @@ std::size_t to_size(int value) {
   return static_cast<std::size_t>(value);
 }
 
-std::size_t layer_parameter_count(const std::vector<int>& sizes, int layer) {
-  const std::size_t in = to_size(sizes[to_size(layer)]);
-  const std::size_t out = to_size(sizes[to_size(layer) + 1]);
-  return out * in + out;
-}
-
-void check_sizes(const std::vector<int>& sizes) {
-  if (sizes.size() < 2) throw std::invalid_argument("a model needs at least two layer widths");
-  for (const int width : sizes) {
-    if (width < 1) throw std::invalid_argument("layer widths must be positive");
-  }
-}
-
 }  // namespace
 
 std::string_view name(Loss loss) {
@@ -49,96 +36,8 @@ std::optional<Loss> loss_from_name(std::string_view text) {
   return std::nullopt;
 }
 
-int layer_count(const std::vector<int>& sizes) {
-  return sizes.empty() ? 0 : static_cast<int>(sizes.size()) - 1;
-}
-
-std::size_t parameter_count(const std::vector<int>& sizes, LayerRange layers) {
-  std::size_t count = 0;
-  for (int layer = layers.begin; layer < layers.end; ++layer) {
-    count += layer_parameter_count(sizes, layer);
-  }
-  return count;
-}
-
-std::vector<LayerRange> split_layers(const std::vector<int>& sizes, int pieces) {
-  return split_layers(sizes, pieces, {});
-}
-
-std::vector<LayerRange> split_layers(const std::vector<int>& sizes, int pieces,
-                                     const std::vector<double>& layer_costs) {
-  check_sizes(sizes);
-  const int layers = layer_count(sizes);
-  if (pieces < 1 || pieces > layers) {
-    throw std::invalid_argument("cannot split " + std::to_string(layers) + " layers into " +
-                                std::to_string(pieces) + " pieces");
-  }
-  if (!layer_costs.empty() && layer_costs.size() != to_size(layers)) {
-    throw std::invalid_argument("split_layers: one cost per layer expected");
-  }
-  // prefix[i]: cost of layers [0, i).
-  std::vector<double> prefix(to_size(layers) + 1, 0.0);
-  for (int layer = 0; layer < layers; ++layer) {
-    const double multiply_adds =
-        static_cast<double>(sizes[to_size(layer)]) * static_cast<double>(sizes[to_size(layer) + 1]);
-    const double cost =
-        layer_costs.empty() ? multiply_adds * (layer == 0 ? 2 : 3) : layer_costs[to_size(layer)];
-    prefix[to_size(layer) + 1] = prefix[to_size(layer)] + cost;
-  }
-  const auto cost = [&](int begin, int end) {
-    return prefix[to_size(end)] - prefix[to_size(begin)];
-  };
-  constexpr double kInfinity = std::numeric_limits<double>::infinity();
-  const std::size_t columns = to_size(layers) + 1;
-  const auto at = [columns](int parts, int end) { return to_size(parts) * columns + to_size(end); };
-
-  // Pass 1: the smallest possible largest part, over prefixes.
-  // Zero parts cover the empty prefix at no cost and nothing else at all.
-  const auto solved = [&](const std::vector<double>& table, int parts, int end) {
-    if (parts == 0) return end == 0 ? 0.0 : kInfinity;
-    return table[at(parts, end)];
-  };
-  std::vector<double> largest(to_size(pieces + 1) * columns, kInfinity);
-  for (int parts = 1; parts <= pieces; ++parts) {
-    for (int end = parts; end <= layers; ++end) {
-      for (int begin = parts - 1; begin < end; ++begin) {
-        const double candidate = std::max(solved(largest, parts - 1, begin), cost(begin, end));
-        largest[at(parts, end)] = std::min(largest[at(parts, end)], candidate);
-      }
-    }
-  }
-  const double bound = largest[at(pieces, layers)];
-
-  // Pass 2: under that bound, the smallest sum of squared part costs; the
-  // strict comparison keeps the earliest split point among equals.
-  std::vector<double> squares(largest.size(), kInfinity);
-  std::vector<int> split_from(largest.size(), 0);
-  for (int parts = 1; parts <= pieces; ++parts) {
-    for (int end = parts; end <= layers; ++end) {
-      for (int begin = parts - 1; begin < end; ++begin) {
-        const double part = cost(begin, end);
-        const double before = solved(squares, parts - 1, begin);
-        if (part > bound || before == kInfinity) continue;
-        const double candidate = before + part * part;
-        if (candidate < squares[at(parts, end)]) {
-          squares[at(parts, end)] = candidate;
-          split_from[at(parts, end)] = begin;
-        }
-      }
-    }
-  }
-  std::vector<LayerRange> ranges(to_size(pieces));
-  int end = layers;
-  for (int parts = pieces; parts >= 1; --parts) {
-    const int begin = split_from[at(parts, end)];
-    ranges[to_size(parts - 1)] = LayerRange{begin, end};
-    end = begin;
-  }
-  return ranges;
-}
-
 void initialize_layer(std::span<float> weight_then_bias, const ModelConfig& config, int layer) {
-  check_sizes(config.sizes);
+  check_layer_widths(config.sizes);
   if (layer < 0 || layer >= layer_count(config.sizes)) {
     throw std::out_of_range("no layer " + std::to_string(layer));
   }
@@ -157,7 +56,7 @@ void initialize_layer(std::span<float> weight_then_bias, const ModelConfig& conf
 }
 
 Piece::Piece(const ModelConfig& config, LayerRange layers) : config_(config), layers_(layers) {
-  check_sizes(config_.sizes);
+  check_layer_widths(config_.sizes);
   if (layers.begin < 0 || layers.begin >= layers.end || layers.end > layer_count(config_.sizes)) {
     throw std::invalid_argument("layer range [" + std::to_string(layers.begin) + ", " +
                                 std::to_string(layers.end) + ") is not within the model's " +
@@ -170,7 +69,7 @@ Piece::Piece(const ModelConfig& config, LayerRange layers) : config_(config), la
     layer_shape.inputs = config_.sizes[to_size(layer)];
     layer_shape.outputs = config_.sizes[to_size(layer) + 1];
     layer_shape.parameter_offset = offset;
-    offset += layer_parameter_count(config_.sizes, layer);
+    offset += parameter_count(config_.sizes, {layer, layer + 1});
     shapes_.push_back(layer_shape);
   }
   parameters_.resize(offset);

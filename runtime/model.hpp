@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "data.hpp"
+#include "model_shape.hpp"
 
 namespace pipevm::runtime {
 
@@ -30,37 +31,18 @@ std::string_view name(Loss loss);
 std::optional<Loss> loss_from_name(std::string_view name);
 
 struct ModelConfig {
-  std::vector<int> sizes = {784, 128, 127, 126, 125, 124, 123, 10};  // layer widths, input first
+  std::vector<int> sizes = default_layer_widths();  // layer widths, input first
   Loss loss = Loss::cross_entropy;
   std::uint64_t seed = 0;
 };
 
-// Global layer indices [begin, end).
-struct LayerRange {
-  int begin = 0;
-  int end = 0;
-  int size() const { return end - begin; }
-  friend bool operator==(const LayerRange&, const LayerRange&) = default;
-};
-
-int layer_count(const std::vector<int>& sizes);
-// Floats (weights and biases) of the layers in `layers`. The offset of layer
-// `i` in the whole model's flat array is parameter_count(sizes, {0, i}).
-std::size_t parameter_count(const std::vector<int>& sizes, LayerRange layers);
-
-// Contiguous split of the layers into `pieces` non-empty parts, balanced by
-// compute: a layer costs in * out multiply-adds per sample for its forward and
-// as much for its weight gradient, plus as much again for its input gradient
-// on every layer but the first (nothing needs the model input's gradient).
-// The split minimises the largest part's cost; among splits with the same
-// largest cost, the sum of squared part costs (the most even spread); among
-// those, the one whose split points come first. A pure function of
-// (sizes, pieces). Throws std::invalid_argument if pieces < 1 or pieces > layers.
-std::vector<LayerRange> split_layers(const std::vector<int>& sizes, int pieces);
-// The same split under other costs, one per layer (e.g. measured times,
-// layer_costs.hpp); empty `layer_costs` means the multiply-add model above.
-std::vector<LayerRange> split_layers(const std::vector<int>& sizes, int pieces,
-                                     const std::vector<double>& layer_costs);
+// The layer widths, the split into pieces and parameter counts are the
+// core's (model_shape.hpp): one rule for the checker and the runtime.
+using pipevm::check_layer_widths;
+using pipevm::layer_count;
+using pipevm::LayerRange;
+using pipevm::parameter_count;
+using pipevm::split_layers;
 
 // Initial weight and bias of global layer `layer`: He-uniform weights
 // (bound sqrt(6 / in)) and zero biases, drawn from a generator seeded by

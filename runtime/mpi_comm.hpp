@@ -2,7 +2,8 @@
 // the world by program rank (rank_layout.hpp says which MPI rank plays which)
 // and splits it into a pipeline communicator (ranks of one dp_rank, ordered
 // by stage) and a data-parallel communicator (ranks of one stage, ordered by
-// dp_rank), with world rank = dp_rank * stages + stage. Every MPI call is
+// dp_rank), with world rank = dp_rank * stages + stage, and further groups
+// on demand (split: one MPI communicator each). Every MPI call is
 // checked; failures become CommError with file:line and MPI_Error_string.
 //
 // The watchdog: with a timeout, every wait (a message, an all-reduce, a
@@ -100,7 +101,9 @@ class MpiComm final : public Comm {
   void recv(int peer_stage, int tag, std::span<float> data) override;
   Request isend(int peer_stage, int tag, std::span<const float> data) override;
   Request irecv(int peer_stage, int tag, std::span<float> data) override;
-  void allreduce_sum(std::span<float> data) override;
+  Group split(int color, int key) override;
+  using Comm::allreduce_sum;
+  void allreduce_sum(std::span<float> data, Group group) override;
   Request iallreduce_sum(std::span<float> data) override;
   void wait(Request request) override;
   void wait_all() override;

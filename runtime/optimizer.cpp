@@ -3,11 +3,12 @@
 // are folded into the step size and the denominator), but for one division.
 #include "optimizer.hpp"
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <stdexcept>
+
+#include "eigen.hpp"
 
 namespace pipevm::runtime {
 namespace {

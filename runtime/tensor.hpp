@@ -4,10 +4,11 @@
 // std::spans. Leaves out any tensor of rank > 2: an MLP needs none.
 #pragma once
 
-#include <Eigen/Core>
 #include <cassert>
 #include <cstddef>
 #include <span>
+
+#include "eigen.hpp"
 
 namespace pipevm::runtime {
 

@@ -10,7 +10,6 @@
 //                       [--seconds 0.2]
 // Leaves out AVX-512 kernels of OpenBLAS: bench/run measures them in another
 // process with OPENBLAS_CORETYPE set, where the CPU has them.
-#include <Eigen/Core>
 #include <algorithm>
 #include <cstdio>
 #include <exception>
@@ -18,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "eigen.hpp"
 #include "gemm_chain.hpp"
 #include "layers.hpp"
 #include "model.hpp"

@@ -32,7 +32,7 @@ Outcome pipevm_check(const std::string& args) {
   return run;
 }
 
-TEST(check_cli, exit_codes) {
+TEST(cli, exit_codes) {
   EXPECT_EQ(pipevm_check("schedules/gpipe.pipe --stages 4 --micro-batches 8").status, 0);
   EXPECT_EQ(pipevm_check("tests/check/corpus/deadlock_receive_first.pipe -p 2 -m 1").status, 1);
   EXPECT_EQ(pipevm_check("tests/check/corpus/require_micro_batches.pipe -p 4 -m 2").status, 1);
@@ -42,14 +42,14 @@ TEST(check_cli, exit_codes) {
   EXPECT_EQ(pipevm_check("schedules/gpipe.pipe -p 2 -m 2 --format xml").status, 2);
 }
 
-TEST(check_cli, text_summary) {
+TEST(cli, text_summary) {
   const Outcome run = pipevm_check("schedules/gpipe.pipe --stages 1..3 --micro-batches 1..4");
   EXPECT_EQ(run.status, 0);
   EXPECT_NE(run.out.find("schedules/gpipe.pipe: ok for 12 configurations"), std::string::npos)
       << run.out;
 }
 
-TEST(check_cli, json_sweep_with_skipped_configurations) {
+TEST(cli, json_sweep_with_skipped_configurations) {
   const Outcome run = pipevm_check(
       "schedules/1f1b.pipe --stages 2..3 --micro-batches 2 --skip-unsupported --format json");
   EXPECT_EQ(run.status, 0);
@@ -61,7 +61,7 @@ TEST(check_cli, json_sweep_with_skipped_configurations) {
   EXPECT_EQ(j["results"][1]["verdict"], "skipped");
 }
 
-TEST(check_cli, json_and_sarif_findings) {
+TEST(cli, json_and_sarif_findings) {
   const std::string file = "tests/check/corpus/buffering_1f1b_two_stages.pipe -p 2 -m 2";
   const Outcome json = pipevm_check(file + " --format json");
   EXPECT_EQ(json.status, 1);
@@ -78,7 +78,7 @@ TEST(check_cli, json_and_sarif_findings) {
   EXPECT_EQ(s["runs"][0]["results"][0]["level"], "error");
 }
 
-TEST(check_cli, gcc_format_is_one_line_per_diagnostic_and_note) {
+TEST(cli, gcc_format_is_one_line_per_diagnostic_and_note) {
   const Outcome run =
       pipevm_check("tests/check/corpus/buffering_1f1b_two_stages.pipe -p 2 -m 2 --format gcc");
   EXPECT_EQ(run.status, 1);

@@ -35,7 +35,7 @@ Streams one_f_one_b(const std::string& send) {
            "OptimizerStep"}};
 }
 
-TEST(check, one_f_one_b_with_isend_passes) {
+TEST(progress, one_f_one_b_with_isend_passes) {
   ProgramBuilder b(Config{2, 2});
   const CheckResult result = check(b.build(one_f_one_b("ISend")));
   EXPECT_TRUE(result.ok()) << (result.diagnostics.empty() ? "" : result.diagnostics[0].message);
@@ -45,7 +45,7 @@ TEST(check, one_f_one_b_with_isend_passes) {
   EXPECT_EQ(result.instructions, 26u);
 }
 
-TEST(check, blocking_one_f_one_b_is_a_buffering_hazard_naming_both_sends) {
+TEST(buffering, blocking_one_f_one_b_names_both_sends) {
   ProgramBuilder b(Config{2, 2});
   const CheckResult result = check(b.build(one_f_one_b("Send")));
   ASSERT_EQ(codes(result), std::vector<std::string>{"PV2002"});
@@ -59,7 +59,7 @@ TEST(check, blocking_one_f_one_b_is_a_buffering_hazard_naming_both_sends) {
   EXPECT_EQ(line_of(d.notes[0].location), b.line_of(1, 5));
 }
 
-TEST(check, receives_first_on_both_sides_deadlock_with_the_cycle) {
+TEST(deadlock, receives_first_on_both_sides_prints_the_cycle) {
   ProgramBuilder b(Config{2, 1});
   const CheckResult result =
       check(b.build({{"Recv grad 0 from 1", "Send act 0"}, {"Recv act 0", "Send grad 0 to 0"}}));
@@ -76,7 +76,7 @@ TEST(check, receives_first_on_both_sides_deadlock_with_the_cycle) {
   EXPECT_EQ(d.notes[0].location.rank, 1);
 }
 
-TEST(check, shortest_cycle_is_reported_and_other_stuck_ranks_noted) {
+TEST(deadlock, shortest_cycle_and_the_other_stuck_ranks) {
   // Ranks 1 and 2 wait for each other; rank 0 waits for rank 1 (not in the cycle).
   ProgramBuilder b(Config{3, 1});
   const CheckResult result = check(b.build({{"Recv grad 0", "Send act 0"},
@@ -92,7 +92,7 @@ TEST(check, shortest_cycle_is_reported_and_other_stuck_ranks_noted) {
   EXPECT_EQ(it->notes[1].location.rank, 0);
 }
 
-TEST(check, parity_ordered_blocking_exchange_passes) {
+TEST(progress, parity_ordered_blocking_exchange_passes) {
   // Even stages send first, odd stages receive first: no buffer needed.
   ProgramBuilder b(Config{2, 1});
   const CheckResult result = check(b.build(
@@ -102,7 +102,7 @@ TEST(check, parity_ordered_blocking_exchange_passes) {
   EXPECT_TRUE(result.ok()) << (result.diagnostics.empty() ? "" : result.diagnostics[0].message);
 }
 
-TEST(check, unmatched_send_and_receive_are_counted_per_channel) {
+TEST(unmatched, counted_per_channel) {
   ProgramBuilder b(Config{2, 3});
   const CheckResult result =
       check(b.build({{"LoadInput 0", "Fwd 0", "ISend act 0", "LoadInput 1", "Fwd 1", "ISend act 1",
@@ -116,7 +116,7 @@ TEST(check, unmatched_send_and_receive_are_counted_per_channel) {
   EXPECT_EQ(line_of(d.location), b.line_of(0, 5));
 }
 
-TEST(check, messages_pair_on_the_full_key_not_on_arrival_order) {
+TEST(pairing, on_the_full_key_not_on_arrival_order) {
   // Stage 1 receives micro-batch 1 before 0: with ISends that is fine.
   ProgramBuilder b(Config{2, 2});
   const CheckResult result = check(b.build(
@@ -125,7 +125,7 @@ TEST(check, messages_pair_on_the_full_key_not_on_arrival_order) {
   EXPECT_TRUE(result.ok()) << (result.diagnostics.empty() ? "" : result.diagnostics[0].message);
 }
 
-TEST(check, wrong_peers) {
+TEST(peers, wrong_peers) {
   ProgramBuilder b(Config{3, 1});
   const CheckResult result = check(b.build({{"LoadInput 0", "Fwd 0", "Send act 0 to 2"},
                                             {"Recv act 0 from 1"},
@@ -134,7 +134,7 @@ TEST(check, wrong_peers) {
   EXPECT_EQ(std::count(c.begin(), c.end(), "PV2005"), 4) << ::testing::PrintToString(c);
 }
 
-TEST(check, size_mismatch_when_explicit_peers_pair_different_positions) {
+TEST(sizes, explicit_peers_pair_different_positions) {
   // Stage 0 sends the output of piece 0 to stage 2, which takes it as its
   // input: 128 values against 127 (the default MLP split in three).
   ProgramBuilder b(Config{3, 1});
@@ -147,17 +147,22 @@ TEST(check, size_mismatch_when_explicit_peers_pair_different_positions) {
   EXPECT_EQ(std::count(c.begin(), c.end(), "PV2003"), 0);
 }
 
-TEST(check, piece_widths_split_the_mlp_by_layer_count) {
-  ProgramBuilder b(Config{2, 1});
-  const Program p = b.build({{}, {}});
-  // Seven layers in two pieces: three, then four.
-  EXPECT_EQ(piece_boundary_widths(p, {}), (std::vector<int>{784, 126, 10}));
-  CheckOptions options;
-  options.piece_widths = {1, 2, 3};
-  EXPECT_EQ(piece_boundary_widths(p, options), (std::vector<int>{1, 2, 3}));
+TEST(sizes, come_from_the_model_in_the_options) {
+  ProgramBuilder b(Config{3, 1});
+  const auto streams = std::vector<std::vector<std::string>>{
+      {"LoadInput 0", "Fwd 0", "ISend act 0 to 2", "WaitAll"}, {}, {"IRecv act 0 from 0", "WaitAll", "Fwd 0"}};
+  // The default MLP's pieces differ in width there; with equal widths
+  // everywhere the two sides agree on the size, and only their peers are
+  // wrong.
+  EXPECT_EQ(codes(check(b.build(streams))),
+            (std::vector<std::string>{"PV2005", "PV2005", "PV2006", "PV2024"}));
+  CheckOptions flat;
+  flat.layer_widths = {8, 8, 8, 8};
+  EXPECT_EQ(codes(check(b.build(streams), flat)),
+            (std::vector<std::string>{"PV2005", "PV2005", "PV2024"}));
 }
 
-TEST(check, requests_never_waited_and_waits_without_requests) {
+TEST(requests, never_waited_and_waits_without_requests) {
   ProgramBuilder b(Config{2, 1});
   const CheckResult result = check(b.build({{"LoadInput 0", "Fwd 0", "ISend act 0", "Wait send act 0",
                                              "Wait send act 0"},
@@ -167,7 +172,7 @@ TEST(check, requests_never_waited_and_waits_without_requests) {
   EXPECT_NE(std::find(c.begin(), c.end(), "PV2009"), c.end()) << ::testing::PrintToString(c);
 }
 
-TEST(check, a_request_left_pending_on_one_rank_is_not_waited_on_the_next) {
+TEST(requests, left_pending_on_one_rank_is_not_waited_on_the_next) {
   ProgramBuilder b(Config{2, 1});
   const CheckResult result = check(b.build(
       {{"LoadInput 0", "Fwd 0", "ISend act 0"}, {"Recv act 0", "Fwd 0", "Wait send act 0"}}));
@@ -175,7 +180,7 @@ TEST(check, a_request_left_pending_on_one_rank_is_not_waited_on_the_next) {
   EXPECT_EQ(c, (std::vector<std::string>{"PV2009", "PV2010"}));
 }
 
-TEST(check, reading_a_pending_receive_is_misuse) {
+TEST(requests, reading_a_pending_receive_is_misuse) {
   ProgramBuilder b(Config{2, 1});
   const CheckResult result =
       check(b.build({{"LoadInput 0", "Fwd 0", "ISend act 0", "WaitAll"},
@@ -183,7 +188,7 @@ TEST(check, reading_a_pending_receive_is_misuse) {
   EXPECT_EQ(codes(result), std::vector<std::string>{"PV2011"});
 }
 
-TEST(check, dataflow_rules) {
+TEST(dataflow, rules) {
   ProgramBuilder b(Config{1, 3});
   const CheckResult result = check(b.build(
       {{"Fwd 0", "Bwd 1", "LoadInput 2", "Fwd 2", "LoadTarget 2", "BwdWeight 2", "OptimizerStep",
@@ -195,7 +200,7 @@ TEST(check, dataflow_rules) {
   }
 }
 
-TEST(check, forward_only_programs_need_no_backward) {
+TEST(dataflow, forward_only_programs_need_no_backward) {
   ProgramBuilder b(Config{2, 2});
   const CheckResult result = check(b.build(
       {{"LoadInput 0", "Fwd 0", "Send act 0", "LoadInput 1", "Fwd 1", "Send act 1"},
@@ -204,7 +209,7 @@ TEST(check, forward_only_programs_need_no_backward) {
   EXPECT_EQ(result.memory[0].peak_activations, 2);
 }
 
-TEST(check, micro_batch_never_forwarded) {
+TEST(dataflow, micro_batch_never_forwarded) {
   ProgramBuilder b(Config{1, 3});
   const CheckResult result = check(b.build({{"LoadInput 0", "Fwd 0"}}));
   ASSERT_EQ(codes(result), std::vector<std::string>{"PV2024"});
@@ -216,21 +221,21 @@ std::vector<std::string> replica(const std::string& collective) {
   return {"ZeroGrad", "LoadInput 0", "Fwd 0", "LoadTarget 0", "Bwd 0", collective, "OptimizerStep"};
 }
 
-TEST(check, data_parallel_replicas_with_allreduce_pass) {
+TEST(collectives, replicas_with_allreduce_pass) {
   ProgramBuilder b(Config{.stages = 1, .micro_batches = 1, .dp = 2});
   const auto r = replica("AllReduce");
   const CheckResult result = check(b.build({r, r}));
   EXPECT_TRUE(result.ok()) << (result.diagnostics.empty() ? "" : result.diagnostics[0].message);
 }
 
-TEST(check, collective_missing_and_step_without_reduction) {
+TEST(collectives, missing_and_step_without_reduction) {
   ProgramBuilder b(Config{.stages = 1, .micro_batches = 1, .dp = 2});
   const CheckResult result = check(b.build({replica("AllReduce"), replica("ZeroGrad")}));
   const auto c = codes(result);
   EXPECT_NE(std::find(c.begin(), c.end(), "PV2008"), c.end()) << ::testing::PrintToString(c);
 }
 
-TEST(check, collective_order_differs_between_replicas) {
+TEST(collectives, order_differs_between_replicas) {
   ProgramBuilder b(Config{.stages = 1, .micro_batches = 2, .dp = 2});
   const Streams s = {{"ZeroGrad", "LoadInput 0", "Fwd 0", "LoadTarget 0", "LoadInput 1", "Fwd 1",
                       "LoadTarget 1", "BwdAllReduce 0", "BwdAllReduce 1", "OptimizerStep"},
@@ -241,7 +246,7 @@ TEST(check, collective_order_differs_between_replicas) {
   EXPECT_NE(std::find(c.begin(), c.end(), "PV2007"), c.end()) << ::testing::PrintToString(c);
 }
 
-TEST(check, collective_and_point_to_point_in_a_cycle) {
+TEST(collectives, and_point_to_point_in_a_cycle) {
   // dp = 2, two stages. Rank 0 all-reduces with rank 2, which first waits
   // for a gradient from rank 3, which all-reduces with rank 1, which waits
   // for an activation from rank 0: a cycle through two collectives.
@@ -260,7 +265,7 @@ TEST(check, collective_and_point_to_point_in_a_cycle) {
   EXPECT_EQ(it->notes.size(), 3u);
 }
 
-TEST(check, memory_counts_messages_in_flight) {
+TEST(memory, counts_messages_in_flight) {
   ProgramBuilder b(Config{2, 2});
   const CheckResult result = check(b.build(
       {{"LoadInput 0", "Fwd 0", "ISend act 0", "LoadInput 1", "Fwd 1", "ISend act 1", "WaitAll"},
@@ -273,7 +278,7 @@ TEST(check, memory_counts_messages_in_flight) {
   EXPECT_EQ(j[1]["stage"], 1);
 }
 
-TEST(check, self_send_through_a_v_turn_needs_nonblocking) {
+TEST(buffering, self_send_through_a_v_turn_needs_nonblocking) {
   // v placement, one stage: chunk 0 (position 0) hands its activation to
   // chunk 1 (position 1) on the same rank.
   ProgramBuilder b(Config{.stages = 1, .micro_batches = 1, .chunks = 2, .dp = 1}, Placement::v);
@@ -287,7 +292,7 @@ TEST(check, self_send_through_a_v_turn_needs_nonblocking) {
                                         : nonblocking.diagnostics[0].message);
 }
 
-TEST(check, sarif_has_rules_and_results) {
+TEST(sarif, has_rules_and_results) {
   ProgramBuilder b(Config{2, 2});
   const CheckResult result = check(b.build(one_f_one_b("Send")));
   const nlohmann::json s = to_sarif(result.diagnostics, "0.1.0");

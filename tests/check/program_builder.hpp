@@ -56,7 +56,7 @@ class ProgramBuilder {
     for (const auto& stream : parsed) {
       for (const Pending& p : stream) {
         Instruction in = p.in;
-        in.source = static_cast<std::uint32_t>(program.sources.size());
+        in.set_source(static_cast<std::uint32_t>(program.sources.size()), in.explicit_peer());
         program.sources.push_back({p.begin, p.end});
         program.code.push_back(in);
       }
@@ -79,17 +79,16 @@ class ProgramBuilder {
     if (!op) throw std::invalid_argument("unknown opcode in test: " + statement);
     Instruction in;
     in.op = *op;
-    const OperandShape shape = info(*op).shape;
-    if (shape == OperandShape::None) return in;
-    if (shape == OperandShape::Wait) {
+    const OperandParts takes = operand_parts(*op);
+    if (takes.direction) {
       words >> word;
       in.direction = word == "send" ? WaitDirection::send : WaitDirection::recv;
     }
-    if (shape == OperandShape::Wait || shape == OperandShape::Message) {
+    if (takes.kind) {
       words >> word;
       in.kind = word == "act" ? MessageKind::act : MessageKind::grad;
     }
-    words >> in.micro_batch;
+    if (takes.micro_batch) words >> in.micro_batch;
     bool explicit_peer = false;
     int peer = 0;
     while (words >> word) {
@@ -100,8 +99,8 @@ class ProgramBuilder {
         words >> peer;
       }
     }
-    if (shape == OperandShape::Message) {
-      in.explicit_peer = explicit_peer ? 1 : 0;
+    if (takes.peer) {
+      in.set_source(0, explicit_peer);
       in.peer = static_cast<std::int16_t>(
           explicit_peer ? peer
                         : default_peer(placement_, config_, stage, in.kind, in.chunk, is_send(in.op)));

@@ -36,7 +36,7 @@ Program random_program(std::mt19937& rng) {
       in.micro_batch = static_cast<std::uint32_t>(pick(0, program.config.micro_batches));
       in.chunk = static_cast<std::uint16_t>(pick(0, 2));
       in.peer = static_cast<std::int16_t>(pick(-1, program.config.stages));
-      in.explicit_peer = 1;
+      in.set_source(0, true);
       program.code.push_back(in);
     }
     program.rank_begin.push_back(program.code.size());
@@ -50,7 +50,7 @@ std::string as_json(const CheckResult& result) {
   return j.dump() + memory_to_json(result.memory).dump() + std::to_string(result.suppressed);
 }
 
-TEST(check_random, arbitrary_programs_are_checked_deterministically) {
+TEST(random, arbitrary_programs_are_checked_deterministically) {
   std::mt19937 rng(20261122);
   int failing = 0;
   for (int i = 0; i < 2000; ++i) {

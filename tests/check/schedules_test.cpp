@@ -59,7 +59,7 @@ bool require_failed(const Diagnostics& diagnostics) {
   });
 }
 
-TEST(check_schedules, shipped_schedules_pass_the_sweep) {
+TEST(schedules, shipped_schedules_pass_the_sweep) {
   const auto files = shipped_schedules();
   ASSERT_FALSE(files.empty());
   for (const fs::path& path : files) {
@@ -98,7 +98,7 @@ std::optional<Program> compile_file(const fs::path& path, const Config& c) {
   return compile(file, c, diagnostics);
 }
 
-TEST(check_schedules, one_f_one_b_stage_s_holds_min_of_stages_minus_s_and_micro_batches) {
+TEST(schedules, one_f_one_b_stage_s_holds_min_of_stages_minus_s_and_micro_batches) {
   for (int p = 1; p <= 8; ++p) {
     for (int m = p; m <= 16; ++m) {
       const auto program = compile_file(kSource / "schedules/1f1b.pipe", Config{p, m});
@@ -113,13 +113,13 @@ TEST(check_schedules, one_f_one_b_stage_s_holds_min_of_stages_minus_s_and_micro_
   }
 }
 
-TEST(check_schedules, gpipe_holds_every_micro_batch) {
+TEST(schedules, gpipe_holds_every_micro_batch) {
   const auto program = compile_file(kSource / "schedules/gpipe.pipe", Config{4, 8});
   ASSERT_TRUE(program);
   for (const StageMemory& m : check(*program).memory) EXPECT_EQ(m.peak_activations, 8);
 }
 
-TEST(check_schedules, blocking_one_f_one_b_is_a_buffering_hazard_naming_two_sends) {
+TEST(schedules, blocking_one_f_one_b_is_a_buffering_hazard_naming_two_sends) {
   const fs::path path = kSource / "tests/check/corpus/buffering_1f1b_blocking.pipe";
   for (int p = 2; p <= 8; ++p) {
     for (int m = 2; m <= 16; ++m) {
@@ -148,7 +148,7 @@ std::string checked_json(const fs::path& path, const Config& c) {
       .dump();
 }
 
-TEST(check_schedules, checking_twice_gives_identical_json) {
+TEST(schedules, checking_twice_gives_identical_json) {
   for (const fs::path& path : {kSource / "schedules/1f1b.pipe",
                                kSource / "tests/check/corpus/buffering_1f1b_blocking.pipe",
                                kSource / "tests/check/corpus/collective_order_cycle.pipe"}) {

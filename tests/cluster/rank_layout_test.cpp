@@ -44,7 +44,7 @@ Hosts host_of_program_rank(const Hosts& by_mpi_rank, const std::vector<int>& pro
   return hosts;
 }
 
-TEST(multihost, layout_names_round_trip) {
+TEST(layout, names_round_trip) {
   for (const RankLayout layout : {RankLayout::mpi, RankLayout::pp_inner, RankLayout::dp_inner}) {
     EXPECT_EQ(rank_layout_from_name(name(layout)), layout);
   }
@@ -53,14 +53,14 @@ TEST(multihost, layout_names_round_trip) {
   EXPECT_FALSE(rank_layout_from_name(""));
 }
 
-TEST(multihost, layout_mpi_keeps_the_mpi_ranks) {
+TEST(layout, mpi_keeps_the_mpi_ranks) {
   EXPECT_EQ(program_ranks(round_robin(2, 4), RankLayout::mpi, 2), (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(program_ranks(by_slot(2, 2), RankLayout::mpi, 2), (std::vector<int>{0, 1, 2, 3}));
 }
 
 // 2 stages x 2 replicas on 2 hosts, both ways mpirun may deal them: the
 // result depends on the layout only, never on mpirun's mapping.
-TEST(multihost, layout_two_by_two_on_two_hosts) {
+TEST(layout, two_by_two_on_two_hosts) {
   const Hosts filled = by_slot(2, 2);     // MPI ranks 0, 1 on h1; 2, 3 on h2
   const Hosts dealt = round_robin(2, 4);  // MPI ranks 0, 2 on h1; 1, 3 on h2
   // pp-inner: replica 0 (ranks 0, 1) on h1, replica 1 (ranks 2, 3) on h2.
@@ -78,7 +78,7 @@ TEST(multihost, layout_two_by_two_on_two_hosts) {
 }
 
 // Hosts are taken in the order of their lowest MPI rank, not by name.
-TEST(multihost, layout_orders_hosts_by_their_lowest_mpi_rank) {
+TEST(layout, orders_hosts_by_their_lowest_mpi_rank) {
   const Hosts hosts = {"node9", "node2", "node9", "node2"};
   EXPECT_EQ(host_of_program_rank(hosts, program_ranks(hosts, RankLayout::pp_inner, 2)),
             (Hosts{"node9", "node9", "node2", "node2"}));
@@ -88,7 +88,7 @@ TEST(multihost, layout_orders_hosts_by_their_lowest_mpi_rank) {
 
 // Whatever the hosts: a permutation of the program ranks, and MPI rank 0
 // plays rank 0 (it prints, saves and evaluates).
-TEST(multihost, layout_is_a_permutation_keeping_rank_zero) {
+TEST(layout, is_a_permutation_keeping_rank_zero) {
   std::mt19937 random(7);
   for (int trial = 0; trial < 200; ++trial) {
     const int stages = 1 + static_cast<int>(random() % 4);
@@ -109,7 +109,7 @@ TEST(multihost, layout_is_a_permutation_keeping_rank_zero) {
 
 // A host with room for whole pipelines (pp-inner) or whole data-parallel
 // groups (dp-inner) gets them, however mpirun dealt the ranks.
-TEST(multihost, layout_keeps_the_inner_dimension_on_a_host) {
+TEST(layout, keeps_the_inner_dimension_on_a_host) {
   const int stages = 4;
   const int dp = 2;
   for (const Hosts& hosts : {by_slot(2, 4), round_robin(2, 8), by_slot(4, 2), round_robin(4, 8)}) {
@@ -134,12 +134,12 @@ TEST(multihost, layout_keeps_the_inner_dimension_on_a_host) {
   }
 }
 
-TEST(multihost, layout_refuses_a_world_not_divisible_by_the_stages) {
+TEST(layout, refuses_a_world_not_divisible_by_the_stages) {
   EXPECT_THROW(program_ranks(by_slot(1, 3), RankLayout::pp_inner, 2), std::invalid_argument);
   EXPECT_THROW(program_ranks(by_slot(1, 2), RankLayout::dp_inner, 0), std::invalid_argument);
 }
 
-TEST(multihost, layout_placement_says_what_crosses_hosts) {
+TEST(layout, placement_says_what_crosses_hosts) {
   const Hosts hosts = by_slot(2, 2);
   const std::vector<int> program = program_ranks(hosts, RankLayout::dp_inner, 2);
   std::vector<int> mpi_rank_of(program.size());

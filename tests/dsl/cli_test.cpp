@@ -41,7 +41,7 @@ Result pipevm(const std::string& arguments) {
 const std::string kSchedules = std::string(PIPEVM_SOURCE_DIR) + "/schedules/";
 const std::string kGolden = std::string(PIPEVM_SOURCE_DIR) + "/tests/dsl/golden/";
 
-TEST(dsl_cli, expand_prints_each_rank_as_a_flat_program) {
+TEST(cli, expand_prints_each_rank_as_a_flat_program) {
   const Result r = pipevm("expand " + kSchedules + "gpipe.pipe --stages 2 --micro-batches 3");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(r.err.empty()) << r.err;
@@ -51,7 +51,7 @@ TEST(dsl_cli, expand_prints_each_rank_as_a_flat_program) {
   EXPECT_NE(r.out.find("stage 1 {\n    ZeroGrad\n    Recv act 0\n"), std::string::npos);
 }
 
-TEST(dsl_cli, expand_one_rank) {
+TEST(cli, expand_one_rank) {
   const Result r = pipevm("expand " + kSchedules + "1f1b.pipe -p 4 -m 8 --rank 3");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out.find("stage 0 {"), std::string::npos);
@@ -60,7 +60,7 @@ TEST(dsl_cli, expand_one_rank) {
       << r.out;
 }
 
-TEST(dsl_cli, expand_json) {
+TEST(cli, expand_json) {
   const Result r =
       pipevm("expand " + kSchedules + "1f1b.pipe --stages 2 --micro-batches 2 --format json");
   ASSERT_EQ(r.status, 0) << r.err;
@@ -89,7 +89,7 @@ TEST(dsl_cli, expand_json) {
   EXPECT_EQ(first[3]["column"], column + 1);
 }
 
-TEST(dsl_cli, program_errors_exit_1_with_a_located_message) {
+TEST(cli, program_errors_exit_1_with_a_located_message) {
   const Result r = pipevm("expand " + kGolden + "unknown_opcode.pipe --stages 2 --micro-batches 2");
   EXPECT_EQ(r.status, 1);
   EXPECT_TRUE(r.out.empty());
@@ -100,13 +100,13 @@ TEST(dsl_cli, program_errors_exit_1_with_a_located_message) {
   EXPECT_NE(r.err.find("    Fdw mb\n"), std::string::npos) << r.err;
 }
 
-TEST(dsl_cli, a_failed_require_exits_1) {
+TEST(cli, a_failed_require_exits_1) {
   const Result r = pipevm("expand " + kSchedules + "1f1b.pipe --stages 4 --micro-batches 2");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("[PV1100]"), std::string::npos) << r.err;
 }
 
-TEST(dsl_cli, unreadable_files_and_bad_usage_exit_2) {
+TEST(cli, unreadable_files_and_bad_usage_exit_2) {
   EXPECT_EQ(pipevm("expand /nonexistent/x.pipe --stages 2 --micro-batches 2").status, 2);
   EXPECT_EQ(pipevm("expand " + kSchedules + "gpipe.pipe --stages 0 --micro-batches 2").status, 2);
   EXPECT_EQ(pipevm("expand " + kSchedules + "gpipe.pipe --micro-batches 2").status, 2);
@@ -114,7 +114,7 @@ TEST(dsl_cli, unreadable_files_and_bad_usage_exit_2) {
   EXPECT_EQ(pipevm("expand " + kSchedules + "gpipe.pipe -p 2 -m 2 --format xml").status, 2);
 }
 
-TEST(dsl_cli, help_shows_an_example) {
+TEST(cli, help_shows_an_example) {
   const Result r = pipevm("expand --help");
   EXPECT_EQ(r.status, 0);
   EXPECT_NE(r.out.find("pipevm expand schedules/1f1b.pipe"), std::string::npos) << r.out;

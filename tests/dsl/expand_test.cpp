@@ -24,7 +24,7 @@ std::string bwd(int mb, int micro_batches) {
   return (mb == micro_batches - 1 ? "BwdAllReduce " : "Bwd ") + std::to_string(mb);
 }
 
-TEST(dsl_expand, gpipe_two_stages_three_micro_batches) {
+TEST(expand, gpipe_two_stages_three_micro_batches) {
   const Program p = expand_file("schedules/gpipe.pipe", config(2, 3));
   EXPECT_EQ(test::stream(p, 0),
             (Lines{"ZeroGrad", "LoadInput 0", "Fwd 0", "Send act 0", "LoadInput 1", "Fwd 1",
@@ -36,7 +36,7 @@ TEST(dsl_expand, gpipe_two_stages_three_micro_batches) {
                    "LoadTarget 2", "BwdAllReduce 2", "Send grad 2", "OptimizerStep"}));
 }
 
-TEST(dsl_expand, one_f_one_b_two_stages_three_micro_batches) {
+TEST(expand, one_f_one_b_two_stages_three_micro_batches) {
   const Program p = expand_file("schedules/1f1b.pipe", config(2, 3));
   EXPECT_EQ(
       test::stream(p, 0),
@@ -50,7 +50,7 @@ TEST(dsl_expand, one_f_one_b_two_stages_three_micro_batches) {
              "LoadTarget 2", "BwdAllReduce 2", "ISend grad 2", "WaitAll", "OptimizerStep"}));
 }
 
-TEST(dsl_expand, gpipe_four_stages_eight_micro_batches) {
+TEST(expand, gpipe_four_stages_eight_micro_batches) {
   const int m = 8;
   const Program p = expand_file("schedules/gpipe.pipe", config(4, m));
   Lines first{"ZeroGrad"};
@@ -72,7 +72,7 @@ TEST(dsl_expand, gpipe_four_stages_eight_micro_batches) {
   EXPECT_EQ(p.rank(1).size(), static_cast<std::size_t>(1 + 6 * m + 1));
 }
 
-TEST(dsl_expand, one_f_one_b_four_stages_eight_micro_batches) {
+TEST(expand, one_f_one_b_four_stages_eight_micro_batches) {
   const int m = 8;
   const Program p = expand_file("schedules/1f1b.pipe", config(4, m));
   // Stage 0: three warm-up forwards, then forward i+3 / backward i, then drain.
@@ -103,7 +103,7 @@ TEST(dsl_expand, one_f_one_b_four_stages_eight_micro_batches) {
   EXPECT_EQ(test::stream(p, 3), last);
 }
 
-TEST(dsl_expand, naive_runs_each_micro_batch_forward_and_back) {
+TEST(expand, naive_runs_each_micro_batch_forward_and_back) {
   const Program p = expand_file("schedules/naive.pipe", config(2, 2));
   EXPECT_EQ(test::stream(p, 0), (Lines{"ZeroGrad", "LoadInput 0", "Fwd 0", "Send act 0",
                                        "Recv grad 0", "Bwd 0", "LoadInput 1", "Fwd 1", "Send act 1",
@@ -113,19 +113,19 @@ TEST(dsl_expand, naive_runs_each_micro_batch_forward_and_back) {
                                        "BwdAllReduce 1", "Send grad 1", "OptimizerStep"}));
 }
 
-TEST(dsl_expand, default_peers_follow_the_data) {
+TEST(expand, default_peers_follow_the_data) {
   const Program p = expand_file("schedules/1f1b.pipe", config(4, 8));
   for (int rank = 0; rank < 4; ++rank) {
     for (const Instruction& in : p.rank(rank)) {
-      if (info(in.op).shape != OperandShape::Message) continue;
+      if (!operand_parts(in.op).peer) continue;
       const bool downstream = (in.kind == MessageKind::act) == is_send(in.op);
       EXPECT_EQ(in.peer, downstream ? rank + 1 : rank - 1) << disassemble(in);
-      EXPECT_EQ(in.explicit_peer, 0);
+      EXPECT_FALSE(in.explicit_peer());
     }
   }
 }
 
-TEST(dsl_expand, default_peers_depend_on_placement) {
+TEST(expand, default_peers_depend_on_placement) {
   Diagnostics d;
   // v placement: chunk 1 runs back from the last stage; its activations go to stage - 1.
   const auto p = test::compile_text(
@@ -139,14 +139,14 @@ TEST(dsl_expand, default_peers_depend_on_placement) {
   EXPECT_EQ(p->rank(3)[0].peer, 3);  // the turn of the V stays on the last stage
 }
 
-TEST(dsl_expand, data_parallel_ranks_follow_pipelines) {
+TEST(expand, data_parallel_ranks_follow_pipelines) {
   const Program p = expand_file("schedules/gpipe.pipe", config(2, 2, 1, 3));
   ASSERT_EQ(p.ranks(), 6);
   EXPECT_EQ(test::stream(p, 4), test::stream(p, 0));
   EXPECT_EQ(test::stream(p, 5), test::stream(p, 1));
 }
 
-TEST(dsl_expand, only_rank_leaves_the_others_empty) {
+TEST(expand, only_rank_leaves_the_others_empty) {
   ExpandOptions options;
   options.only_rank = 2;
   const Program all = expand_file("schedules/1f1b.pipe", config(4, 8));
@@ -157,7 +157,7 @@ TEST(dsl_expand, only_rank_leaves_the_others_empty) {
   EXPECT_EQ(test::stream(one, 2), test::stream(all, 2));
 }
 
-TEST(dsl_expand, max_instructions_stops_runaway_expansion) {
+TEST(expand, max_instructions_stops_runaway_expansion) {
   Diagnostics d;
   ExpandOptions options;
   options.max_instructions = 50;
@@ -166,7 +166,7 @@ TEST(dsl_expand, max_instructions_stops_runaway_expansion) {
   EXPECT_EQ(d.all().front().location.rank, 1);
 }
 
-TEST(dsl_expand, a_failed_require_names_its_message_and_configuration) {
+TEST(expand, a_failed_require_names_its_message_and_configuration) {
   Diagnostics d;
   EXPECT_FALSE(test::compile_file("schedules/1f1b.pipe", config(4, 3), d));
   ASSERT_EQ(test::codes(d), (std::vector<std::string>{"PV1100"}));
@@ -176,7 +176,7 @@ TEST(dsl_expand, a_failed_require_names_its_message_and_configuration) {
   EXPECT_NE(d.all().front().notes[0].message.find("micro_batches = 3"), std::string::npos);
 }
 
-TEST(dsl_expand, errors_inside_procedures_name_the_call_site) {
+TEST(expand, errors_inside_procedures_name_the_call_site) {
   Diagnostics d;
   EXPECT_FALSE(test::compile_text("proc f(x) { Fwd 10 / x }\nf(stage)", config(2, 4), d));
   ASSERT_EQ(test::codes(d), (std::vector<std::string>{"PV1007"}));
@@ -186,7 +186,7 @@ TEST(dsl_expand, errors_inside_procedures_name_the_call_site) {
 
 // `pipevm expand` prints each rank as a flat program; it must read back as
 // the same stream, for every shipped schedule that expands.
-TEST(dsl_expand, disassembled_ranks_parse_back_to_the_same_stream) {
+TEST(expand, disassembled_ranks_parse_back_to_the_same_stream) {
   int checked = 0;
   for (const auto& entry : std::filesystem::directory_iterator(PIPEVM_SOURCE_DIR "/schedules")) {
     if (entry.path().extension() != ".pipe") continue;
@@ -206,7 +206,7 @@ TEST(dsl_expand, disassembled_ranks_parse_back_to_the_same_stream) {
           const Instruction& b = back->rank(rank)[i];
           EXPECT_EQ(disassemble(a), disassemble(b)) << entry.path() << " rank " << rank;
           EXPECT_EQ(a.peer, b.peer) << entry.path() << " rank " << rank << ": " << disassemble(a);
-          EXPECT_EQ(a.explicit_peer, b.explicit_peer);
+          EXPECT_EQ(a.explicit_peer(), b.explicit_peer());
         }
       }
     }

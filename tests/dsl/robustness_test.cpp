@@ -18,7 +18,7 @@ std::vector<std::string> diagnose(std::string text, std::uint64_t max_instructio
   return test::codes(d);
 }
 
-TEST(dsl_robustness, a_megabyte_of_random_bytes) {
+TEST(robustness, a_megabyte_of_random_bytes) {
   std::mt19937 random(12345);
   std::uniform_int_distribution<int> byte(0, 255);
   std::string text(1 << 20, '\0');
@@ -28,18 +28,18 @@ TEST(dsl_robustness, a_megabyte_of_random_bytes) {
   EXPECT_EQ(found.front(), "PV1001");
 }
 
-TEST(dsl_robustness, ten_thousand_nested_blocks) {
+TEST(robustness, ten_thousand_nested_blocks) {
   std::string blocks;
   for (int i = 0; i < 10'000; ++i) blocks += "if 1 {\n";
   EXPECT_EQ(diagnose(blocks), (std::vector<std::string>{"PV1013"}));
 }
 
-TEST(dsl_robustness, ten_thousand_nested_parentheses) {
+TEST(robustness, ten_thousand_nested_parentheses) {
   EXPECT_EQ(diagnose("Fwd " + std::string(10'000, '(') + "0" + std::string(10'000, ')')),
             (std::vector<std::string>{"PV1013"}));
 }
 
-TEST(dsl_robustness, ten_thousand_unary_operators) {
+TEST(robustness, ten_thousand_unary_operators) {
   std::string nots;
   for (int i = 0; i < 10'000; ++i) nots += "not ";
   EXPECT_EQ(diagnose("Fwd " + nots + "0"), (std::vector<std::string>{"PV1013"}));
@@ -47,19 +47,19 @@ TEST(dsl_robustness, ten_thousand_unary_operators) {
             (std::vector<std::string>{"PV1013"}));
 }
 
-TEST(dsl_robustness, ten_thousand_else_ifs) {
+TEST(robustness, ten_thousand_else_ifs) {
   std::string chain = "if 0 { Fwd 0 }";
   for (int i = 0; i < 10'000; ++i) chain += " else if 0 { Fwd 0 }";
   EXPECT_EQ(diagnose(chain), (std::vector<std::string>{"PV1013"}));
 }
 
-TEST(dsl_robustness, a_long_operator_chain) {
+TEST(robustness, a_long_operator_chain) {
   std::string sum = "Fwd 0";
   for (int i = 0; i < 20'000; ++i) sum += " + 0";
   EXPECT_EQ(diagnose(sum), (std::vector<std::string>{"PV1013"}));
 }
 
-TEST(dsl_robustness, a_long_chain_of_procedure_calls) {
+TEST(robustness, a_long_chain_of_procedure_calls) {
   std::string text = "p0()\n";
   for (int i = 0; i < 5'000; ++i) {
     text += "proc p" + std::to_string(i) + "() { p" + std::to_string(i + 1) + "() }\n";
@@ -70,7 +70,7 @@ TEST(dsl_robustness, a_long_chain_of_procedure_calls) {
   EXPECT_EQ(found.front(), "PV1013");
 }
 
-TEST(dsl_robustness, deep_blocks_in_a_chain_of_calls) {
+TEST(robustness, deep_blocks_in_a_chain_of_calls) {
   // Each procedure nests 250 blocks (under the parser's limit) and calls the
   // next: 20 of them nest 5,000 deep at run time.
   std::string text = "p0()\n";
@@ -84,12 +84,12 @@ TEST(dsl_robustness, deep_blocks_in_a_chain_of_calls) {
   EXPECT_EQ(diagnose(text), (std::vector<std::string>{"PV1013"}));
 }
 
-TEST(dsl_robustness, loops_that_never_emit_are_stopped) {
+TEST(robustness, loops_that_never_emit_are_stopped) {
   EXPECT_EQ(diagnose("for i in 0 .. 9223372036854775807 { let x = i }", 1000),
             (std::vector<std::string>{"PV1010"}));
 }
 
-TEST(dsl_robustness, extreme_integers_overflow_cleanly) {
+TEST(robustness, extreme_integers_overflow_cleanly) {
   EXPECT_EQ(diagnose("Fwd -9223372036854775807 - 1 - 1"), (std::vector<std::string>{"PV1012"}));
   EXPECT_EQ(diagnose("Fwd (-9223372036854775807 - 1) / -1"), (std::vector<std::string>{"PV1012"}));
   EXPECT_EQ(diagnose("Fwd -(-9223372036854775807 - 1)"), (std::vector<std::string>{"PV1012"}));
@@ -98,7 +98,7 @@ TEST(dsl_robustness, extreme_integers_overflow_cleanly) {
             (std::vector<std::string>{"PV1008"}));
 }
 
-TEST(dsl_robustness, the_nesting_limit_itself_is_accepted) {
+TEST(robustness, the_nesting_limit_itself_is_accepted) {
   Diagnostics d;
   std::string text;
   // Blocks and parentheses count together: 120 + 120 is under the limit of 256.

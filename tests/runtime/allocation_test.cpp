@@ -66,7 +66,7 @@ extern "C" int posix_memalign(void** out, std::size_t alignment, std::size_t siz
 namespace pipevm::runtime {
 namespace {
 
-TEST(runtime, allocation_counter_sees_allocations) {
+TEST(allocation, counter_sees_allocations) {
   if (!PIPEVM_COUNTS_ALLOCATIONS) GTEST_SKIP() << "a sanitizer owns malloc";
   // Through volatile pointers, so the compiler cannot elide the pair.
   void* (*volatile allocate)(std::size_t) = &std::malloc;
@@ -76,7 +76,7 @@ TEST(runtime, allocation_counter_sees_allocations) {
   EXPECT_EQ(allocations.load() - before, 1);
 }
 
-TEST(runtime, allocation_free_training_step_on_two_pieces) {
+TEST(allocation, free_training_step_on_two_pieces) {
   if (!PIPEVM_COUNTS_ALLOCATIONS) GTEST_SKIP() << "a sanitizer owns malloc";
   tune_eigen_for_one_core();
   const ModelConfig config;

@@ -97,7 +97,7 @@ std::string refusal(Read read) {
   return "(no error)";
 }
 
-TEST(runtime, checkpoint_round_trip_is_bit_exact) {
+TEST(checkpoint, round_trip_is_bit_exact) {
   const std::string dir = fresh_directory("checkpoint-round-trip");
   for (const CheckpointResult& result : write_all(dir, 13)) {
     EXPECT_TRUE(result.committed);
@@ -114,7 +114,7 @@ TEST(runtime, checkpoint_round_trip_is_bit_exact) {
   fs::remove_all(dir);
 }
 
-TEST(runtime, checkpoint_commit_replaces_the_previous_and_removes_leftovers) {
+TEST(checkpoint, commit_replaces_the_previous_and_removes_leftovers) {
   const std::string dir = fresh_directory("checkpoint-replace");
   write_all(dir, 8);
   // What a run killed while writing step 30 leaves behind: a piece, no manifest.
@@ -134,7 +134,7 @@ TEST(runtime, checkpoint_commit_replaces_the_previous_and_removes_leftovers) {
   fs::remove_all(dir);
 }
 
-TEST(runtime, checkpoint_without_manifest_is_refused) {
+TEST(checkpoint, without_manifest_is_refused) {
   const std::string dir = fresh_directory("checkpoint-no-manifest");
   write_all(dir, 8);
   fs::remove(dir + "/manifest.json");
@@ -143,7 +143,7 @@ TEST(runtime, checkpoint_without_manifest_is_refused) {
   fs::remove_all(dir);
 }
 
-TEST(runtime, checkpoint_with_a_damaged_piece_is_refused) {
+TEST(checkpoint, with_a_damaged_piece_is_refused) {
   const std::string dir = fresh_directory("checkpoint-damaged");
   write_all(dir, 8);
   const Manifest manifest = read_manifest(dir);
@@ -170,7 +170,7 @@ TEST(runtime, checkpoint_with_a_damaged_piece_is_refused) {
   fs::remove_all(dir);
 }
 
-TEST(runtime, checkpoint_with_a_malformed_manifest_is_refused) {
+TEST(checkpoint, with_a_malformed_manifest_is_refused) {
   const std::string dir = fresh_directory("checkpoint-malformed");
   std::ofstream(dir + "/manifest.json") << "{\"format\": \"pipevm checkpoint 1\"}";
   EXPECT_NE(refusal([&] { read_manifest(dir); }).find("not a pipevm checkpoint manifest"),
@@ -178,7 +178,7 @@ TEST(runtime, checkpoint_with_a_malformed_manifest_is_refused) {
   fs::remove_all(dir);
 }
 
-TEST(runtime, checkpoint_identity_mismatch_names_every_difference) {
+TEST(checkpoint, identity_mismatch_names_every_difference) {
   const RunIdentity now = {{"schedule", "gpipe"}, {"world.ranks", "2"}, {"extra", "1"}};
   EXPECT_EQ(identity_mismatch(kIdentity, kIdentity), "");
   EXPECT_EQ(identity_mismatch(kIdentity, now),
@@ -186,7 +186,7 @@ TEST(runtime, checkpoint_identity_mismatch_names_every_difference) {
             "1)");
 }
 
-TEST(runtime, checkpoint_into_a_missing_directory_commits_nothing) {
+TEST(checkpoint, into_a_missing_directory_commits_nothing) {
   const std::string dir = fresh_directory("checkpoint-missing") + "/gone";
   const std::vector<CheckpointResult> results = write_all(dir, 8);
   for (const CheckpointResult& result : results) EXPECT_FALSE(result.committed);
@@ -197,7 +197,7 @@ TEST(runtime, checkpoint_into_a_missing_directory_commits_nothing) {
   fs::remove_all(fs::path(dir).parent_path());
 }
 
-TEST(runtime, optimizer_state_restored_continues_bit_for_bit) {
+TEST(checkpoint, optimizer_state_restored_continues_bit_for_bit) {
   for (const char* kind : {"adam", "sgd"}) {
     OptimizerConfig config;
     config.kind = kind;
@@ -218,7 +218,7 @@ TEST(runtime, optimizer_state_restored_continues_bit_for_bit) {
   }
 }
 
-TEST(runtime, optimizer_refuses_another_optimizers_state) {
+TEST(checkpoint, optimizer_refuses_another_optimizers_state) {
   OptimizerConfig adam;
   OptimizerConfig sgd;
   sgd.kind = "sgd";

@@ -82,19 +82,19 @@ void expect_small_dataset(const Dataset& data) {
   EXPECT_EQ(data.pixels[17], 25);
 }
 
-TEST(runtime, data_idx_reader_reads_plain_files) {
+TEST(data, idx_reader_reads_plain_files) {
   TemporaryDirectory directory;
   write_idx_pair(directory.file("images"), directory.file("labels"), false);
   expect_small_dataset(load_idx(directory.file("images"), directory.file("labels")));
 }
 
-TEST(runtime, data_idx_reader_reads_gzip_files) {
+TEST(data, idx_reader_reads_gzip_files) {
   TemporaryDirectory directory;
   write_idx_pair(directory.file("images.gz"), directory.file("labels.gz"), true);
   expect_small_dataset(load_idx(directory.file("images.gz"), directory.file("labels.gz")));
 }
 
-TEST(runtime, data_idx_reader_rejects_swapped_or_truncated_files) {
+TEST(data, idx_reader_rejects_swapped_or_truncated_files) {
   TemporaryDirectory directory;
   write_idx_pair(directory.file("images"), directory.file("labels"), false);
   EXPECT_THROW(load_idx(directory.file("labels"), directory.file("images")), std::runtime_error);
@@ -102,7 +102,7 @@ TEST(runtime, data_idx_reader_rejects_swapped_or_truncated_files) {
   EXPECT_THROW(load_idx(directory.file("short"), directory.file("labels")), std::runtime_error);
 }
 
-TEST(runtime, data_directory_reads_the_fashion_mnist_layout_and_splits_validation) {
+TEST(data, directory_reads_the_fashion_mnist_layout_and_splits_validation) {
   TemporaryDirectory directory;
   write_idx_pair(directory.file("train-images-idx3-ubyte.gz"),
                  directory.file("train-labels-idx1-ubyte.gz"), true);
@@ -116,7 +116,7 @@ TEST(runtime, data_directory_reads_the_fashion_mnist_layout_and_splits_validatio
   EXPECT_EQ(split.test.samples, 3);
 }
 
-TEST(runtime, data_directory_reads_only_the_parts_asked_for) {
+TEST(data, directory_reads_only_the_parts_asked_for) {
   TemporaryDirectory directory;
   write_idx_pair(directory.file("train-images-idx3-ubyte.gz"),
                  directory.file("train-labels-idx1-ubyte.gz"), true);
@@ -137,7 +137,7 @@ TEST(runtime, data_directory_reads_only_the_parts_asked_for) {
   EXPECT_EQ(split.train.features, full.train.features);
 }
 
-TEST(runtime, data_missing_files_name_the_debian_package_and_the_path) {
+TEST(data, missing_files_name_the_debian_package_and_the_path) {
   const std::string missing = "/nonexistent/pipevm-fashion";
   try {
     load_directory(missing);
@@ -149,7 +149,7 @@ TEST(runtime, data_missing_files_name_the_debian_package_and_the_path) {
   }
 }
 
-TEST(runtime, data_fashion_mnist_when_installed) {
+TEST(data, fashion_mnist_when_installed) {
   if (!fs::exists(std::string(kFashionMnistDirectory) + "/train-images-idx3-ubyte.gz")) {
     GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   }
@@ -161,7 +161,7 @@ TEST(runtime, data_fashion_mnist_when_installed) {
   EXPECT_EQ(split.train.classes, 10);
 }
 
-TEST(runtime, data_synthetic_is_deterministic_and_balanced) {
+TEST(data, synthetic_is_deterministic_and_balanced) {
   const DataSplit a = synthetic(500, 100, 30, 5, 1);
   const DataSplit b = synthetic(500, 100, 30, 5, 1);
   EXPECT_EQ(a.train.pixels, b.train.pixels);
@@ -173,7 +173,7 @@ TEST(runtime, data_synthetic_is_deterministic_and_balanced) {
   for (const int count : counts) EXPECT_GT(count, 60);
 }
 
-TEST(runtime, data_inputs_span_minus_one_to_one) {
+TEST(data, inputs_span_minus_one_to_one) {
   const std::vector<std::uint8_t> pixels = {0, 255, 51};
   std::vector<float> inputs(3);
   to_inputs(pixels, inputs);
@@ -213,7 +213,7 @@ std::vector<int> slice_samples(const Batcher& batcher, int batch, int dp_rank, i
   return samples;
 }
 
-TEST(runtime, data_batcher_slices_tile_the_global_batch) {
+TEST(data, batcher_slices_tile_the_global_batch) {
   const Dataset data = indexed(1000);
   Batcher whole(data, 5, 24, 1, 1);
   Batcher sliced(data, 5, 24, 2, 3);
@@ -241,7 +241,7 @@ TEST(runtime, data_batcher_slices_tile_the_global_batch) {
   EXPECT_THROW(Batcher(data, 5, 25, 2, 3), std::invalid_argument);
 }
 
-TEST(runtime, data_batcher_epoch_order_depends_on_seed_and_epoch_only) {
+TEST(data, batcher_epoch_order_depends_on_seed_and_epoch_only) {
   const Dataset data = indexed(300);
   Batcher a(data, 1, 10, 1, 1);
   Batcher b(data, 1, 10, 1, 1);

@@ -83,7 +83,7 @@ struct LinearCase {
   }
 };
 
-TEST(runtime, layers_linear_forward_matches_a_naive_loop) {
+TEST(layers, linear_forward_matches_a_naive_loop) {
   LinearCase c;
   c.forward();
   for (int r = 0; r < kRows; ++r) {
@@ -99,7 +99,7 @@ TEST(runtime, layers_linear_forward_matches_a_naive_loop) {
   }
 }
 
-TEST(runtime, layers_linear_backward_input_matches_finite_differences) {
+TEST(layers, linear_backward_input_matches_finite_differences) {
   LinearCase c;
   std::vector<float> d_in(kRows * kIn, 99.0f);  // written, not accumulated: the 99s must vanish
   linear_backward_input(as_matrix(std::span(d_in), kRows, kIn),
@@ -111,7 +111,7 @@ TEST(runtime, layers_linear_backward_input_matches_finite_differences) {
                1e-3);
 }
 
-TEST(runtime, layers_linear_backward_weight_matches_finite_differences_and_accumulates) {
+TEST(layers, linear_backward_weight_matches_finite_differences_and_accumulates) {
   LinearCase c;
   std::vector<float> d_weight(kOut * kIn, 0.0f);
   std::vector<float> d_bias(kOut, 0.0f);
@@ -139,7 +139,7 @@ TEST(runtime, layers_linear_backward_weight_matches_finite_differences_and_accum
   for (std::size_t i = 0; i < d_bias.size(); ++i) EXPECT_FLOAT_EQ(d_bias[i], 2.0f * once_bias[i]);
 }
 
-TEST(runtime, layers_relu_forward_and_backward_match_finite_differences) {
+TEST(layers, relu_forward_and_backward_match_finite_differences) {
   std::vector<float> in = away_from_zero(random_values(kRows * kOut, 5));
   std::vector<float> out(in.size());
   const std::vector<float> probe = random_values(in.size(), 6);
@@ -177,15 +177,15 @@ void check_loss_gradient(LossFunction loss) {
   expect_close(d_logits, numeric_gradient(logits, objective, 1e-2f), 2e-3);
 }
 
-TEST(runtime, layers_cross_entropy_gradient_matches_finite_differences) {
+TEST(layers, cross_entropy_gradient_matches_finite_differences) {
   check_loss_gradient(&softmax_cross_entropy);
 }
 
-TEST(runtime, layers_softmax_mse_gradient_matches_finite_differences) {
+TEST(layers, softmax_mse_gradient_matches_finite_differences) {
   check_loss_gradient(&softmax_mse);
 }
 
-TEST(runtime, layers_losses_match_hand_computed_values) {
+TEST(layers, losses_match_hand_computed_values) {
   const std::vector<float> logits = {1.0f, 2.0f, 3.0f};
   const std::vector<std::uint8_t> label = {2};
   std::vector<float> d(3);
@@ -205,7 +205,7 @@ TEST(runtime, layers_losses_match_hand_computed_values) {
               1e-6);
 }
 
-TEST(runtime, layers_count_correct_takes_the_first_largest_logit) {
+TEST(layers, count_correct_takes_the_first_largest_logit) {
   const std::vector<float> logits = {0.1f, 0.9f, 0.0f,   // predicts 1
                                      0.5f, 0.5f, 0.2f,   // tie: predicts 0
                                      0.0f, 0.0f, 3.0f};  // predicts 2

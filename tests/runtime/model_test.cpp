@@ -3,11 +3,11 @@
 // whole model, with several micro-batches in flight.
 #include <gtest/gtest.h>
 
-#include <Eigen/Core>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
 
+#include "eigen.hpp"
 #include "layer_costs.hpp"
 #include "model.hpp"
 #include "random.hpp"
@@ -47,13 +47,13 @@ void expect_relatively_close(std::span<const float> actual, std::span<const floa
   }
 }
 
-TEST(runtime, model_split_balances_compute_by_hand_example) {
+TEST(model, split_balances_compute_by_hand_example) {
   // Costs 2, 3, 3, 3: {2,3}|{3,3} has the smallest largest part (6).
   const std::vector<LayerRange> split = split_layers({1, 1, 1, 1, 1}, 2);
   EXPECT_EQ(split, (std::vector<LayerRange>{{0, 2}, {2, 4}}));
 }
 
-TEST(runtime, model_split_of_the_default_model_isolates_the_first_layer) {
+TEST(model, split_of_the_default_model_isolates_the_first_layer) {
   const std::vector<int> sizes = ModelConfig{}.sizes;
   EXPECT_EQ(split_layers(sizes, 2), (std::vector<LayerRange>{{0, 1}, {1, 7}}));
   for (int pieces = 1; pieces <= 7; ++pieces) {
@@ -73,7 +73,7 @@ TEST(runtime, model_split_of_the_default_model_isolates_the_first_layer) {
   EXPECT_THROW(split_layers(sizes, 0), std::invalid_argument);
 }
 
-TEST(runtime, split_layers_follows_given_costs) {
+TEST(model, split_layers_follows_given_costs) {
   const std::vector<int> sizes = ModelConfig{}.sizes;
   // Layer 0 cheap and layer 1 dear: the cut moves past layer 1.
   const std::vector<double> costs = {4.0, 2.0, 1.0, 1.0, 1.0, 1.0, 0.5};
@@ -82,7 +82,7 @@ TEST(runtime, split_layers_follows_given_costs) {
   EXPECT_THROW(split_layers(sizes, 2, {1.0, 2.0}), std::invalid_argument);
 }
 
-TEST(runtime, measured_layer_costs_are_one_positive_time_per_layer) {
+TEST(model, measured_layer_costs_are_one_positive_time_per_layer) {
   ModelConfig model;
   model.sizes = {24, 20, 18, 6};
   const std::vector<double> costs = measure_layer_costs(model, OptimizerConfig{}, 8, 2);
@@ -90,7 +90,7 @@ TEST(runtime, measured_layer_costs_are_one_positive_time_per_layer) {
   for (const double cost : costs) EXPECT_GT(cost, 0.0);
 }
 
-TEST(runtime, model_split_spreads_the_rest_evenly_after_the_bottleneck) {
+TEST(model, split_spreads_the_rest_evenly_after_the_bottleneck) {
   // With 3 pieces the first layer alone bounds the largest part; the other
   // six must still be shared out evenly (costs 96,774 and 143,196 multiply-
   // adds; {1,4}|{4,7} would be 144,024 and 95,946), not 1 + 5.
@@ -98,7 +98,7 @@ TEST(runtime, model_split_spreads_the_rest_evenly_after_the_bottleneck) {
   EXPECT_EQ(split, (std::vector<LayerRange>{{0, 1}, {1, 3}, {3, 7}}));
 }
 
-TEST(runtime, model_initialisation_does_not_depend_on_the_split) {
+TEST(model, initialisation_does_not_depend_on_the_split) {
   ModelConfig config;
   config.seed = 42;
   const Piece whole(config, {0, 7});
@@ -116,7 +116,7 @@ TEST(runtime, model_initialisation_does_not_depend_on_the_split) {
   EXPECT_NE(Piece(other, {0, 1}).parameters()[0], whole.parameters()[0]);
 }
 
-TEST(runtime, model_initial_weights_are_he_uniform_with_zero_bias) {
+TEST(model, initial_weights_are_he_uniform_with_zero_bias) {
   Piece piece(ModelConfig{}, {0, 1});
   const LayerView layer = piece.layer_parameters(0);
   const float bound = std::sqrt(6.0f / 784.0f);
@@ -228,11 +228,11 @@ void check_against_reference(Loss loss) {
   expect_relatively_close(model.gradients(), expected, 1e-5, "gradient");
 }
 
-TEST(runtime, model_cross_entropy_gradients_match_a_double_precision_reference) {
+TEST(model, cross_entropy_gradients_match_a_double_precision_reference) {
   check_against_reference(Loss::cross_entropy);
 }
 
-TEST(runtime, model_softmax_mse_gradients_match_a_double_precision_reference) {
+TEST(model, softmax_mse_gradients_match_a_double_precision_reference) {
   check_against_reference(Loss::softmax_mse);
 }
 
@@ -281,7 +281,7 @@ ChainResult run_chain(const ModelConfig& config, int pieces, int rows) {
   return result;
 }
 
-TEST(runtime, model_chained_pieces_equal_the_whole_model) {
+TEST(model, chained_pieces_equal_the_whole_model) {
   ModelConfig config;
   config.seed = 5;
   constexpr int kRows = 8;
@@ -298,7 +298,7 @@ TEST(runtime, model_chained_pieces_equal_the_whole_model) {
   }
 }
 
-TEST(runtime, model_backward_weight_reports_each_layer_last_first) {
+TEST(model, backward_weight_reports_each_layer_last_first) {
   ModelConfig config;
   config.sizes = {6, 5, 4, 3, 2};
   Piece piece(config, {1, 3});  // neither first nor last
@@ -320,7 +320,7 @@ TEST(runtime, model_backward_weight_reports_each_layer_last_first) {
   EXPECT_EQ(order, (std::vector<int>{2, 1}));
 }
 
-TEST(runtime, model_slots_reject_out_of_order_use) {
+TEST(model, slots_reject_out_of_order_use) {
   ModelConfig config;
   config.sizes = {4, 3, 2};
   Piece piece(config, {0, 2});
@@ -343,7 +343,7 @@ TEST(runtime, model_slots_reject_out_of_order_use) {
   EXPECT_NO_THROW(piece.forward(0, input, 3)) << "released";
 }
 
-TEST(runtime, model_evaluate_agrees_with_the_slot_loss) {
+TEST(model, evaluate_agrees_with_the_slot_loss) {
   ModelConfig config;
   config.sizes = {16, 8, 4};
   const DataSplit data = synthetic(50, 0, 16, 4, 9);

@@ -10,7 +10,7 @@
 namespace pipevm::runtime {
 namespace {
 
-TEST(runtime, optimizer_plain_sgd_steps_against_the_gradient) {
+TEST(optimizer, plain_sgd_steps_against_the_gradient) {
   OptimizerConfig config;
   config.kind = "sgd";
   config.lr = 0.1f;
@@ -22,7 +22,7 @@ TEST(runtime, optimizer_plain_sgd_steps_against_the_gradient) {
   EXPECT_EQ(optimizer.steps_taken(), 1);
 }
 
-TEST(runtime, optimizer_sgd_momentum_accumulates_velocity) {
+TEST(optimizer, sgd_momentum_accumulates_velocity) {
   OptimizerConfig config;
   config.kind = "sgd";
   config.lr = 0.1f;
@@ -35,7 +35,7 @@ TEST(runtime, optimizer_sgd_momentum_accumulates_velocity) {
   EXPECT_FLOAT_EQ(params[0], 0.71f);
 }
 
-TEST(runtime, optimizer_adam_matches_hand_computed_steps) {
+TEST(optimizer, adam_matches_hand_computed_steps) {
   OptimizerConfig config;  // adam, lr 1e-3, betas 0.9 / 0.999, eps 1e-8
   Optimizer optimizer(config, 1);
   std::vector<float> params = {0.5f};
@@ -53,7 +53,7 @@ TEST(runtime, optimizer_adam_matches_hand_computed_steps) {
   EXPECT_NEAR(static_cast<double>(params[0]), expected, 1e-7);
 }
 
-TEST(runtime, optimizer_rejects_bad_configurations) {
+TEST(optimizer, rejects_bad_configurations) {
   OptimizerConfig unknown;
   unknown.kind = "adagrad";
   EXPECT_THROW(Optimizer(unknown, 1), std::invalid_argument);

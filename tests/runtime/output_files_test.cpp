@@ -38,7 +38,7 @@ std::size_t entries(const std::string& directory) {
   return count;
 }
 
-TEST(runtime, durable_write_replaces_the_file_and_leaves_nothing_else) {
+TEST(output_files, durable_write_replaces_the_file_and_leaves_nothing_else) {
   const TemporaryDirectory dir("durable");
   const std::string path = dir / "out.bin";
   const std::string first = "first contents";
@@ -49,7 +49,7 @@ TEST(runtime, durable_write_replaces_the_file_and_leaves_nothing_else) {
   EXPECT_EQ(entries(dir.path()), 1u) << "a temporary file was left behind";
 }
 
-TEST(runtime, durable_write_into_a_missing_directory_names_path_and_reason) {
+TEST(output_files, durable_write_into_a_missing_directory_names_path_and_reason) {
   const TemporaryDirectory dir("durable-missing");
   const std::string path = dir / "no-such-directory/out.bin";
   try {
@@ -63,11 +63,11 @@ TEST(runtime, durable_write_into_a_missing_directory_names_path_and_reason) {
   }
 }
 
-TEST(runtime, reading_a_missing_file_names_it) {
+TEST(output_files, reading_a_missing_file_names_it) {
   EXPECT_THROW(read_whole_file("/nonexistent-pipevm/file"), FileError);
 }
 
-TEST(runtime, writable_file_paths_pass_the_check) {
+TEST(output_files, writable_file_paths_pass_the_check) {
   const TemporaryDirectory dir("writable");
   EXPECT_EQ(why_not_writable_file(dir / "new.safetensors"), std::nullopt);
   std::ofstream(dir / "existing.json") << "kept";
@@ -76,7 +76,7 @@ TEST(runtime, writable_file_paths_pass_the_check) {
   EXPECT_EQ(entries(dir.path()), 1u) << "the probe file was left behind";
 }
 
-TEST(runtime, unwritable_file_paths_are_refused_with_the_reason) {
+TEST(output_files, unwritable_file_paths_are_refused_with_the_reason) {
   const TemporaryDirectory dir("unwritable");
   const auto reason = [](const std::string& path) {
     return why_not_writable_file(path).value_or("(accepted)");
@@ -95,7 +95,7 @@ TEST(runtime, unwritable_file_paths_are_refused_with_the_reason) {
             std::string::npos);
 }
 
-TEST(runtime, output_directories_are_created_or_refused) {
+TEST(output_files, output_directories_are_created_or_refused) {
   const TemporaryDirectory dir("directories");
   EXPECT_EQ(why_not_writable_directory(dir / "a/b"), std::nullopt);
   EXPECT_TRUE(fs::is_directory(dir / "a/b"));

@@ -20,7 +20,7 @@ std::string temporary_file(const std::string& name) {
   return (fs::temp_directory_path() / ("pipevm-" + std::to_string(getpid()) + "-" + name)).string();
 }
 
-TEST(runtime, safetensors_model_round_trip) {
+TEST(safetensors, model_round_trip) {
   ModelConfig config;
   config.sizes = {7, 5, 3};
   config.seed = 4;
@@ -44,7 +44,7 @@ TEST(runtime, safetensors_model_round_trip) {
   fs::remove(path);
 }
 
-TEST(runtime, safetensors_header_follows_the_format) {
+TEST(safetensors, header_follows_the_format) {
   const std::string path = temporary_file("header.safetensors");
   const std::vector<float> a = {1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f};
   const std::vector<float> b = {-1.0f};
@@ -66,7 +66,7 @@ TEST(runtime, safetensors_header_follows_the_format) {
   fs::remove(path);
 }
 
-TEST(runtime, safetensors_rejects_malformed_files) {
+TEST(safetensors, rejects_malformed_files) {
   const std::string path = temporary_file("bad.safetensors");
   {
     std::ofstream out(path, std::ios::binary);

@@ -26,14 +26,14 @@ TrainingRun train_synthetic(Loss loss, const OptimizerConfig& optimizer, int epo
   return run;
 }
 
-TEST(runtime, training_cross_entropy_with_adam_learns_the_synthetic_set) {
+TEST(training, cross_entropy_with_adam_learns_the_synthetic_set) {
   // 5 epochs of 64 steps.
   const TrainingRun run = train_synthetic(Loss::cross_entropy, OptimizerConfig{}, 5);
   EXPECT_GT(run.test.accuracy, 0.95);
   EXPECT_GT(run.train_accuracy, 0.9);
 }
 
-TEST(runtime, training_softmax_mse_with_sgd_momentum_learns_the_synthetic_set) {
+TEST(training, softmax_mse_with_sgd_momentum_learns_the_synthetic_set) {
   OptimizerConfig sgd;
   sgd.kind = "sgd";
   sgd.lr = 0.5f;
@@ -42,7 +42,7 @@ TEST(runtime, training_softmax_mse_with_sgd_momentum_learns_the_synthetic_set) {
   EXPECT_GT(run.test.accuracy, 0.9);
 }
 
-TEST(runtime, training_micro_batch_split_does_not_change_the_step) {
+TEST(training, micro_batch_split_does_not_change_the_step) {
   const DataSplit data = synthetic(256, 0, 20, 5, 3);
   ModelConfig model;
   model.sizes = {20, 16, 12, 5};

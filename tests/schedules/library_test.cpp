@@ -134,19 +134,19 @@ const Entry& entry(const std::string& name) {
   return *it;
 }
 
-TEST(schedules, memory_naive) { expect_memory_formula(entry("naive")); }
-TEST(schedules, memory_gpipe) { expect_memory_formula(entry("gpipe")); }
-TEST(schedules, memory_1f1b) { expect_memory_formula(entry("1f1b")); }
-TEST(schedules, memory_1f1b_nonblocking) { expect_memory_formula(entry("1f1b-nonblocking")); }
-TEST(schedules, memory_interleaved_1f1b) { expect_memory_formula(entry("interleaved-1f1b")); }
-TEST(schedules, memory_zb_h1) { expect_memory_formula(entry("zb-h1")); }
-TEST(schedules, memory_dualpipev) { expect_memory_formula(entry("dualpipev")); }
-TEST(schedules, memory_dualpipe) { expect_memory_formula(entry("dualpipe")); }
-TEST(schedules, memory_inference) { expect_memory_formula(entry("inference")); }
-TEST(schedules, memory_dp) { expect_memory_formula(entry("dp")); }
-TEST(schedules, memory_gpipe_allreduce) { expect_memory_formula(entry("gpipe-allreduce")); }
+TEST(library, memory_naive) { expect_memory_formula(entry("naive")); }
+TEST(library, memory_gpipe) { expect_memory_formula(entry("gpipe")); }
+TEST(library, memory_1f1b) { expect_memory_formula(entry("1f1b")); }
+TEST(library, memory_1f1b_nonblocking) { expect_memory_formula(entry("1f1b-nonblocking")); }
+TEST(library, memory_interleaved_1f1b) { expect_memory_formula(entry("interleaved-1f1b")); }
+TEST(library, memory_zb_h1) { expect_memory_formula(entry("zb-h1")); }
+TEST(library, memory_dualpipev) { expect_memory_formula(entry("dualpipev")); }
+TEST(library, memory_dualpipe) { expect_memory_formula(entry("dualpipe")); }
+TEST(library, memory_inference) { expect_memory_formula(entry("inference")); }
+TEST(library, memory_dp) { expect_memory_formula(entry("dp")); }
+TEST(library, memory_gpipe_allreduce) { expect_memory_formula(entry("gpipe-allreduce")); }
 
-TEST(schedules, interleaved_memory_with_three_chunks) {
+TEST(library, interleaved_memory_with_three_chunks) {
   Entry three = entry("interleaved-1f1b");
   three.chunks = 3;
   expect_memory_formula(three);
@@ -154,7 +154,7 @@ TEST(schedules, interleaved_memory_with_three_chunks) {
 
 // The checker's sweep runs dp = 1; here every schedule runs with two
 // replicas (AllReduce or BwdAllReduce must cover every chunk's gradients).
-TEST(schedules, every_schedule_passes_the_checker_with_two_replicas) {
+TEST(library, every_schedule_passes_the_checker_with_two_replicas) {
   for (const Entry& e : library()) {
     const auto schedule = parse_file(path_of(e.name));
     ASSERT_TRUE(schedule) << e.name;
@@ -174,7 +174,7 @@ TEST(schedules, every_schedule_passes_the_checker_with_two_replicas) {
   }
 }
 
-TEST(schedules, interleaved_passes_with_one_to_three_chunks) {
+TEST(library, interleaved_passes_with_one_to_three_chunks) {
   const auto schedule = parse_file(path_of("interleaved-1f1b"));
   ASSERT_TRUE(schedule);
   for (int v = 1; v <= 3; ++v) {
@@ -193,7 +193,7 @@ TEST(schedules, interleaved_passes_with_one_to_three_chunks) {
 
 // The sweeps skip what a `require` excludes, so a missing require would go
 // unnoticed there: each schedule's preconditions are pinned here.
-TEST(schedules, requires_exclude_what_the_headers_say) {
+TEST(library, requires_exclude_what_the_headers_say) {
   const std::map<std::string, std::vector<Config>> excluded = {
       {"1f1b", {Config{4, 3, 1}}},
       {"zb-h1", {Config{4, 3, 1}}},
@@ -218,7 +218,7 @@ TEST(schedules, requires_exclude_what_the_headers_say) {
 // DualPipe's final AllReduce is what keeps its replicas equal: the sum of
 // a mirror piece's two copies inside OptimizerStep stays within one
 // pipeline. Without it the checker must object as soon as dp > 1.
-TEST(schedules, dualpipe_without_its_allreduce_fails_with_replicas) {
+TEST(library, dualpipe_without_its_allreduce_fails_with_replicas) {
   std::string text = slurp(path_of("dualpipe"));
   const std::size_t reduce = text.find("\nAllReduce\n");
   ASSERT_NE(reduce, std::string::npos);
@@ -241,7 +241,39 @@ TEST(schedules, dualpipe_without_its_allreduce_fails_with_replicas) {
   }
 }
 
-TEST(schedules, every_file_has_the_library_header_and_a_docs_entry) {
+// Every message is an instruction: DualPipe's gradient sum between the two
+// holders of each piece is `AllReduce over mirror`, and a rank that drops it
+// leaves its partner waiting in a collective and steps with half the sum.
+TEST(library, dualpipe_without_the_mirror_sum_on_one_rank_fails) {
+  Diagnostics diagnostics;
+  const Config config{4, 8, 2, 1};
+  std::optional<Program> program =
+      compile(read_source(path_of("dualpipe").string(), diagnostics), config, diagnostics);
+  ASSERT_TRUE(program) << diagnostics.size();
+  ASSERT_TRUE(check(*program).ok());
+  const int rank = 1;
+  const auto stream = program->rank(rank);
+  const auto sum = std::find_if(stream.begin(), stream.end(), [](const Instruction& in) {
+    return in.op == Opcode::AllReduce && group_of(in) == Group::mirror;
+  });
+  ASSERT_NE(sum, stream.end());
+  program->code.erase(program->code.begin() +
+                      static_cast<std::ptrdiff_t>(program->rank_begin[rank]) +
+                      (sum - stream.begin()));
+  for (std::size_t r = rank + 1; r < program->rank_begin.size(); ++r) --program->rank_begin[r];
+  const CheckResult result = check(*program);
+  std::vector<DiagnosticKind> kinds;
+  for (const Diagnostic& d : result.diagnostics) kinds.push_back(d.kind);
+  EXPECT_EQ(kinds, (std::vector<DiagnosticKind>{DiagnosticKind::CollectiveMissing,
+                                                DiagnosticKind::DataflowStepTooEarly}))
+      << first_message(result);
+  ASSERT_FALSE(result.diagnostics.empty());
+  EXPECT_NE(result.diagnostics.front().message.find("a member of the same mirror pair"),
+            std::string::npos)
+      << result.diagnostics.front().message;
+}
+
+TEST(library, every_file_has_the_library_header_and_a_docs_entry) {
   const std::string docs = slurp(kSource / "docs" / "schedules.md");
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(kSource / "schedules")) {
@@ -262,7 +294,7 @@ TEST(schedules, every_file_has_the_library_header_and_a_docs_entry) {
 }
 
 // The figures as a user reads them, through the command line.
-TEST(schedules, check_json_reports_the_memory_formula) {
+TEST(library, check_json_reports_the_memory_formula) {
   const std::string command = "cd '" PIPEVM_SOURCE_DIR "' && '" PIPEVM_BINARY_DIR
                               "/pipevm' check schedules/zb-h1.pipe --stages 4 --micro-batches 8 "
                               "--format json";

@@ -44,7 +44,7 @@ std::string slurp(const fs::path& path) {
   return text.str();
 }
 
-class simulate_cli : public ::testing::Test {
+class cli : public ::testing::Test {
  protected:
   void SetUp() override {
     // Unique per process: other build directories may run these tests at once.
@@ -58,7 +58,7 @@ class simulate_cli : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST_F(simulate_cli, json_is_alone_on_stdout_and_stable) {
+TEST_F(cli, json_is_alone_on_stdout_and_stable) {
   const std::string args =
       "schedules/1f1b.pipe --stages 4 --micro-batches 8 --cost fwd=1,bwd=2 --format json";
   const Outcome first = simulate(args);
@@ -71,7 +71,7 @@ TEST_F(simulate_cli, json_is_alone_on_stdout_and_stable) {
   EXPECT_EQ(json.at("per_stage").size(), 4u);
 }
 
-TEST_F(simulate_cli, text_shows_the_grid_and_files_are_written) {
+TEST_F(cli, text_shows_the_grid_and_files_are_written) {
   const fs::path svg = dir_ / "gpipe.svg";
   const fs::path trace = dir_ / "gpipe.json";
   const Outcome outcome =
@@ -85,7 +85,7 @@ TEST_F(simulate_cli, text_shows_the_grid_and_files_are_written) {
   EXPECT_GT(events.size(), 10u);
 }
 
-TEST_F(simulate_cli, costs_come_from_yaml_and_flags_override_them) {
+TEST_F(cli, costs_come_from_yaml_and_flags_override_them) {
   const fs::path costs = dir_ / "costs.yaml";
   std::ofstream(costs) << "fwd: 2\nbwd: 4\n";
   const Outcome from_file =
@@ -98,7 +98,7 @@ TEST_F(simulate_cli, costs_come_from_yaml_and_flags_override_them) {
   EXPECT_DOUBLE_EQ(nlohmann::json::parse(overridden.out).at("makespan").get<double>(), 9);
 }
 
-TEST_F(simulate_cli, a_hang_exits_1_and_points_at_check) {
+TEST_F(cli, a_hang_exits_1_and_points_at_check) {
   const fs::path file = dir_ / "hang.pipe";
   std::ofstream(file) << "# 1F1B with blocking sends: stages wait on each other\n"
                          "let warmup = min(stages - stage - 1, micro_batches)\n"
@@ -126,7 +126,7 @@ TEST_F(simulate_cli, a_hang_exits_1_and_points_at_check) {
   EXPECT_NE(message.find("pipevm check"), std::string::npos) << message;
 }
 
-TEST_F(simulate_cli, usage_errors_exit_2) {
+TEST_F(cli, usage_errors_exit_2) {
   EXPECT_EQ(simulate("schedules/gpipe.pipe -p 2 -m 2 --cost fwd=fast").status, 2);
   EXPECT_EQ(simulate("schedules/gpipe.pipe -p 2 -m 2 --cost speed=1").status, 2);
   EXPECT_EQ(simulate("schedules/gpipe.pipe -p 2").status, 2);

@@ -9,7 +9,7 @@
 namespace pipevm {
 namespace {
 
-TEST(simulate_costs, flags_set_keys_and_leave_the_rest_zero) {
+TEST(costs, flags_set_keys_and_leave_the_rest_zero) {
   Costs costs;
   std::string error;
   ASSERT_TRUE(parse_cost_flags("fwd=1, bwd=2,send=0.1", costs, error)) << error;
@@ -20,21 +20,19 @@ TEST(simulate_costs, flags_set_keys_and_leave_the_rest_zero) {
   EXPECT_EQ(costs.allreduce, 0);
 }
 
-TEST(simulate_costs, backward_defaults_to_its_two_halves) {
+TEST(costs, backward_defaults_to_its_two_halves) {
   Costs costs;
   std::string error;
   ASSERT_TRUE(parse_cost_flags("bwd-input=1.5,bwd-weight=0.5", costs, error)) << error;
   EXPECT_EQ(costs.backward(), 2);
   ASSERT_TRUE(parse_cost_flags("bwd=3", costs, error)) << error;
   EXPECT_EQ(costs.backward(), 3);
-  const auto bwd = testing::op(Opcode::Bwd);
-  const auto input = testing::op(Opcode::BwdInput);
-  EXPECT_EQ(costs.duration(bwd), 3);
-  EXPECT_EQ(costs.duration(input), 1.5);
+  EXPECT_EQ(costs.duration(info(Opcode::Bwd).cost), 3);
+  EXPECT_EQ(costs.duration(info(Opcode::BwdInput).cost), 1.5);
   EXPECT_EQ(default_costs().backward(), 2);
 }
 
-TEST(simulate_costs, bad_flags_say_what_is_wrong) {
+TEST(costs, bad_flags_say_what_is_wrong) {
   Costs costs;
   std::string error;
   EXPECT_FALSE(parse_cost_flags("fwdd=1", costs, error));
@@ -46,7 +44,7 @@ TEST(simulate_costs, bad_flags_say_what_is_wrong) {
   EXPECT_NE(error.find(">= 0"), std::string::npos) << error;
 }
 
-TEST(simulate_costs, yaml_round_trips_every_key) {
+TEST(costs, yaml_round_trips_every_key) {
   Costs costs;
   std::string error;
   ASSERT_TRUE(
@@ -71,7 +69,7 @@ TEST(simulate_costs, yaml_round_trips_every_key) {
   EXPECT_DOUBLE_EQ(read.message_time(MessageKind::act), 0.1 + 4.096);
 }
 
-TEST(simulate_costs, yaml_errors_name_the_key) {
+TEST(costs, yaml_errors_name_the_key) {
   Costs costs;
   std::string error;
   EXPECT_FALSE(parse_costs_yaml("fwd: fast\n", costs, error));
@@ -82,7 +80,7 @@ TEST(simulate_costs, yaml_errors_name_the_key) {
   EXPECT_TRUE(parse_costs_yaml("", costs, error));
 }
 
-TEST(simulate_costs, measurements_give_medians_in_microseconds) {
+TEST(costs, measurements_give_medians_in_microseconds) {
   const Program program = testing::make_program(
       {1, 3, 1, 1},
       {{testing::op(Opcode::Fwd, 0), testing::op(Opcode::Fwd, 1), testing::op(Opcode::Fwd, 2),

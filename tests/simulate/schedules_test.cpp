@@ -65,7 +65,7 @@ Costs costs_of(std::initializer_list<std::pair<const char*, double>> keys) {
   return costs;
 }
 
-TEST(simulate_schedules, gpipe_and_1f1b_match_the_textbook_bubble) {
+TEST(schedules, gpipe_and_1f1b_match_the_textbook_bubble) {
   for (const std::string name : {"gpipe", "1f1b"}) {
     if (!shipped(name)) continue;
     for (int p : {2, 4, 8}) {
@@ -81,7 +81,7 @@ TEST(simulate_schedules, gpipe_and_1f1b_match_the_textbook_bubble) {
   }
 }
 
-TEST(simulate_schedules, naive_keeps_one_stage_busy_at_a_time) {
+TEST(schedules, naive_keeps_one_stage_busy_at_a_time) {
   if (!shipped("naive")) GTEST_SKIP() << "schedules/naive.pipe is not shipped";
   for (int p : {2, 4, 8}) {
     const auto program = compile_schedule("naive", {p, 4, 1, 1});
@@ -92,7 +92,7 @@ TEST(simulate_schedules, naive_keeps_one_stage_busy_at_a_time) {
   }
 }
 
-TEST(simulate_schedules, grid_of_gpipe_two_stages_two_micro_batches) {
+TEST(schedules, grid_of_gpipe_two_stages_two_micro_batches) {
   if (!shipped("gpipe")) GTEST_SKIP() << "schedules/gpipe.pipe is not shipped";
   const auto program = compile_schedule("gpipe", {2, 2, 1, 1});
   ASSERT_TRUE(program.has_value());
@@ -105,7 +105,7 @@ TEST(simulate_schedules, grid_of_gpipe_two_stages_two_micro_batches) {
 
 // Megatron's interleaved 1F1B: with per-chunk costs F = 1, B = 2 the bubble
 // is (p-1)(F+B) against an ideal v*m*(F+B): it shrinks by the factor v.
-TEST(simulate_schedules, interleaved_bubble_shrinks_by_the_chunks) {
+TEST(schedules, interleaved_bubble_shrinks_by_the_chunks) {
   if (!shipped("interleaved-1f1b"))
     GTEST_SKIP() << "schedules/interleaved-1f1b.pipe is not shipped";
   for (int p : {2, 4}) {
@@ -124,7 +124,7 @@ TEST(simulate_schedules, interleaved_bubble_shrinks_by_the_chunks) {
 
 // ZB-H1 (Qi et al., 2024) with F = B = W = 1: a bubble of (p-1)(F+B-W),
 // a third of 1F1B's (p-1)(F+B+W).
-TEST(simulate_schedules, zb_h1_bubble_is_a_third_of_1f1b) {
+TEST(schedules, zb_h1_bubble_is_a_third_of_1f1b) {
   if (!shipped("zb-h1")) GTEST_SKIP() << "schedules/zb-h1.pipe is not shipped";
   const Costs costs = costs_of({{"fwd", 1}, {"bwd-input", 1}, {"bwd-weight", 1}});
   for (int p : {2, 4, 8}) {
@@ -145,7 +145,7 @@ TEST(simulate_schedules, zb_h1_bubble_is_a_third_of_1f1b) {
 // backward, F&B a forward and a backward overlapped. pipevm has no overlapped
 // pair, so F&B = F + B here, where the formula is the bound the schedule must
 // meet (it beats it: with F = I = W = 1 the bubble is p/2-1, half the bound).
-TEST(simulate_schedules, dualpipe_bubble_meets_the_published_bound) {
+TEST(schedules, dualpipe_bubble_meets_the_published_bound) {
   if (!shipped("dualpipe")) GTEST_SKIP() << "schedules/dualpipe.pipe is not shipped";
   struct Point {
     double f, i, w;
@@ -171,9 +171,34 @@ TEST(simulate_schedules, dualpipe_bubble_meets_the_published_bound) {
   }
 }
 
+// The mirror sum is an instruction, so it has a time: with an all-reduce
+// cost, every rank spends it in `AllReduce over mirror`, after its last
+// backward and before its step, and the makespan grows by it.
+TEST(schedules, dualpipe_mirror_sum_takes_its_time) {
+  if (!shipped("dualpipe")) GTEST_SKIP() << "schedules/dualpipe.pipe is not shipped";
+  const auto program = compile_schedule("dualpipe", {4, 8, 2, 1});
+  ASSERT_TRUE(program);
+  const Costs free = costs_of({{"fwd", 1}, {"bwd-input", 1}, {"bwd-weight", 1}});
+  const Costs priced =
+      costs_of({{"fwd", 1}, {"bwd-input", 1}, {"bwd-weight", 1}, {"allreduce", 5}});
+  const Simulation cheap = simulate_ok(*program, free);
+  const Simulation dear = simulate_ok(*program, priced);
+  EXPECT_DOUBLE_EQ(dear.timeline.makespan, cheap.timeline.makespan + 5);
+  int sums = 0;
+  for (std::size_t i = 0; i < program->code.size(); ++i) {
+    const Instruction& in = program->code[i];
+    if (in.op != Opcode::AllReduce || group_of(in) != Group::mirror) continue;
+    ++sums;
+    const InstructionTime& t = dear.timeline.times[i];
+    EXPECT_DOUBLE_EQ(t.ended - t.started, 5) << "instruction " << i;
+    EXPECT_EQ(activity_of(in.op), Activity::communication);
+  }
+  EXPECT_EQ(sums, 4);  // one per rank
+}
+
 // Every shipped schedule that the checker accepts simulates to its end, and
 // both count the same peak of stashed activations per stage.
-TEST(simulate_schedules, every_checked_schedule_simulates_with_the_checkers_memory) {
+TEST(schedules, every_checked_schedule_simulates_with_the_checkers_memory) {
   std::size_t simulated = 0;
   for (const auto& entry : fs::directory_iterator(fs::path(PIPEVM_SOURCE_DIR) / "schedules")) {
     if (entry.path().extension() != ".pipe") continue;

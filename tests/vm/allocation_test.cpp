@@ -88,20 +88,20 @@ std::vector<long> steady_state_allocations(const std::string& schedule, const Co
   return counts;
 }
 
-TEST(vm_allocation, counting_sees_allocations) {
+TEST(allocation, counting_sees_allocations) {
   const long before = allocations_of_this_thread;
   auto* p = new std::vector<float>(1000);
   delete p;
   EXPECT_GE(allocations_of_this_thread - before, 2);
 }
 
-TEST(vm_allocation, gpipe_steps_allocate_nothing) {
+TEST(allocation, gpipe_steps_allocate_nothing) {
   for (const long count : steady_state_allocations("gpipe", Config{2, 4, 1, 2})) {
     EXPECT_EQ(count, 0);
   }
 }
 
-TEST(vm_allocation, one_f_one_b_steps_allocate_nothing) {
+TEST(allocation, one_f_one_b_steps_allocate_nothing) {
   for (const long count : steady_state_allocations("1f1b", Config{4, 4, 1, 1})) {
     EXPECT_EQ(count, 0);
   }

@@ -51,9 +51,9 @@ struct Outcome {
   double last_epoch_loss = 0.0;
 };
 
-class vm_checkpoint : public testing::TestWithParam<Case> {
+class checkpoint : public testing::TestWithParam<Case> {
  protected:
-  vm_checkpoint()
+  checkpoint()
       : program_(compile_file(schedule_path(GetParam().schedule),
                               Config{GetParam().stages, 4, GetParam().chunks, GetParam().dp})),
         options_(training_options(kGlobalBatch, kStepsPerEpoch)),
@@ -66,7 +66,7 @@ class vm_checkpoint : public testing::TestWithParam<Case> {
     std::filesystem::remove_all(directory_);
     std::filesystem::create_directories(directory_);
   }
-  ~vm_checkpoint() override { std::filesystem::remove_all(directory_); }
+  ~checkpoint() override { std::filesystem::remove_all(directory_); }
 
   // Trains to the end of epoch kEpochs - 1: from scratch, or from the
   // checkpoint in directory_; writes one at kCheckpointStep when `write`.
@@ -104,7 +104,7 @@ class vm_checkpoint : public testing::TestWithParam<Case> {
   std::string directory_;
 };
 
-TEST_P(vm_checkpoint, resumed_run_ends_with_the_uninterrupted_bits) {
+TEST_P(checkpoint, resumed_run_ends_with_the_uninterrupted_bits) {
   const Outcome uninterrupted = train(false, false);
   const Outcome checkpointed = train(false, true);
   EXPECT_EQ(checkpointed.model, uninterrupted.model) << "writing a checkpoint changed the run";
@@ -116,7 +116,7 @@ TEST_P(vm_checkpoint, resumed_run_ends_with_the_uninterrupted_bits) {
   EXPECT_EQ(resumed.last_epoch_loss, uninterrupted.last_epoch_loss);
 }
 
-INSTANTIATE_TEST_SUITE_P(vm, vm_checkpoint,
+INSTANTIATE_TEST_SUITE_P(cases, checkpoint,
                          testing::Values(Case{"1f1b", 2, 1, 1, "sgd"},
                                          Case{"gpipe", 1, 2, 1, "adam"},
                                          Case{"1f1b", 2, 2, 1, "adam"},
@@ -124,7 +124,7 @@ INSTANTIATE_TEST_SUITE_P(vm, vm_checkpoint,
                                          Case{"dualpipev", 2, 1, 2, "sgd"}),
                          case_name);
 
-TEST(vm, resume_refuses_a_piece_of_another_shape) {
+TEST(checkpoint, resume_refuses_a_piece_of_another_shape) {
   const Program program = compile_file(schedule_path("gpipe"), Config{1, 4, 1, 1});
   runtime::run_in_process(1, 1, [&](runtime::Comm& comm) {
     Trainer trainer(program, comm, training_options(kGlobalBatch, kStepsPerEpoch), &small_data());

@@ -9,13 +9,12 @@
 #include <numeric>
 #include <vector>
 
-#include "comm_tags.hpp"
 #include "inprocess_comm.hpp"
 
 namespace pipevm::runtime {
 namespace {
 
-TEST(vm_comm, messages_match_by_tag_and_keep_order) {
+TEST(comm, messages_match_by_tag_and_keep_order) {
   run_in_process(2, 1, [](Comm& comm) {
     if (comm.stage() == 0) {
       const std::vector<float> a = {1, 2}, b = {3, 4}, c = {5, 6};
@@ -34,7 +33,7 @@ TEST(vm_comm, messages_match_by_tag_and_keep_order) {
   });
 }
 
-TEST(vm_comm, receives_posted_early_take_messages_in_posting_order) {
+TEST(comm, receives_posted_early_take_messages_in_posting_order) {
   run_in_process(2, 1, [](Comm& comm) {
     if (comm.stage() == 1) {
       std::vector<float> first(1), second(1);
@@ -56,7 +55,7 @@ TEST(vm_comm, receives_posted_early_take_messages_in_posting_order) {
   });
 }
 
-TEST(vm_comm, allreduce_sums_within_the_stage_only) {
+TEST(comm, allreduce_sums_within_the_stage_only) {
   run_in_process(2, 3, [](Comm& comm) {
     std::vector<float> values = {static_cast<float>(comm.world_rank()), 1.0F};
     comm.allreduce_sum(values);
@@ -70,7 +69,23 @@ TEST(vm_comm, allreduce_sums_within_the_stage_only) {
   });
 }
 
-TEST(vm_comm, gather_broadcast_and_agreement) {
+TEST(comm, split_groups_sum_among_their_members_only) {
+  run_in_process(4, 1, [](Comm& comm) {
+    // Stages s and 3 - s form a group, like mirror placement's holders.
+    const int stage = comm.stage();
+    const Comm::Group pair = comm.split(std::min(stage, 3 - stage), stage);
+    EXPECT_NE(pair, Comm::kDataParallel);
+    std::vector<float> values = {static_cast<float>(stage), 1.0F};
+    comm.allreduce_sum(values, pair);
+    EXPECT_EQ(values[0], 3.0F);
+    EXPECT_EQ(values[1], 2.0F);
+    std::vector<float> alone = {5.0F};
+    comm.allreduce_sum(alone);  // the data-parallel group: the rank alone (dp = 1)
+    EXPECT_EQ(alone[0], 5.0F);
+  });
+}
+
+TEST(comm, gather_broadcast_and_agreement) {
   run_in_process(2, 2, [](Comm& comm) {
     std::vector<float> mine(static_cast<std::size_t>(comm.world_rank()) + 1,
                             static_cast<float>(comm.world_rank()));
@@ -91,7 +106,7 @@ TEST(vm_comm, gather_broadcast_and_agreement) {
   });
 }
 
-TEST(vm_comm, abort_wakes_every_rank) {
+TEST(comm, abort_wakes_every_rank) {
   std::atomic<int> woken = 0;
   EXPECT_THROW(run_in_process(3, 1,
                               [&](Comm& comm) {
@@ -108,29 +123,11 @@ TEST(vm_comm, abort_wakes_every_rank) {
   EXPECT_EQ(woken.load(), 2);
 }
 
-TEST(vm_comm, a_receive_that_never_comes_times_out) {
+TEST(comm, a_receive_that_never_comes_times_out) {
   InProcessWorld world(2, 1, std::chrono::milliseconds(50));
   InProcessComm comm(world, 1);
   std::vector<float> never(1);
   EXPECT_THROW(comm.recv(0, 1, never), CommError);
-}
-
-TEST(vm_comm, tags_are_distinct_for_distinct_keys) {
-  const Config config{4, 8, 2, 1};
-  const MessageTags tags(Placement::looped, config);
-  std::vector<int> seen;
-  for (std::uint32_t mb = 0; mb < 8; ++mb) {
-    for (int producer = 0; producer < 8; ++producer) {
-      for (const MessageKind kind : {MessageKind::act, MessageKind::grad}) {
-        seen.push_back(tags.tag({kind, 0, producer, mb}));
-      }
-    }
-  }
-  std::sort(seen.begin(), seen.end());
-  EXPECT_EQ(std::adjacent_find(seen.begin(), seen.end()), seen.end());
-  EXPECT_EQ(seen.front(), 0);
-  EXPECT_EQ(seen.back(), tags.max_message_tag());
-  EXPECT_EQ(tags.gradient_sum_tag(7), tags.max_tag());
 }
 
 }  // namespace

@@ -5,10 +5,14 @@
 // what the runtime cannot execute is reported at its source position.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 
 #include "inprocess_comm.hpp"
+#include "message_tags.hpp"
+#include "register_test.hpp"
 #include "vm.hpp"
 #include "vm_test_support.hpp"
 
@@ -47,8 +51,7 @@ struct Shape {
   int micro_batches;
 };
 
-std::string shape_name(const testing::TestParamInfo<Shape>& info) {
-  const Shape& s = info.param;
+std::string shape_name(const Shape& s) {
   return std::string(s.schedule) + "_stages" + std::to_string(s.stages) + "_dp" +
          std::to_string(s.dp) + "_mb" + std::to_string(s.micro_batches);
 }
@@ -69,10 +72,7 @@ std::vector<Shape> all_shapes() {
   return shapes;
 }
 
-class vm_equivalence : public testing::TestWithParam<Shape> {};
-
-TEST_P(vm_equivalence, trains_the_sequential_weights) {
-  const Shape& s = GetParam();
+void trains_the_sequential_weights(const Shape& s) {
   const Program program =
       compile_file(schedule_path(s.schedule), Config{s.stages, s.micro_batches, 1, s.dp});
   const TrainingOptions options = training_options(kGlobalBatch, kSteps);
@@ -89,7 +89,6 @@ TEST_P(vm_equivalence, trains_the_sequential_weights) {
   EXPECT_GT(relative_difference(untouched, reference), 1e-3);
 }
 
-INSTANTIATE_TEST_SUITE_P(vm, vm_equivalence, testing::ValuesIn(all_shapes()), shape_name);
 
 // Every schedule in schedules/, in the first configurations its requires
 // accept: they train the sequential weights (a forward-only schedule leaves
@@ -104,21 +103,18 @@ std::vector<std::string> shipped_schedules() {
   return names;
 }
 
-std::string schedule_test_name(const testing::TestParamInfo<std::string>& info) {
-  std::string name = info.param;
+std::string schedule_test_name(std::string name) {
   std::replace(name.begin(), name.end(), '-', '_');
   return name;
 }
 
-class vm_shipped : public testing::TestWithParam<std::string> {};
-
-TEST_P(vm_shipped, trains_the_sequential_weights) {
+void shipped_schedule_trains_the_sequential_weights(const std::string& schedule) {
   const std::vector<Config> candidates = {{2, 8, 1, 1}, {4, 8, 1, 1}, {2, 8, 2, 1}, {4, 8, 2, 1},
                                           {2, 4, 1, 2}, {2, 4, 2, 2}, {1, 4, 1, 2}, {1, 4, 1, 4}};
   int trained_configs = 0;
   for (const Config& config : candidates) {
     Diagnostics diagnostics;
-    const auto file = read_source(schedule_path(GetParam()), diagnostics);
+    const auto file = read_source(schedule_path(schedule), diagnostics);
     ASSERT_TRUE(file);
     const std::optional<Program> program = compile(file, config, diagnostics);
     if (!program) continue;  // a require excludes this configuration
@@ -138,8 +134,18 @@ TEST_P(vm_shipped, trains_the_sequential_weights) {
   EXPECT_GE(trained_configs, 1) << "no candidate configuration satisfies the schedule's requires";
 }
 
-INSTANTIATE_TEST_SUITE_P(vm, vm_shipped, testing::ValuesIn(shipped_schedules()),
-                         schedule_test_name);
+// One test per case: vm.equivalence.gpipe_stages4_dp2_mb4, vm.shipped.zb_h1.
+[[maybe_unused]] const bool registered = [] {
+  const auto add = test_support::register_test;
+  for (const Shape& s : all_shapes()) {
+    add("equivalence", shape_name(s), [s] { trains_the_sequential_weights(s); });
+  }
+  for (const std::string& name : shipped_schedules()) {
+    add("shipped", schedule_test_name(name),
+        [name] { shipped_schedule_trains_the_sequential_weights(name); });
+  }
+  return true;
+}();
 
 constexpr const char* kGpipeSplitBackward = R"(schedule gpipe-split
 ZeroGrad
@@ -158,7 +164,7 @@ AllReduce
 OptimizerStep
 )";
 
-TEST(vm, split_backward_equals_bwd) {
+TEST(machine, split_backward_equals_bwd) {
   for (const int dp : {1, 2}) {
     const Config config{2, 4, 1, dp};
     const TrainingOptions options = training_options(kGlobalBatch, kSteps);
@@ -199,10 +205,11 @@ for mb in half .. micro_batches {
     if stage < stages - 1 { Send grad mb chunk 1 }
 }
 AllReduce
+AllReduce over mirror
 OptimizerStep
 )";
 
-TEST(vm, mirror_placement_sums_the_two_holders_gradients) {
+TEST(machine, mirror_placement_sums_the_two_holders_gradients) {
   for (const int stages : {2, 3}) {
     const Config config{stages, 4, 2, 1};
     const TrainingOptions options = training_options(kGlobalBatch, kSteps);
@@ -211,6 +218,18 @@ TEST(vm, mirror_placement_sums_the_two_holders_gradients) {
     EXPECT_LE(relative_difference(trained, sequential_reference(options)), 1e-5)
         << stages << " stages";
   }
+}
+
+// The sum is the program's: without `AllReduce over mirror` each holder
+// steps with its own lane's gradients only, and the weights differ.
+TEST(machine, optimizer_step_alone_does_not_sum_the_holders_gradients) {
+  std::string text = kMirrorGpipe;
+  const std::string sum = "AllReduce over mirror\n";
+  text.erase(text.find(sum), sum.size());
+  const Config config{2, 4, 2, 1};
+  const TrainingOptions options = training_options(kGlobalBatch, kSteps);
+  const std::vector<float> trained = train_in_process(compile_text(text, config), options);
+  EXPECT_GT(relative_difference(trained, sequential_reference(options)), 1e-3);
 }
 
 // Runs one step of a one-stage program and returns the VM's error.
@@ -236,7 +255,7 @@ std::optional<VmError> first_error(const std::string& text) {
   return error;
 }
 
-TEST(vm, forward_without_input_is_reported_at_its_position) {
+TEST(machine, forward_without_input_is_reported_at_its_position) {
   const auto error = first_error("ZeroGrad\nLoadInput 0\n  Fwd 1\n");
   ASSERT_TRUE(error.has_value());
   EXPECT_EQ(error->kind(), DiagnosticKind::RuntimeUnsupported);
@@ -253,27 +272,27 @@ TEST(vm, forward_without_input_is_reported_at_its_position) {
   EXPECT_EQ(diagnostic.location.rank, 0);
 }
 
-TEST(vm, backward_without_target_is_reported) {
+TEST(machine, backward_without_target_is_reported) {
   const auto error = first_error("ZeroGrad\nLoadInput 0\nFwd 0\nBwd 0\n");
   ASSERT_TRUE(error.has_value());
   EXPECT_EQ(error->instruction(), 3U);
   EXPECT_NE(std::string(error->what()).find("LoadTarget"), std::string::npos) << error->what();
 }
 
-TEST(vm, send_to_itself_is_reported) {
+TEST(machine, send_to_itself_is_reported) {
   const auto error = first_error("ZeroGrad\nLoadInput 0\nFwd 0\nSend act 0 to 0\n");
   ASSERT_TRUE(error.has_value());
   EXPECT_EQ(error->instruction(), 3U);
   EXPECT_NE(std::string(error->what()).find("peer stage 0"), std::string::npos) << error->what();
 }
 
-TEST(vm, wait_without_request_is_reported) {
+TEST(machine, wait_without_request_is_reported) {
   const auto error = first_error("ZeroGrad\nWait recv act 1\n");
   ASSERT_TRUE(error.has_value());
   EXPECT_EQ(error->instruction(), 1U);
 }
 
-TEST(vm, a_request_never_waited_is_reported) {
+TEST(machine, a_request_never_waited_is_reported) {
   const Config config{2, 1, 1, 1};
   const Program program = compile_text(
       "stage 0 { ZeroGrad\n LoadInput 0\n Fwd 0\n ISend act 0 }\n"
@@ -302,7 +321,7 @@ TEST(vm, a_request_never_waited_is_reported) {
   EXPECT_EQ(error->instruction(), 3U);  // the ISend
 }
 
-TEST(vm, more_pieces_than_layers_is_refused) {
+TEST(machine, more_pieces_than_layers_is_refused) {
   const Program program = compile_file(schedule_path("gpipe"), Config{8, 8, 1, 1});
   EXPECT_THROW(runtime::run_in_process(8, 1,
                                        [&](runtime::Comm& comm) {
@@ -313,7 +332,7 @@ TEST(vm, more_pieces_than_layers_is_refused) {
                std::invalid_argument);
 }
 
-TEST(vm, replicas_that_differ_are_detected_on_every_rank) {
+TEST(machine, replicas_that_differ_are_detected_on_every_rank) {
   const Program program = compile_file(schedule_path("gpipe"), Config{2, 4, 1, 2});
   const TrainingOptions options = training_options(kGlobalBatch, 1);
   std::mutex mutex;
@@ -343,7 +362,7 @@ class CountingObserver : public VmObserver {
   bool ordered = true;
 };
 
-TEST(vm, observer_sees_every_instruction) {
+TEST(machine, observer_sees_every_instruction) {
   const Config config{1, 4, 1, 1};
   const Program program = compile_file(schedule_path("gpipe"), config);
   CountingObserver observer;
@@ -362,6 +381,23 @@ TEST(vm, observer_sees_every_instruction) {
   EXPECT_EQ(observer.calls, static_cast<int>(program.rank(0).size()));
   EXPECT_EQ(observer.last_index, program.rank(0).size() - 1);
   EXPECT_TRUE(observer.ordered);
+}
+
+TEST(machine, message_tags_are_distinct_for_distinct_keys) {
+  const Config config{4, 8, 2, 1};
+  const MessageTags tags(Placement::looped, config);
+  std::vector<int> seen;
+  for (std::uint32_t mb = 0; mb < 8; ++mb) {
+    for (int producer = 0; producer < 8; ++producer) {
+      for (const MessageKind kind : {MessageKind::act, MessageKind::grad}) {
+        seen.push_back(tags.tag({kind, 0, producer, mb}));
+      }
+    }
+  }
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(std::adjacent_find(seen.begin(), seen.end()), seen.end());
+  EXPECT_EQ(seen.front(), 0);
+  EXPECT_EQ(seen.back(), tags.max_tag());
 }
 
 }  // namespace

@@ -1,18 +1,18 @@
 // Message tags: a MessageKey (kind, lane, producing position, micro-batch;
-// interpreter/program.hpp) as one non-negative int, so that a receive can
-// only match the send of the very same value. The encoding is dense:
+// core/program.hpp) as one non-negative int, the VM's way of naming a
+// message to the Comm, so that a receive can only match the send of the
+// very same value. The encoding is dense:
 //   tag = ((micro_batch * lanes + lane) * positions + producer) * 2 + kind
-// with kind 0 for activations and 1 for gradients. Above those, one tag per
-// model piece for the gradient sum between the two holders of a piece under
-// mirror placement. MpiComm refuses a configuration whose largest tag
-// exceeds MPI_TAG_UB.
+// with kind 0 for activations and 1 for gradients. Every message is an
+// instruction of the program, so these are all the tags there are. MpiComm
+// refuses a configuration whose largest tag exceeds MPI_TAG_UB.
 #pragma once
 
 #include <cstdint>
 
 #include "program.hpp"
 
-namespace pipevm::runtime {
+namespace pipevm {
 
 class MessageTags {
  public:
@@ -29,13 +29,8 @@ class MessageTags {
     return static_cast<int>(slot * 2 + kind);
   }
 
-  // The tag of piece `piece`'s gradients sent to its other holder (mirror).
-  int gradient_sum_tag(int piece) const { return static_cast<int>(max_message_tag() + 1 + piece); }
-
-  // The largest tag of any message or gradient sum of the configuration.
-  std::int64_t max_tag() const { return max_message_tag() + positions_; }
-
-  std::int64_t max_message_tag() const {
+  // The largest tag of any message of the configuration.
+  std::int64_t max_tag() const {
     return (static_cast<std::int64_t>(micro_batches_) * lanes_ * positions_) * 2 - 1;
   }
 
@@ -45,4 +40,4 @@ class MessageTags {
   int micro_batches_;
 };
 
-}  // namespace pipevm::runtime
+}  // namespace pipevm

@@ -81,6 +81,23 @@ int default_peer(Placement placement, const Config& config, int stage, MessageKi
 bool peer_in_pipeline(Placement placement, const Config& config, int stage,
                       const Instruction& instruction);
 
+// Who talks together. A group instance is one set of ranks of `group`
+// (the dp group of stage 3, the pipeline of dp rank 1); every rank belongs
+// to at most one instance of each group.
+// The instance world rank `rank` belongs to; -1 for Group::none.
+int group_instance(Group group, Placement placement, const Config& config, int rank);
+// How many instances the configuration has.
+int group_instance_count(Group group, Placement placement, const Config& config);
+// The world ranks of instance `instance`, first member first (the one a
+// group's other members are compared with).
+void group_members(Group group, Placement placement, const Config& config, int instance,
+                   std::vector<int>& members);
+
+// The groups whose members hold copies of a rank's parameters, over which
+// the gradients must be summed before an optimizer step: dp when there are
+// replicas; mirror under placement mirror (every piece is held twice).
+GroupSet groups_holding_copies(Placement placement, const Config& config);
+
 struct Program {
   std::shared_ptr<const SourceFile> file;  // the schedule's text
   std::string name;                        // from `schedule NAME`, else the file stem
@@ -96,11 +113,9 @@ struct Program {
     const auto e = rank_begin[static_cast<std::size_t>(r) + 1];
     return {code.data() + b, e - b};
   }
-  const SourceRange& source_of(const Instruction& i) const { return sources[i.source]; }
+  const SourceRange& source_of(const Instruction& i) const { return sources[i.source()]; }
 };
 
-// One instruction in the language's own syntax, e.g. "Recv act 3 chunk 1 from 2".
-std::string disassemble(const Instruction& instruction);
 // A rank's stream as a flat program: "stage S {\n  ...\n}\n".
 std::string disassemble_rank(const Program& program, int rank);
 

@@ -30,7 +30,7 @@ TEST(isa, disassemble_writes_the_language_syntax) {
   i.micro_batch = 3;
   i.peer = 2;
   EXPECT_EQ(disassemble(i), "Recv grad 3");
-  i.explicit_peer = 1;
+  i.set_source(0, true);
   i.chunk = 1;
   EXPECT_EQ(disassemble(i), "Recv grad 3 chunk 1 from 2");
   i.op = Opcode::ISend;

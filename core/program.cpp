@@ -1,51 +1,11 @@
-// Names, lookup and the disassembler, all driven by isa.def.
-#include "isa.hpp"
-
-#include <algorithm>
-#include <cctype>
-
+// Placement, positions along the pipeline, message keys and peers: what a
+// Program means independently of any interpreter. Also the flat listing of
+// one rank's stream.
 #include "program.hpp"
 
+#include <algorithm>
+
 namespace pipevm {
-
-std::string_view name(OperandShape shape) {
-  switch (shape) {
-    case OperandShape::None: return "";
-    case OperandShape::MicroBatch: return "mb [chunk C]";
-    case OperandShape::Message: return "act|grad mb [chunk C] [to S|from S]";
-    case OperandShape::Wait: return "send|recv act|grad mb [chunk C]";
-  }
-  return "?";
-}
-
-std::string_view name(OpcodeGroup group) {
-  switch (group) {
-    case OpcodeGroup::data: return "data";
-    case OpcodeGroup::compute: return "compute";
-    case OpcodeGroup::p2p: return "point-to-point";
-    case OpcodeGroup::collective: return "collective";
-    case OpcodeGroup::optimizer: return "optimizer";
-  }
-  return "?";
-}
-
-std::string_view name(MessageKind kind) {
-  switch (kind) {
-    case MessageKind::none: return "";
-    case MessageKind::act: return "act";
-    case MessageKind::grad: return "grad";
-  }
-  return "?";
-}
-
-std::string_view name(WaitDirection direction) {
-  switch (direction) {
-    case WaitDirection::none: return "";
-    case WaitDirection::send: return "send";
-    case WaitDirection::recv: return "recv";
-  }
-  return "?";
-}
 
 std::string_view name(Placement placement) {
   switch (placement) {
@@ -117,65 +77,69 @@ bool peer_in_pipeline(Placement placement, const Config& config, int stage,
   return in.peer >= 0 && in.peer < config.stages;
 }
 
-std::optional<Opcode> opcode_from_name(std::string_view word) {
-  for (std::size_t i = 0; i < kOpcodeCount; ++i) {
-    if (kOpcodeInfo[i].name == word) return static_cast<Opcode>(i);
-  }
-  return std::nullopt;
-}
-
 namespace {
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      const bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
-                        std::tolower(static_cast<unsigned char>(b[j - 1]));
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
+// The lower of the two stages that hold stage s's pieces under mirror placement.
+int mirror_pair(const Config& config, int stage) { return std::min(stage, config.stages - 1 - stage); }
 }  // namespace
 
-std::string_view nearest_opcode_name(std::string_view word) {
-  std::string_view best;
-  std::size_t best_distance = std::max<std::size_t>(2, word.size() / 3) + 1;
-  for (const auto& op : kOpcodeInfo) {
-    const std::size_t d = edit_distance(word, op.name);
-    if (d < best_distance) {
-      best_distance = d;
-      best = op.name;
-    }
+int group_instance(Group group, Placement placement, const Config& config, int rank) {
+  switch (group) {
+    case Group::none: return -1;
+    case Group::pipeline: return dp_rank_of(config, rank);
+    case Group::dp: return stage_of(config, rank);
+    case Group::mirror:
+      if (placement != Placement::mirror) return rank;
+      return dp_rank_of(config, rank) * ((config.stages + 1) / 2) +
+             mirror_pair(config, stage_of(config, rank));
   }
-  return best;
+  return -1;
 }
 
-std::string disassemble(const Instruction& in) {
-  std::string out(name(in.op));
-  const auto shape = info(in.op).shape;
-  if (shape == OperandShape::None) return out;
-  if (shape == OperandShape::Wait) {
-    out += ' ';
-    out += name(in.direction);
+int group_instance_count(Group group, Placement placement, const Config& config) {
+  switch (group) {
+    case Group::none: return 0;
+    case Group::pipeline: return config.dp;
+    case Group::dp: return config.stages;
+    case Group::mirror:
+      return placement == Placement::mirror ? config.dp * ((config.stages + 1) / 2)
+                                            : config.ranks();
   }
-  if (shape == OperandShape::Message || shape == OperandShape::Wait) {
-    out += ' ';
-    out += name(in.kind);
+  return 0;
+}
+
+void group_members(Group group, Placement placement, const Config& config, int instance,
+                   std::vector<int>& members) {
+  members.clear();
+  switch (group) {
+    case Group::none: return;
+    case Group::pipeline:
+      for (int s = 0; s < config.stages; ++s) members.push_back(rank_of(config, instance, s));
+      return;
+    case Group::dp:
+      for (int d = 0; d < config.dp; ++d) members.push_back(rank_of(config, d, instance));
+      return;
+    case Group::mirror: {
+      if (placement != Placement::mirror) {
+        members.push_back(instance);
+        return;
+      }
+      const int pairs = (config.stages + 1) / 2;
+      const int dp_rank = instance / pairs;
+      const int low = instance % pairs;
+      members.push_back(rank_of(config, dp_rank, low));
+      if (config.stages - 1 - low != low) {
+        members.push_back(rank_of(config, dp_rank, config.stages - 1 - low));
+      }
+      return;
+    }
   }
-  out += ' ';
-  out += std::to_string(in.micro_batch);
-  if (in.chunk != 0) out += " chunk " + std::to_string(in.chunk);
-  if (shape == OperandShape::Message && in.explicit_peer) {
-    out += is_send(in.op) ? " to " : " from ";
-    out += std::to_string(in.peer);
-  }
-  return out;
+}
+
+GroupSet groups_holding_copies(Placement placement, const Config& config) {
+  GroupSet copies;
+  if (config.dp > 1) copies = copies.with(Group::dp);
+  if (placement == Placement::mirror) copies = copies.with(Group::mirror);
+  return copies;
 }
 
 std::string disassemble_rank(const Program& program, int rank) {

@@ -1,0 +1,182 @@
+// Names, lookup, operand syntax and the disassembler, all driven by isa.def.
+#include "isa.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <vector>
+
+#include "program.hpp"
+
+namespace pipevm {
+
+std::string_view name(OpClass cls) {
+  switch (cls) {
+    case OpClass::data: return "data";
+    case OpClass::compute: return "compute";
+    case OpClass::p2p: return "point-to-point";
+    case OpClass::wait: return "waits";
+    case OpClass::collective: return "collective";
+    case OpClass::optimizer: return "optimizer";
+  }
+  return "?";
+}
+
+namespace {
+struct GroupInfo {
+  std::string_view name;
+  std::string_view doc;
+};
+constexpr std::array<GroupInfo, kGroupCount> kGroupInfo = {{
+#define PIPEVM_GROUP(name, doc) {#name, doc},
+#include "groups.def"
+}};
+}  // namespace
+
+std::string_view name(Group group) { return kGroupInfo[static_cast<std::size_t>(group)].name; }
+std::string_view describe(Group group) { return kGroupInfo[static_cast<std::size_t>(group)].doc; }
+
+std::optional<Group> group_from_name(std::string_view word) {
+  for (std::size_t g = 0; g < kGroupCount; ++g) {
+    if (kGroupInfo[g].name == word) return static_cast<Group>(g);
+  }
+  return std::nullopt;
+}
+
+std::string_view name(Value value) {
+  switch (value) {
+    case Value::input: return "input";
+    case Value::target: return "target";
+    case Value::activation: return "activation";
+    case Value::output_gradient: return "output gradient";
+    case Value::input_gradient: return "input gradient";
+    case Value::weight_gradient: return "weight gradient";
+    case Value::message: return "the message's value";
+    case Value::gradient: return "accumulated gradients";
+    case Value::reduced_gradient: return "reduced gradients";
+  }
+  return "?";
+}
+
+std::string_view name(CostKind cost) {
+  switch (cost) {
+    case CostKind::none: return "";
+    case CostKind::load: return "load";
+    case CostKind::fwd: return "fwd";
+    case CostKind::bwd: return "bwd";
+    case CostKind::bwd_input: return "bwd-input";
+    case CostKind::bwd_weight: return "bwd-weight";
+    case CostKind::bwd_allreduce: return "bwd + allreduce";
+    case CostKind::allreduce: return "allreduce";
+    case CostKind::message: return "send + bytes / bandwidth";
+    case CostKind::zero_grad: return "zero-grad";
+    case CostKind::optimizer: return "optimizer";
+  }
+  return "?";
+}
+
+std::string_view name(MessageKind kind) {
+  switch (kind) {
+    case MessageKind::none: return "";
+    case MessageKind::act: return "act";
+    case MessageKind::grad: return "grad";
+  }
+  return "?";
+}
+
+std::string_view name(WaitDirection direction) {
+  switch (direction) {
+    case WaitDirection::none: return "";
+    case WaitDirection::send: return "send";
+    case WaitDirection::recv: return "recv";
+  }
+  return "?";
+}
+
+std::optional<Opcode> opcode_from_name(std::string_view word) {
+  for (std::size_t i = 0; i < kOpcodeCount; ++i) {
+    if (kOpcodeInfo[i].name == word) return static_cast<Opcode>(i);
+  }
+  return std::nullopt;
+}
+
+namespace {
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      const bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
+                        std::tolower(static_cast<unsigned char>(b[j - 1]));
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+}  // namespace
+
+std::string_view nearest_opcode_name(std::string_view word) {
+  std::string_view best;
+  std::size_t best_distance = std::max<std::size_t>(2, word.size() / 3) + 1;
+  for (const auto& op : kOpcodeInfo) {
+    const std::size_t d = edit_distance(word, op.name);
+    if (d < best_distance) {
+      best_distance = d;
+      best = op.name;
+    }
+  }
+  return best;
+}
+
+std::string operand_syntax(Opcode op) {
+  const OperandParts parts = operand_parts(op);
+  std::string out;
+  const auto add = [&out](std::string_view part) {
+    if (!out.empty()) out += ' ';
+    out += part;
+  };
+  if (parts.direction) add("send|recv");
+  if (parts.kind) add("act|grad");
+  if (parts.micro_batch) add("mb");
+  if (parts.chunk) add("[chunk C]");
+  if (parts.peer) add(is_send(op) ? "[to S]" : "[from S]");
+  if (parts.group) {
+    std::string groups;
+    for (std::size_t g = 0; g < kGroupCount; ++g) {
+      if (!info(op).over.contains(static_cast<Group>(g))) continue;
+      if (!groups.empty()) groups += '|';
+      groups += name(static_cast<Group>(g));
+    }
+    add("[over " + groups + "]");
+  }
+  return out;
+}
+
+std::string disassemble(const Instruction& in) {
+  const OperandParts parts = operand_parts(in.op);
+  std::string out(name(in.op));
+  if (parts.direction) {
+    out += ' ';
+    out += name(in.direction);
+  }
+  if (parts.kind) {
+    out += ' ';
+    out += name(in.kind);
+  }
+  if (parts.micro_batch) out += ' ' + std::to_string(in.micro_batch);
+  if (parts.chunk && in.chunk != 0) out += " chunk " + std::to_string(in.chunk);
+  if (parts.peer && in.explicit_peer()) {
+    out += is_send(in.op) ? " to " : " from ";
+    out += std::to_string(in.peer);
+  }
+  if (parts.group && group_of(in) != info(in.op).group) {
+    out += " over ";
+    out += name(group_of(in));
+  }
+  return out;
+}
+
+}  // namespace pipevm

@@ -1,0 +1,288 @@
+// The instruction set as C++: the Opcode enum and, per opcode, what it does
+// (its row of isa.def: operands, class, direction, completion, group,
+// values consumed and produced, cost), all expanded from isa.def. Also the
+// compact Instruction record that a Program stores, one per executed step
+// of one rank, and the operand syntax the parser, the disassembler and the
+// docs share.
+//
+// The columns are what interpreters read instead of lists of opcodes: a
+// switch over Opcode (or over a column's enum) has no `default:`, so that a
+// new row makes the compiler name every place that must decide about it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace pipevm {
+
+enum class Opcode : std::uint8_t {
+#define PIPEVM_OPCODE(name, operands, cls, direction, completion, group, over, consumes, \
+                      produces, cost, doc)                                                \
+  name,
+#include "isa.def"
+};
+
+inline constexpr std::size_t kOpcodeCount = 0
+#define PIPEVM_OPCODE(name, operands, cls, direction, completion, group, over, consumes, produces, \
+                      cost, doc)                                                                   \
+  +1
+#include "isa.def"
+    ;
+
+// What follows the opcode's name; see isa.def.
+enum class OperandSyntax : std::uint8_t { none, cell, message, wait };
+
+// What kind of step an instruction is.
+enum class OpClass : std::uint8_t { data, compute, p2p, wait, collective, optimizer };
+
+// Which way a point-to-point instruction's value travels; `operand` when a
+// send|recv operand says it (Wait).
+enum class Direction : std::uint8_t { none, send, recv, operand };
+
+// When an instruction is done: on its own (local), when its partners are
+// there (blocking), or later, when a wait-class instruction completes the
+// request it posts (request).
+enum class Completion : std::uint8_t { local, blocking, request };
+
+// Who an instruction talks to (groups.def).
+enum class Group : std::uint8_t {
+#define PIPEVM_GROUP(name, doc) name,
+#include "groups.def"
+};
+inline constexpr std::size_t kGroupCount = 0
+#define PIPEVM_GROUP(name, doc) +1
+#include "groups.def"
+    ;
+
+// What a dataflow step reads or makes. Per (chunk, micro-batch) cell:
+// input, target, activation, output_gradient, input_gradient,
+// weight_gradient; `message` is the value a message's act|grad operand
+// names. Per rank: gradient (the accumulated gradients), reduced_gradient.
+enum class Value : std::uint8_t {
+  input,
+  target,
+  activation,
+  output_gradient,
+  input_gradient,
+  weight_gradient,
+  message,
+  gradient,
+  reduced_gradient,
+};
+inline constexpr std::size_t kValueCount = 9;
+
+// The simulator's cost of an instruction (costs.hpp turns it into time).
+enum class CostKind : std::uint8_t {
+  none,  // takes no time of its own (a wait lasts as long as its requests)
+  load,
+  fwd,
+  bwd,
+  bwd_input,
+  bwd_weight,
+  bwd_allreduce,  // a backward's compute, then an all-reduce
+  allreduce,
+  message,
+  zero_grad,
+  optimizer,
+};
+
+// A small set of enum values, as bits.
+template <class E>
+class EnumSet {
+ public:
+  constexpr EnumSet() = default;
+  template <class... Es>
+  static constexpr EnumSet of(Es... values) {
+    EnumSet set;
+    ((set.bits_ |= bit(values)), ...);
+    return set;
+  }
+  constexpr bool contains(E value) const { return (bits_ & bit(value)) != 0; }
+  constexpr bool empty() const { return bits_ == 0; }
+  constexpr EnumSet with(E value) const { return EnumSet(bits_ | bit(value)); }
+  constexpr std::uint32_t bits() const { return bits_; }
+  constexpr EnumSet without(E value) const {
+    return EnumSet(bits_ & static_cast<std::uint32_t>(~bit(value)));
+  }
+  friend constexpr bool operator==(EnumSet, EnumSet) = default;
+
+ private:
+  constexpr explicit EnumSet(std::uint32_t bits) : bits_(bits) {}
+  static constexpr std::uint32_t bit(E value) { return 1u << static_cast<unsigned>(value); }
+  std::uint32_t bits_ = 0;
+};
+using ValueSet = EnumSet<Value>;
+using GroupSet = EnumSet<Group>;
+
+struct OpcodeInfo {
+  std::string_view name;
+  OperandSyntax operands;
+  OpClass cls;
+  Direction direction;
+  Completion completion;
+  Group group;     // the group it talks to when the source names none
+  GroupSet over;   // the groups `over G` may name; empty when it takes no `over`
+  ValueSet consumes;
+  ValueSet produces;
+  CostKind cost;
+  std::string_view doc;
+};
+
+inline constexpr std::array<OpcodeInfo, kOpcodeCount> kOpcodeInfo = {{
+#define PIPEVM_OPCODE(name, operands, cls, direction, completion, group, over, consumes, produces, \
+                      cost, doc)                                                                   \
+  {#name,                                                                                          \
+   OperandSyntax::operands,                                                                        \
+   OpClass::cls,                                                                                   \
+   Direction::direction,                                                                           \
+   Completion::completion,                                                                         \
+   Group::group,                                                                                   \
+   [] {                                                                                            \
+     using enum Group;                                                                             \
+     return GroupSet::of over;                                                                     \
+   }(),                                                                                            \
+   [] {                                                                                            \
+     using enum Value;                                                                             \
+     return ValueSet::of consumes;                                                                 \
+   }(),                                                                                            \
+   [] {                                                                                            \
+     using enum Value;                                                                             \
+     return ValueSet::of produces;                                                                 \
+   }(),                                                                                            \
+   CostKind::cost,                                                                                 \
+   doc},
+#include "isa.def"
+}};
+
+constexpr const OpcodeInfo& info(Opcode op) { return kOpcodeInfo[static_cast<std::size_t>(op)]; }
+constexpr std::string_view name(Opcode op) { return info(op).name; }
+std::string_view name(OpClass cls);
+std::string_view name(Group group);
+std::string_view describe(Group group);  // the line of groups.def
+std::optional<Group> group_from_name(std::string_view word);
+std::string_view name(Value value);
+std::string_view name(CostKind cost);
+
+// The opcode spelled exactly `word`, if any.
+std::optional<Opcode> opcode_from_name(std::string_view word);
+// The opcode name closest to `word` (edit distance, case-insensitive), for
+// "did you mean" hints; empty when nothing is close.
+std::string_view nearest_opcode_name(std::string_view word);
+
+// What is sent: an activation (flows to the next stage) or a gradient (flows back).
+enum class MessageKind : std::uint8_t { none = 0, act = 1, grad = 2 };
+// Which pending requests a Wait completes.
+enum class WaitDirection : std::uint8_t { none = 0, send = 1, recv = 2 };
+std::string_view name(MessageKind kind);
+std::string_view name(WaitDirection direction);
+
+// Point-to-point sends and receives, blocking or not, by the table's columns.
+constexpr bool is_send(Opcode op) {
+  return info(op).cls == OpClass::p2p && info(op).direction == Direction::send;
+}
+constexpr bool is_recv(Opcode op) {
+  return info(op).cls == OpClass::p2p && info(op).direction == Direction::recv;
+}
+// Posts a request that a wait-class instruction completes.
+constexpr bool posts_request(Opcode op) { return info(op).completion == Completion::request; }
+constexpr bool is_collective(Opcode op) { return info(op).cls == OpClass::collective; }
+// Applies the reduced gradients to the parameters (an optimizer step).
+constexpr bool is_step(Opcode op) { return info(op).consumes.contains(Value::reduced_gradient); }
+// Computes a backward (an input or a weight gradient).
+constexpr bool is_backward(Opcode op) {
+  return info(op).produces.contains(Value::input_gradient) ||
+         info(op).produces.contains(Value::weight_gradient);
+}
+
+// The value a message carries, as its sender reads it and its receiver
+// makes it: an activation leaves as `activation` and arrives as the next
+// piece's `input`; a gradient leaves as `input_gradient` and arrives as the
+// previous piece's `output_gradient`.
+constexpr Value message_value(MessageKind kind, bool sending) {
+  if (kind == MessageKind::act) return sending ? Value::activation : Value::input;
+  return sending ? Value::input_gradient : Value::output_gradient;
+}
+
+// The operands an opcode takes, in the order they are written; declared
+// once for the parser, the disassembler and docs/isa.md.
+struct OperandParts {
+  bool direction = false;    // send|recv (Wait)
+  bool kind = false;         // act|grad
+  bool micro_batch = false;  // mb (required when taken)
+  bool chunk = false;        // [chunk C]
+  bool peer = false;         // [to S] for sends, [from S] for receives
+  bool group = false;        // [over G]
+};
+constexpr OperandParts operand_parts_of(const OpcodeInfo& row) {
+  OperandParts parts;
+  switch (row.operands) {
+    case OperandSyntax::none: break;
+    case OperandSyntax::cell: parts.micro_batch = parts.chunk = true; break;
+    case OperandSyntax::message:
+      parts.kind = parts.micro_batch = parts.chunk = parts.peer = true;
+      break;
+    case OperandSyntax::wait:
+      parts.direction = parts.kind = parts.micro_batch = parts.chunk = true;
+      break;
+  }
+  parts.group = !row.over.empty();
+  return parts;
+}
+inline constexpr std::array<OperandParts, kOpcodeCount> kOperandParts = [] {
+  std::array<OperandParts, kOpcodeCount> parts{};
+  for (std::size_t i = 0; i < kOpcodeCount; ++i) parts[i] = operand_parts_of(kOpcodeInfo[i]);
+  return parts;
+}();
+constexpr const OperandParts& operand_parts(Opcode op) {
+  return kOperandParts[static_cast<std::size_t>(op)];
+}
+// "act|grad mb [chunk C] [to S]", "[over dp|mirror]", "" for none.
+std::string operand_syntax(Opcode op);
+
+// One instruction of one rank's stream. 16 bytes: the source position is an
+// index into the Program's table of source ranges, shared by every
+// instruction that one statement of the schedule produced. Which fields
+// mean something depends on the opcode's operands (operand_parts).
+struct Instruction {
+  Opcode op = Opcode::WaitAll;
+  MessageKind kind = MessageKind::none;           // act|grad operand
+  WaitDirection direction = WaitDirection::none;  // send|recv operand
+  Group group = Group::none;  // `over G`; none: the row's group (group_of)
+  std::uint32_t micro_batch = 0;
+  std::int16_t peer = -1;  // p2p: the partner stage, resolved (may be out of range)
+  std::uint16_t chunk = 0;
+  // Bits 0-30: the index into Program::sources; bit 31: the source said
+  // `to S` / `from S` (explicit_peer). One word, so that building an
+  // instruction writes it whole.
+  std::uint32_t source_bits = 0;
+
+  static constexpr std::uint32_t kExplicitPeer = 0x8000'0000u;
+  constexpr std::uint32_t source() const { return source_bits & ~kExplicitPeer; }
+  constexpr bool explicit_peer() const { return (source_bits & kExplicitPeer) != 0; }
+  constexpr void set_source(std::uint32_t index, bool explicit_peer) {
+    source_bits = (index & ~kExplicitPeer) | (explicit_peer ? kExplicitPeer : 0u);
+  }
+};
+static_assert(sizeof(Instruction) == 16, "Instruction must stay compact");
+
+// One instruction in the language's own syntax, e.g. "Recv act 3 chunk 1 from 2".
+std::string disassemble(const Instruction& instruction);
+
+// The group an instruction talks to: the one its `over` named, else its row's.
+constexpr Group group_of(const Instruction& in) {
+  return in.group != Group::none ? in.group : info(in.op).group;
+}
+
+// Whether two instructions are the same step: the opcode and what every
+// operand resolves to (not where in the source they come from, nor whether
+// the source spelled the peer out).
+constexpr bool same_operands(const Instruction& a, const Instruction& b) {
+  return a.op == b.op && a.kind == b.kind && a.direction == b.direction &&
+         a.micro_batch == b.micro_batch && a.peer == b.peer && a.chunk == b.chunk &&
+         group_of(a) == group_of(b);
+}
+
+}  // namespace pipevm

@@ -1,0 +1,48 @@
+// Runs the built pipevm executable from the source directory, as a user
+// would, with its stdout and stderr kept apart and a time limit, so that a
+// command that blocks fails its test instead of hanging it.
+#pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace pipevm::testing {
+
+struct PipevmRun {
+  int status = -1;  // the exit status; 124 when the time limit stopped it
+  std::string out;
+  std::string err;
+};
+
+// `pipevm ARGS` (ARGS as the shell reads them), stopped after `seconds`.
+inline PipevmRun run_pipevm(const std::string& args, int seconds = 30) {
+  const std::filesystem::path err_file = std::filesystem::temp_directory_path() /
+                                         ("pipevm-run-stderr-" + std::to_string(getpid()) + ".txt");
+  const std::string command = "cd '" PIPEVM_SOURCE_DIR "' && timeout " + std::to_string(seconds) +
+                              " '" PIPEVM_BINARY_DIR "/pipevm' " + args + " 2>'" +
+                              err_file.string() + "'";
+  PipevmRun run;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return run;
+  std::array<char, 4096> buffer{};
+  for (std::size_t n; (n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0;) {
+    run.out.append(buffer.data(), n);
+  }
+  const int status = pclose(pipe);
+  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(err_file);
+  std::ostringstream text;
+  text << err.rdbuf();
+  run.err = text.str();
+  std::filesystem::remove(err_file);
+  return run;
+}
+
+}  // namespace pipevm::testing
