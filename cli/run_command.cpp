@@ -68,6 +68,7 @@ struct RunFlags {
   CLI::Option* data = nullptr;
   CLI::Option* chunks = nullptr;
   CLI::Option* loss = nullptr;
+  CLI::Option* model = nullptr;
   CLI::Option* save = nullptr;
   CLI::Option* checkpoint = nullptr;
   CLI::Option* checkpoint_every = nullptr;
@@ -75,6 +76,7 @@ struct RunFlags {
   CLI::Option* timeout = nullptr;
   std::string resume;  // a checkpoint directory to continue from
   std::string loss_name;
+  std::string model_widths;
   bool no_progress = false;
   std::string wait = "spin";       // how MPI waits: spin or sleep
   std::string split = "measured";  // how the model is cut into pieces: measured or flops
@@ -99,6 +101,7 @@ RunConfig resolve_config(const RunFlags& f) {
   if (given(f.data)) config.data = f.flags.data;
   if (given(f.chunks)) config.chunks = f.flags.chunks;
   if (given(f.loss)) config.model.loss = parse_loss(f.loss_name);
+  if (given(f.model)) config.model.sizes = parse_widths(f.model_widths);
   if (given(f.save)) config.save = f.flags.save;
   if (given(f.checkpoint)) config.checkpoint = f.flags.checkpoint;
   if (given(f.checkpoint_every)) config.checkpoint_every = f.flags.checkpoint_every;
@@ -563,6 +566,10 @@ Command add_run_command(CLI::App& root) {
       app->add_option("--data", f.data, "fashion-mnist, synthetic or a directory of IDX files");
   flags->chunks = app->add_option("--chunks", f.chunks, "Model chunks per rank (default 1)");
   flags->loss = app->add_option("--loss", flags->loss_name, "cross-entropy or softmax-mse");
+  flags->model =
+      app->add_option("--model", flags->model_widths,
+                      "Layer widths, input first (default 784,128,127,126,125,124,123,10; "
+                      "Fashion-MNIST needs 784 in and 10 out)");
   flags->save = app->add_option("--save", f.save, "Write the trained model (.safetensors)")
                     ->type_name("FILE");
   flags->checkpoint =

@@ -5,9 +5,11 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 #include "read_file.hpp"
 
@@ -68,6 +70,26 @@ class Section {
 };
 
 }  // namespace
+
+std::vector<int> parse_widths(const std::string& text) {
+  std::vector<int> widths;
+  std::size_t begin = 0;
+  while (true) {
+    const std::size_t end = std::min(text.find(',', begin), text.size());
+    const std::string_view part(text.data() + begin, end - begin);
+    int width = 0;
+    const auto [next, error] = std::from_chars(part.data(), part.data() + part.size(), width);
+    if (part.empty() || error != std::errc{} || next != part.data() + part.size() || width <= 0) {
+      throw ConfigError("--model '" + text + "': '" + std::string(part) +
+                        "' is not a positive width (expected widths separated by commas, input "
+                        "first, e.g. 784,256,10)");
+    }
+    widths.push_back(width);
+    if (end == text.size()) break;
+    begin = end + 1;
+  }
+  return widths;
+}
 
 runtime::Loss parse_loss(const std::string& text) {
   std::string normalized = text;

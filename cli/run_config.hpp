@@ -53,6 +53,10 @@ void apply_yaml_text(const std::string& text, const std::string& name, RunConfig
 // A loss given as cross-entropy, cross_entropy, softmax-mse or softmax_mse.
 runtime::Loss parse_loss(const std::string& text);
 
+// Layer widths written as on the command line, input first: "784,256,10".
+// Throws ConfigError naming the bad part.
+std::vector<int> parse_widths(const std::string& text);
+
 // Throws ConfigError when a value is out of its range (sizes, counts, lr...).
 void validate(const RunConfig& config);
 
