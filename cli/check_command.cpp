@@ -24,6 +24,7 @@
 #include "commands.hpp"
 #include "compile.hpp"
 #include "options.hpp"
+#include "torch_csv.hpp"
 
 #ifndef PIPEVM_VERSION
 #define PIPEVM_VERSION "unknown"
@@ -105,6 +106,19 @@ std::string range_text(const ValueRange& range) {
              : std::to_string(range.first) + ".." + std::to_string(range.last);
 }
 
+// Checks one expanded program; `out` holds the front end's diagnostics.
+void check_program(const Program& program, ConfigurationResult& out) {
+  CheckResult result = check(program);
+  for (Diagnostic& d : result.diagnostics) out.diagnostics.push_back(std::move(d));
+  out.memory = std::move(result.memory);
+  out.suppressed = result.suppressed;
+  out.instructions = result.instructions;
+  const bool errors =
+      std::any_of(out.diagnostics.begin(), out.diagnostics.end(),
+                  [](const Diagnostic& d) { return d.severity == Severity::error; });
+  out.verdict = errors || out.suppressed > 0 ? Verdict::error : Verdict::ok;
+}
+
 ConfigurationResult check_one(const Schedule& schedule, const Config& config,
                               bool skip_unsupported) {
   ConfigurationResult out;
@@ -120,15 +134,7 @@ ConfigurationResult check_one(const Schedule& schedule, const Config& config,
     out.verdict = unsupported && skip_unsupported ? Verdict::skipped : Verdict::error;
     return out;
   }
-  CheckResult result = check(*program);
-  for (Diagnostic& d : result.diagnostics) out.diagnostics.push_back(std::move(d));
-  out.memory = std::move(result.memory);
-  out.suppressed = result.suppressed;
-  out.instructions = result.instructions;
-  const bool errors =
-      std::any_of(out.diagnostics.begin(), out.diagnostics.end(),
-                  [](const Diagnostic& d) { return d.severity == Severity::error; });
-  out.verdict = errors || out.suppressed > 0 ? Verdict::error : Verdict::ok;
+  check_program(*program, out);
   return out;
 }
 
@@ -151,7 +157,40 @@ void print_parse_failure(const CheckArguments& args, const Diagnostics& diagnost
   }
 }
 
+// A PyTorch table (.csv): one configuration, the table's own.
+int run_check_csv(const CheckArguments& args) {
+  if (!args.stages.empty() || !args.micro_batches.empty() || args.dp != "1" || args.chunks != "1") {
+    std::cerr << "pipevm check: a PyTorch table (.csv) gives its own stages, micro-batches and "
+                 "chunks: drop --stages, --micro-batches, --dp and --chunks\n";
+    return 2;
+  }
+  Diagnostics diagnostics;
+  const auto file = read_source(args.file, diagnostics);
+  if (!file) {
+    for (const Diagnostic& d : diagnostics.all()) pipevm::print_text(std::cerr, d);
+    return 2;
+  }
+  const auto program = pytorch::load_csv(file, diagnostics);
+  if (!program) {
+    print_parse_failure(args, diagnostics);
+    return 1;
+  }
+  ConfigurationResult result;
+  result.config = program->config;
+  result.diagnostics = diagnostics.all();
+  check_program(*program, result);
+  const std::unique_ptr<ResultStream> out = make_result_stream(args.format, args.file, false);
+  out->add(result);
+  out->finish();
+  return result.verdict == Verdict::error ? 1 : 0;
+}
+
 int run_check(const CheckArguments& args) {
+  if (pytorch::is_csv_path(args.file)) return run_check_csv(args);
+  if (args.stages.empty() || args.micro_batches.empty()) {
+    std::cerr << "pipevm check: --stages and --micro-batches are required for a .pipe schedule\n";
+    return 2;
+  }
   // The validators accepted these already.
   const ValueRange stages = *parse_range(args.stages);
   const ValueRange micro_batches = *parse_range(args.micro_batches);
@@ -216,12 +255,10 @@ Command add_check_command(CLI::App& root) {
       "Ranges A..B are inclusive; every combination is checked (at most\n"
       "--max-configurations), and each one's result printed as soon as it is done.\n"
       "Exit status: 0 clean, 1 findings, 2 unreadable file or usage.");
-  app.add_option("file", args->file, "The schedule (.pipe)")->required();
+  app.add_option("file", args->file, "The schedule (.pipe, or a PyTorch table .csv)")->required();
   app.add_option("--stages,-p", args->stages, "Pipeline stages P, or a range A..B")
-      ->required()
       ->check(range_validator(1, kMaxStages));
   app.add_option("--micro-batches,-m", args->micro_batches, "Micro-batches M, or a range A..B")
-      ->required()
       ->check(range_validator(1, 1 << 30));
   app.add_option("--dp", args->dp, "Data-parallel replicas D, or a range A..B")
       ->check(range_validator(1, 1 << 20))
