@@ -81,6 +81,7 @@ struct CheckArguments {
   std::string chunks = "1";
   std::string format = "text";
   bool skip_unsupported = false;
+  std::string p2p_order = "independent";
   std::uint64_t max_configurations = 100'000;
 };
 
@@ -107,8 +108,8 @@ std::string range_text(const ValueRange& range) {
 }
 
 // Checks one expanded program; `out` holds the front end's diagnostics.
-void check_program(const Program& program, ConfigurationResult& out) {
-  CheckResult result = check(program);
+void check_program(const Program& program, const CheckOptions& options, ConfigurationResult& out) {
+  CheckResult result = check(program, options);
   for (Diagnostic& d : result.diagnostics) out.diagnostics.push_back(std::move(d));
   out.memory = std::move(result.memory);
   out.suppressed = result.suppressed;
@@ -120,7 +121,7 @@ void check_program(const Program& program, ConfigurationResult& out) {
 }
 
 ConfigurationResult check_one(const Schedule& schedule, const Config& config,
-                              bool skip_unsupported) {
+                              const CheckOptions& options, bool skip_unsupported) {
   ConfigurationResult out;
   out.config = config;
   Diagnostics diagnostics;
@@ -134,7 +135,7 @@ ConfigurationResult check_one(const Schedule& schedule, const Config& config,
     out.verdict = unsupported && skip_unsupported ? Verdict::skipped : Verdict::error;
     return out;
   }
-  check_program(*program, out);
+  check_program(*program, options, out);
   return out;
 }
 
@@ -155,6 +156,12 @@ void print_parse_failure(const CheckArguments& args, const Diagnostics& diagnost
       }
     }
   }
+}
+
+CheckOptions options_of(const CheckArguments& args) {
+  CheckOptions options;
+  options.p2p_posted_order = args.p2p_order == "posted";
+  return options;
 }
 
 // A PyTorch table (.csv): one configuration, the table's own.
@@ -178,7 +185,7 @@ int run_check_csv(const CheckArguments& args) {
   ConfigurationResult result;
   result.config = program->config;
   result.diagnostics = diagnostics.all();
-  check_program(*program, result);
+  check_program(*program, options_of(args), result);
   const std::unique_ptr<ResultStream> out = make_result_stream(args.format, args.file, false);
   out->add(result);
   out->finish();
@@ -229,7 +236,8 @@ int run_check(const CheckArguments& args) {
       for (int d = dp.first; d <= dp.last; ++d) {
         for (int v = chunks.first; v <= chunks.last; ++v) {
           const Config config{.stages = p, .micro_batches = m, .chunks = v, .dp = d};
-          const ConfigurationResult result = check_one(*schedule, config, args.skip_unsupported);
+          const ConfigurationResult result =
+              check_one(*schedule, config, options_of(args), args.skip_unsupported);
           failed = failed || result.verdict == Verdict::error;
           out->add(result);
         }
@@ -268,6 +276,11 @@ Command add_check_command(CLI::App& root) {
       ->capture_default_str();
   app.add_option("--format", args->format, "Output format")
       ->check(CLI::IsMember({"text", "gcc", "json", "sarif"}))
+      ->capture_default_str();
+  app.add_option("--p2p-order", args->p2p_order,
+                 "independent: each send and receive progresses on its own (MPI); posted: a "
+                 "rank's sends and receives run one at a time in the order posted (NCCL)")
+      ->check(CLI::IsMember({"independent", "posted"}))
       ->capture_default_str();
   app.add_flag("--skip-unsupported", args->skip_unsupported,
                "List configurations whose `require` fails as skipped instead of errors");

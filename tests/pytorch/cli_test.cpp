@@ -30,6 +30,14 @@ TEST(cli, the_expanded_table_is_a_pipevm_program_that_checks) {
   EXPECT_EQ(checked.status, 0) << checked.out << checked.err;
 }
 
+TEST(cli, p2p_order_posted_finds_the_deferred_receive_deadlock) {
+  const std::string file = kData + "deferred_recv_172668.csv";
+  EXPECT_EQ(run_pipevm("check " + file).status, 0);
+  const auto posted = run_pipevm("check --format gcc --p2p-order posted " + file);
+  EXPECT_EQ(posted.status, 1);
+  EXPECT_NE(posted.out.find("[PV2001]"), std::string::npos) << posted.out;
+}
+
 TEST(cli, configuration_flags_with_a_csv_are_a_usage_error) {
   const auto run = run_pipevm("check " + kData + "dualpipev_4rank_10mb.csv --stages 4");
   EXPECT_EQ(run.status, 2);
