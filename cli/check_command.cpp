@@ -158,6 +158,16 @@ void print_parse_failure(const CheckArguments& args, const Diagnostics& diagnost
   }
 }
 
+// The schedule's text; null, with the reason on stderr, when it cannot be read.
+std::shared_ptr<const SourceFile> read_or_report(const std::string& path,
+                                                 Diagnostics& diagnostics) {
+  auto file = read_source(path, diagnostics);
+  if (!file) {
+    for (const Diagnostic& d : diagnostics.all()) pipevm::print_text(std::cerr, d);
+  }
+  return file;
+}
+
 CheckOptions options_of(const CheckArguments& args) {
   CheckOptions options;
   options.p2p_posted_order = args.p2p_order == "posted";
@@ -172,11 +182,8 @@ int run_check_csv(const CheckArguments& args) {
     return 2;
   }
   Diagnostics diagnostics;
-  const auto file = read_source(args.file, diagnostics);
-  if (!file) {
-    for (const Diagnostic& d : diagnostics.all()) pipevm::print_text(std::cerr, d);
-    return 2;
-  }
+  const auto file = read_or_report(args.file, diagnostics);
+  if (!file) return 2;
   const auto program = pytorch::load_csv(file, diagnostics);
   if (!program) {
     print_parse_failure(args, diagnostics);
@@ -217,11 +224,8 @@ int run_check(const CheckArguments& args) {
   }
 
   Diagnostics diagnostics;
-  const auto file = read_source(args.file, diagnostics);
-  if (!file) {
-    for (const Diagnostic& d : diagnostics.all()) pipevm::print_text(std::cerr, d);
-    return 2;
-  }
+  const auto file = read_or_report(args.file, diagnostics);
+  if (!file) return 2;
   const auto schedule = parse(file, diagnostics);
   if (!schedule) {
     print_parse_failure(args, diagnostics);

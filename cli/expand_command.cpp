@@ -112,7 +112,8 @@ int run_expand(const CLI::App& app, const ExpandArguments& args) {
     std::cerr << "pipevm expand: --format torch-csv writes every rank: drop --rank\n";
     return 2;
   }
-  if (!pytorch::is_csv_path(args.file) && args.rank >= args.config.ranks()) {
+  if (!pytorch::is_csv_path(args.file) && app.count("--stages") > 0 &&
+      args.rank >= args.config.ranks()) {
     std::cerr << "pipevm expand: --rank " << args.rank << " is not a rank: there are "
               << args.config.ranks() << " (dp * stages)\n";
     return 2;

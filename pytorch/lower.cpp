@@ -152,11 +152,7 @@ std::optional<Table> add_send_recv(const Table& merged, const Layout& layout,
     const auto& row = merged.rows[static_cast<std::size_t>(r)];
     const std::size_t i = next[static_cast<std::size_t>(r)];
     if (i >= row.size() || !row[i]) continue;
-    Location where;
-    where.file = file;
-    where.range = row[i]->range;
-    where.rank = r;
-    where.stage = r;
+    const Location where = location_at(file, row[i]->range, r);
     const std::string what = "rank " + std::to_string(r) + " waits to run " + to_string(*row[i]) +
                              " for an input that no rank can produce first";
     if (first == nullptr) {

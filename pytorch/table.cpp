@@ -11,16 +11,6 @@ namespace pipevm::pytorch {
 
 namespace {
 
-Location location_at(const std::shared_ptr<const SourceFile>& file, SourceRange range,
-                     int rank = -1) {
-  Location location;
-  location.file = file;
-  location.range = range;
-  location.rank = rank;
-  location.stage = rank;
-  return location;
-}
-
 // Calls visit(stage action) for every action and sub-action of a cell.
 template <typename Visit>
 void for_each_leaf(const Action& action, Visit&& visit) {
@@ -32,6 +22,15 @@ void for_each_leaf(const Action& action, Visit&& visit) {
 }
 
 }  // namespace
+
+Location location_at(const std::shared_ptr<const SourceFile>& file, SourceRange range, int rank) {
+  Location location;
+  location.file = file;
+  location.range = range;
+  location.rank = rank;
+  location.stage = rank;
+  return location;
+}
 
 std::optional<Table> read_table(const std::shared_ptr<const SourceFile>& file,
                                 Diagnostics& diagnostics) {
@@ -209,6 +208,19 @@ std::optional<Layout> infer_layout(const Table& table,
   if (max_stage < 0 || max_mb < 0) {
     diagnostics.report(DiagnosticKind::InvalidOperand,
                        "the table has no compute actions: nothing to check",
+                       location_at(file, {0, 0}));
+    return std::nullopt;
+  }
+  // Every micro-batch needs a forward on every stage: a number past the
+  // count of cells is a typo, not a schedule (and would size the checker's
+  // tables by it).
+  std::size_t cells = 0;
+  for (const auto& row : table.rows) cells += row.size();
+  if (static_cast<std::size_t>(max_mb) >= cells) {
+    diagnostics.report(DiagnosticKind::InvalidOperand,
+                       "micro-batch " + std::to_string(max_mb) + " in a table of " +
+                           std::to_string(cells) +
+                           " cells: micro-batches are numbered from 0 and each needs a forward",
                        location_at(file, {0, 0}));
     return std::nullopt;
   }

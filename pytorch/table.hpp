@@ -23,6 +23,10 @@ struct Table {
   std::vector<SourceRange> row_starts;
 };
 
+// A place in a table's file, for a diagnostic about rank `rank`.
+Location location_at(const std::shared_ptr<const SourceFile>& file, SourceRange range,
+                     int rank = -1);
+
 // Reads the CSV text of `file` (cells may be double-quoted, as Python's csv
 // module writes them when they must). Trailing empty lines are not ranks.
 // Reports a SyntaxError at the cell and returns nullopt on a bad cell.

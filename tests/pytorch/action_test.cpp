@@ -62,27 +62,36 @@ TEST(table, quoted_cells_crlf_and_trailing_blank_lines) {
   EXPECT_TRUE(testing::error_classes(*loaded.program).empty());
 }
 
-TEST(table, layouts_are_inferred) {
-  const auto file = testing::csv_file(testing::data_text("dualpipev_4rank_10mb.csv"));
+// The layout of a data file's table; nullopt with a test failure when none.
+std::optional<Layout> layout_of_data(const std::string& name) {
+  const auto file = testing::csv_file(testing::data_text(name));
   Diagnostics diagnostics;
   const auto table = read_table(file, diagnostics);
-  ASSERT_TRUE(table);
-  const auto v = infer_layout(*table, file, diagnostics);
+  auto layout = table ? infer_layout(*table, file, diagnostics) : std::nullopt;
+  EXPECT_TRUE(diagnostics.empty()) << name;
+  return layout;
+}
+
+TEST(table, layouts_are_inferred) {
+  const auto v = layout_of_data("dualpipev_4rank_10mb.csv");
   ASSERT_TRUE(v);
   EXPECT_EQ(v->placement, Placement::v);
   EXPECT_EQ(v->ranks, 4);
   EXPECT_EQ(v->chunks, 2);
   EXPECT_EQ(v->micro_batches, 10);
-
-  const auto looped_file = testing::csv_file(testing::data_text("zb1p_2rank_2stagep_compute.csv"));
-  const auto looped_table = read_table(looped_file, diagnostics);
-  ASSERT_TRUE(looped_table);
-  const auto looped = infer_layout(*looped_table, looped_file, diagnostics);
+  const auto looped = layout_of_data("zb1p_2rank_2stagep_compute.csv");
   ASSERT_TRUE(looped);
   EXPECT_EQ(looped->placement, Placement::looped);
+  EXPECT_EQ(looped->ranks, 2);
   EXPECT_EQ(looped->chunks, 2);
   EXPECT_EQ(looped->micro_batches, 8);
-  EXPECT_TRUE(diagnostics.empty());
+}
+
+TEST(table, a_micro_batch_past_the_cells_is_refused) {
+  const auto loaded = testing::load("0F0,0F2147483647\n1F0\n");
+  EXPECT_FALSE(loaded.program);
+  ASSERT_FALSE(loaded.diagnostics.empty());
+  EXPECT_NE(loaded.diagnostics.all()[0].message.find("micro-batch 2147483647"), std::string::npos);
 }
 
 TEST(table, a_stage_on_two_ranks_is_refused) {
