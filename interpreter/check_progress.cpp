@@ -412,7 +412,12 @@ void check_progress(const Program& program, const Link& link, Reporter& reporter
                                  ? "the non-blocking sends these waits complete (without "
                                    "buffering, their receives are never posted): "
                                  : sends + " (without buffering, a cycle of blocking sends): ";
-    report_cycle(DiagnosticKind::BufferingHazard, "finishes only if MPI buffers " + what,
+    // In posted order the buffer would be NCCL's (small messages), not MPI's.
+    report_cycle(DiagnosticKind::BufferingHazard,
+                 (posted_order ? "finishes only if the sends are buffered (NCCL runs each rank's "
+                                 "point-to-point operations in posted order): "
+                               : "finishes only if MPI buffers ") +
+                     what,
                  rendezvous, hazard, reporter);
   }
 }
