@@ -24,6 +24,7 @@
 #include "commands.hpp"
 #include "compile.hpp"
 #include "options.hpp"
+#include "torch_csv.hpp"
 
 #ifndef PIPEVM_VERSION
 #define PIPEVM_VERSION "unknown"
@@ -80,6 +81,7 @@ struct CheckArguments {
   std::string chunks = "1";
   std::string format = "text";
   bool skip_unsupported = false;
+  std::string p2p_order = "independent";
   std::uint64_t max_configurations = 100'000;
 };
 
@@ -105,8 +107,21 @@ std::string range_text(const ValueRange& range) {
              : std::to_string(range.first) + ".." + std::to_string(range.last);
 }
 
+// Checks one expanded program; `out` holds the front end's diagnostics.
+void check_program(const Program& program, const CheckOptions& options, ConfigurationResult& out) {
+  CheckResult result = check(program, options);
+  for (Diagnostic& d : result.diagnostics) out.diagnostics.push_back(std::move(d));
+  out.memory = std::move(result.memory);
+  out.suppressed = result.suppressed;
+  out.instructions = result.instructions;
+  const bool errors =
+      std::any_of(out.diagnostics.begin(), out.diagnostics.end(),
+                  [](const Diagnostic& d) { return d.severity == Severity::error; });
+  out.verdict = errors || out.suppressed > 0 ? Verdict::error : Verdict::ok;
+}
+
 ConfigurationResult check_one(const Schedule& schedule, const Config& config,
-                              bool skip_unsupported) {
+                              const CheckOptions& options, bool skip_unsupported) {
   ConfigurationResult out;
   out.config = config;
   Diagnostics diagnostics;
@@ -120,15 +135,7 @@ ConfigurationResult check_one(const Schedule& schedule, const Config& config,
     out.verdict = unsupported && skip_unsupported ? Verdict::skipped : Verdict::error;
     return out;
   }
-  CheckResult result = check(*program);
-  for (Diagnostic& d : result.diagnostics) out.diagnostics.push_back(std::move(d));
-  out.memory = std::move(result.memory);
-  out.suppressed = result.suppressed;
-  out.instructions = result.instructions;
-  const bool errors =
-      std::any_of(out.diagnostics.begin(), out.diagnostics.end(),
-                  [](const Diagnostic& d) { return d.severity == Severity::error; });
-  out.verdict = errors || out.suppressed > 0 ? Verdict::error : Verdict::ok;
+  check_program(*program, options, out);
   return out;
 }
 
@@ -151,7 +158,53 @@ void print_parse_failure(const CheckArguments& args, const Diagnostics& diagnost
   }
 }
 
+// The schedule's text; null, with the reason on stderr, when it cannot be read.
+std::shared_ptr<const SourceFile> read_or_report(const std::string& path,
+                                                 Diagnostics& diagnostics) {
+  auto file = read_source(path, diagnostics);
+  if (!file) {
+    for (const Diagnostic& d : diagnostics.all()) pipevm::print_text(std::cerr, d);
+  }
+  return file;
+}
+
+CheckOptions options_of(const CheckArguments& args) {
+  CheckOptions options;
+  options.p2p_posted_order = args.p2p_order == "posted";
+  return options;
+}
+
+// A PyTorch table (.csv): one configuration, the table's own.
+int run_check_csv(const CheckArguments& args) {
+  if (!args.stages.empty() || !args.micro_batches.empty() || args.dp != "1" || args.chunks != "1") {
+    std::cerr << "pipevm check: a PyTorch table (.csv) gives its own stages, micro-batches and "
+                 "chunks: drop --stages, --micro-batches, --dp and --chunks\n";
+    return 2;
+  }
+  Diagnostics diagnostics;
+  const auto file = read_or_report(args.file, diagnostics);
+  if (!file) return 2;
+  const auto program = pytorch::load_csv(file, diagnostics);
+  if (!program) {
+    print_parse_failure(args, diagnostics);
+    return 1;
+  }
+  ConfigurationResult result;
+  result.config = program->config;
+  result.diagnostics = diagnostics.all();
+  check_program(*program, options_of(args), result);
+  const std::unique_ptr<ResultStream> out = make_result_stream(args.format, args.file, false);
+  out->add(result);
+  out->finish();
+  return result.verdict == Verdict::error ? 1 : 0;
+}
+
 int run_check(const CheckArguments& args) {
+  if (pytorch::is_csv_path(args.file)) return run_check_csv(args);
+  if (args.stages.empty() || args.micro_batches.empty()) {
+    std::cerr << "pipevm check: --stages and --micro-batches are required for a .pipe schedule\n";
+    return 2;
+  }
   // The validators accepted these already.
   const ValueRange stages = *parse_range(args.stages);
   const ValueRange micro_batches = *parse_range(args.micro_batches);
@@ -171,11 +224,8 @@ int run_check(const CheckArguments& args) {
   }
 
   Diagnostics diagnostics;
-  const auto file = read_source(args.file, diagnostics);
-  if (!file) {
-    for (const Diagnostic& d : diagnostics.all()) pipevm::print_text(std::cerr, d);
-    return 2;
-  }
+  const auto file = read_or_report(args.file, diagnostics);
+  if (!file) return 2;
   const auto schedule = parse(file, diagnostics);
   if (!schedule) {
     print_parse_failure(args, diagnostics);
@@ -190,7 +240,8 @@ int run_check(const CheckArguments& args) {
       for (int d = dp.first; d <= dp.last; ++d) {
         for (int v = chunks.first; v <= chunks.last; ++v) {
           const Config config{.stages = p, .micro_batches = m, .chunks = v, .dp = d};
-          const ConfigurationResult result = check_one(*schedule, config, args.skip_unsupported);
+          const ConfigurationResult result =
+              check_one(*schedule, config, options_of(args), args.skip_unsupported);
           failed = failed || result.verdict == Verdict::error;
           out->add(result);
         }
@@ -216,12 +267,10 @@ Command add_check_command(CLI::App& root) {
       "Ranges A..B are inclusive; every combination is checked (at most\n"
       "--max-configurations), and each one's result printed as soon as it is done.\n"
       "Exit status: 0 clean, 1 findings, 2 unreadable file or usage.");
-  app.add_option("file", args->file, "The schedule (.pipe)")->required();
+  app.add_option("file", args->file, "The schedule (.pipe, or a PyTorch table .csv)")->required();
   app.add_option("--stages,-p", args->stages, "Pipeline stages P, or a range A..B")
-      ->required()
       ->check(range_validator(1, kMaxStages));
   app.add_option("--micro-batches,-m", args->micro_batches, "Micro-batches M, or a range A..B")
-      ->required()
       ->check(range_validator(1, 1 << 30));
   app.add_option("--dp", args->dp, "Data-parallel replicas D, or a range A..B")
       ->check(range_validator(1, 1 << 20))
@@ -231,6 +280,11 @@ Command add_check_command(CLI::App& root) {
       ->capture_default_str();
   app.add_option("--format", args->format, "Output format")
       ->check(CLI::IsMember({"text", "gcc", "json", "sarif"}))
+      ->capture_default_str();
+  app.add_option("--p2p-order", args->p2p_order,
+                 "independent: each send and receive progresses on its own (MPI); posted: a "
+                 "rank's sends and receives run one at a time in the order posted (NCCL)")
+      ->check(CLI::IsMember({"independent", "posted"}))
       ->capture_default_str();
   app.add_flag("--skip-unsupported", args->skip_unsupported,
                "List configurations whose `require` fails as skipped instead of errors");

@@ -12,6 +12,8 @@
 #include "commands.hpp"
 #include "compile.hpp"
 #include "options.hpp"
+#include "schedule_input.hpp"
+#include "torch_csv.hpp"
 
 namespace pipevm::cli {
 
@@ -22,6 +24,7 @@ struct ExpandArguments {
   Config config;
   int rank = -1;
   std::string format = "text";
+  bool with_comms = false;
   std::uint64_t max_instructions = ExpandOptions{}.max_instructions;
 };
 
@@ -30,15 +33,30 @@ void print_diagnostics(const Diagnostics& diagnostics) {
   for (const Diagnostic& d : diagnostics.all()) print_text(std::cerr, d, color);
 }
 
-void print_text_program(const Program& program, int only_rank) {
+void print_text_program(const Program& program, int only_rank, bool from_table) {
   const Config& c = program.config;
   std::cout << "# " << program.name << " expanded for stages=" << c.stages
             << " micro_batches=" << c.micro_batches << " chunks=" << c.chunks << " dp=" << c.dp
             << "\nplacement " << name(program.placement) << "\n";
   for (int r = 0; r < program.ranks(); ++r) {
     if (only_rank >= 0 && r != only_rank) continue;
+    if (from_table) {
+      std::cout << "# rank " << r << ": row " << r + 1 << " of " << program.file->name() << "\n";
+    }
     std::cout << disassemble_rank(program, r);
   }
+}
+
+// The PyTorch table of the program (pytorch/torch_csv.hpp), for _load_csv.
+int print_torch_csv(const Program& program, bool with_comms) {
+  std::string error;
+  const auto table = pytorch::to_table(program, with_comms, error);
+  if (!table) {
+    std::cerr << "pipevm expand: " << error << '\n';
+    return 2;
+  }
+  std::cout << pytorch::write_table(*table);
+  return 0;
 }
 
 nlohmann::json instruction_json(const Program& program, const Instruction& in) {
@@ -89,28 +107,36 @@ void print_json_program(const Program& program, int only_rank) {
   std::cout << "]}\n";
 }
 
-int run_expand(const ExpandArguments& args) {
-  if (args.rank >= args.config.ranks()) {
+int run_expand(const CLI::App& app, const ExpandArguments& args) {
+  if (args.rank >= 0 && args.format == "torch-csv") {
+    std::cerr << "pipevm expand: --format torch-csv writes every rank: drop --rank\n";
+    return 2;
+  }
+  if (!pytorch::is_csv_path(args.file) && app.count("--stages") > 0 &&
+      args.rank >= args.config.ranks()) {
     std::cerr << "pipevm expand: --rank " << args.rank << " is not a rank: there are "
               << args.config.ranks() << " (dp * stages)\n";
     return 2;
   }
   Diagnostics diagnostics;
-  const auto file = read_source(args.file, diagnostics);
-  if (!file) {
-    print_diagnostics(diagnostics);
-    return 2;
-  }
   ExpandOptions options;
   options.only_rank = args.rank;
   options.max_instructions = args.max_instructions;
-  const auto program = compile(file, args.config, diagnostics, options);
+  const ProgramInput input = load_program(app, args.file, args.config, diagnostics, options);
   print_diagnostics(diagnostics);
-  if (!program) return 1;
+  if (!input.program) return input.status;
+  const Program& program = *input.program;
+  if (args.rank >= program.ranks()) {
+    std::cerr << "pipevm expand: --rank " << args.rank << " is not a rank: the table has "
+              << program.ranks() << "\n";
+    return 2;
+  }
   if (args.format == "json") {
-    print_json_program(*program, args.rank);
+    print_json_program(program, args.rank);
+  } else if (args.format == "torch-csv") {
+    return print_torch_csv(program, args.with_comms);
   } else {
-    print_text_program(*program, args.rank);
+    print_text_program(program, args.rank, pytorch::is_csv_path(args.file));
   }
   return 0;
 }
@@ -126,20 +152,25 @@ Command add_expand_command(CLI::App& root) {
   app.footer(
       "Example:\n"
       "  pipevm expand schedules/1f1b.pipe --stages 4 --micro-batches 8 --rank 3\n"
+      "  pipevm expand schedules/zb-h1.pipe -p 4 -m 8 --format torch-csv > zb.csv\n"
+      "  pipevm expand zb.csv > zb.pipe    (a PyTorch table as a flat pipevm program)\n"
       "Each rank prints as a `stage S { ... }` block: the output is itself a\n"
       "schedule. Exit status: 0 ok, 1 errors in the program, 2 unreadable file or usage.");
-  app.add_option("file", args->file, "The schedule (.pipe)")->required();
-  add_config_options(app, args->config);
+  app.add_option("file", args->file, "The schedule (.pipe, or a PyTorch table .csv)")->required();
+  add_config_options(app, args->config, false);
   app.add_option("--rank,-r", args->rank, "Expand only this world rank (dp_rank * stages + stage)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--format", args->format, "Output format")
-      ->check(CLI::IsMember({"text", "json"}))
+      ->check(CLI::IsMember({"text", "json", "torch-csv"}))
       ->capture_default_str();
+  app.add_flag("--with-comms", args->with_comms,
+               "torch-csv: also write the sends and receives between ranks (PyTorch's "
+               "compute_comms format); without it the table is compute only");
   app.add_option("--max-instructions", args->max_instructions,
                  "Stop with PV1010 past this many instructions (all ranks)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  command.run = [args] { return run_expand(*args); };
+  command.run = [args, sub = command.app] { return run_expand(*sub, *args); };
   return command;
 }
 

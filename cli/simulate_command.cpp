@@ -16,6 +16,7 @@
 #include "compile.hpp"
 #include "costs.hpp"
 #include "options.hpp"
+#include "schedule_input.hpp"
 #include "simulate.hpp"
 #include "svg.hpp"
 #include "trace.hpp"
@@ -78,20 +79,16 @@ std::string title_of(const Program& program, const Simulation& simulation) {
          format_time(simulation.bubble_fraction * 100) + "%";
 }
 
-int run_simulate(const SimulateArguments& args) {
+int run_simulate(const CLI::App& app, const SimulateArguments& args) {
   Costs costs;
   if (!costs_of(args, costs)) return 2;
   Diagnostics diagnostics;
-  const auto file = read_source(args.file, diagnostics);
-  if (!file) {
+  const ProgramInput input = load_program(app, args.file, args.config, diagnostics);
+  if (!input.program) {
     print_diagnostics(diagnostics);
-    return 2;
+    return input.status;
   }
-  const auto program = compile(file, args.config, diagnostics);
-  if (!program) {
-    print_diagnostics(diagnostics);
-    return 1;
-  }
+  const auto& program = input.program;
   const auto simulation = simulate(*program, costs, diagnostics);
   print_diagnostics(diagnostics);
   if (!simulation) return 1;
@@ -145,8 +142,8 @@ Command add_simulate_command(CLI::App& root) {
       cost_keys_help() +
       "Exit status: 0 ok, 1 program errors or a deadlock (run `pipevm check`), 2 unreadable\n"
       "file, usage, or costs whose sum overflows.");
-  app.add_option("file", args->file, "The schedule (.pipe)")->required();
-  add_config_options(app, args->config);
+  app.add_option("file", args->file, "The schedule (.pipe, or a PyTorch table .csv)")->required();
+  add_config_options(app, args->config, false);
   app.add_option("--cost", args->cost_flags, "Costs as key=value pairs, e.g. fwd=1,bwd=2,send=0.1");
   app.add_option("--costs", args->cost_file,
                  "A YAML file of costs (key: value); --cost overrides it");
@@ -159,7 +156,7 @@ Command add_simulate_command(CLI::App& root) {
   app.add_option("--width", args->width, "Columns of the terminal grid")
       ->check(CLI::Range(10, 100000))
       ->capture_default_str();
-  command.run = [args] { return run_simulate(*args); };
+  command.run = [args, sub = command.app] { return run_simulate(*sub, *args); };
   return command;
 }
 

@@ -37,6 +37,10 @@ struct CheckOptions {
   std::vector<LayerRange> split;
   // Past this many diagnostics of one kind the rest are only counted.
   std::size_t max_diagnostics_per_kind = 16;
+  // Each rank's point-to-point operations run one at a time in the order
+  // they were posted, as NCCL runs them on one stream (`--p2p-order posted`);
+  // false: each progresses on its own, as MPI promises.
+  bool p2p_posted_order = false;
 };
 
 // What one stage needs at its worst moment (the maximum over its dp ranks).

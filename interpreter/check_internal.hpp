@@ -67,6 +67,7 @@ void check_ranks(const Program& program, const Link& link, Reporter& reporter,
                  const std::vector<bool>& quiet, std::vector<StageMemory>& memory);
 // Runs all ranks together under rendezvous semantics; reports deadlocks,
 // buffering hazards and collective cycles.
-void check_progress(const Program& program, const Link& link, Reporter& reporter);
+void check_progress(const Program& program, const Link& link, Reporter& reporter,
+                    bool posted_order);
 
 }  // namespace pipevm::check_detail

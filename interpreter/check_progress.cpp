@@ -13,6 +13,11 @@
 // sticks only where nothing waits in a cycle) from a deadlock. Ranks that
 // wait for a message nobody sends, or for a collective a finished rank never
 // issues, are reported by the static passes instead.
+//
+// In posted order (CheckOptions::p2p_posted_order, NCCL's semantics) a rank's
+// point-to-point operations run one after another in the order they were
+// posted: only the oldest unmatched one of a rank can meet its partner, and
+// the next starts when it has. Messages a rank sends itself are not queued.
 #include <algorithm>
 
 #include "check_internal.hpp"
@@ -23,15 +28,21 @@ namespace {
 
 enum class RankState : std::uint8_t { running, on_request, on_collective, finished };
 
-bool blocking_send(Opcode op) { return is_send(op) && info(op).completion == Completion::blocking; }
+bool blocking_send(Opcode op) {
+  return is_send(op) && info(op).completion == Completion::blocking;
+}
 
 class Engine {
  public:
-  Engine(const Program& program, const Link& link, const Reporter& reporter, bool eager)
+  Engine(const Program& program, const Link& link, const Reporter& reporter, bool eager,
+         bool posted_order)
       : program_(program),
         link_(link),
         reporter_(reporter),
         eager_(eager),
+        posted_order_(posted_order),
+        stream_(posted_order ? static_cast<std::size_t>(program.ranks()) : 0),
+        stream_head_(stream_.size(), 0),
         ranks_(static_cast<std::size_t>(program.ranks())),
         posted_(program.code.size(), 0),
         pc_(ranks_),
@@ -60,13 +71,22 @@ class Engine {
 
  private:
   // kWaitedOn: a rank blocked on this request at some point, so its
-  // partner's posting must look the rank up and wake it.
-  enum : std::uint8_t { kPosted = 1, kMatched = 2, kWaitedOn = 4 };
+  // partner's posting must look the rank up and wake it. kActive: it can
+  // meet its partner (at once when posted; in posted order, once every
+  // older operation of its rank has met its own).
+  enum : std::uint8_t { kPosted = 1, kMatched = 2, kWaitedOn = 4, kActive = 8 };
 
   bool satisfied(std::uint32_t request) const {
     return (posted_[request] & kMatched) || (eager_ && is_send(program_.code[request].op));
   }
   void post(std::size_t index);
+  void activate(std::size_t index);
+  // Posted order: drop the rank's finished operations from the front of its
+  // stream and activate the next one.
+  void advance(std::size_t rank);
+  // The operation a request really waits for: in posted order, the oldest
+  // unfinished one of its rank while the request itself is not active.
+  std::uint32_t waits_for(std::uint32_t request) const;
   void wake(std::size_t rank) {
     state_[rank] = RankState::running;
     worklist_.push_back(static_cast<int>(rank));
@@ -85,6 +105,9 @@ class Engine {
   const Link& link_;
   const Reporter& reporter_;
   const bool eager_;
+  const bool posted_order_;
+  std::vector<std::vector<std::uint32_t>> stream_;  // posted order: each rank's operations
+  std::vector<std::size_t> stream_head_;            // the oldest unfinished one
   const std::size_t ranks_;
   std::vector<std::uint8_t> posted_;
   std::vector<std::size_t> pc_;
@@ -97,13 +120,55 @@ class Engine {
 
 void Engine::post(std::size_t index) {
   posted_[index] |= kPosted;
+  const auto rank = static_cast<std::size_t>(reporter_.rank_of_index(index));
   const std::uint32_t partner = link_.to[index];
-  if (partner == kNone || !(posted_[partner] & kPosted)) return;
+  // A message a rank sends itself (the turn of a V) is a copy, not a
+  // network operation: it queues behind nothing.
+  const bool to_itself =
+      partner != kNone && static_cast<std::size_t>(reporter_.rank_of_index(partner)) == rank;
+  if (!posted_order_ || to_itself) {
+    activate(index);
+    return;
+  }
+  stream_[rank].push_back(static_cast<std::uint32_t>(index));
+  if (stream_[rank].size() - stream_head_[rank] == 1) {
+    activate(index);
+    advance(rank);
+  }
+}
+
+void Engine::activate(std::size_t index) {
+  posted_[index] |= kActive;
+  const std::uint32_t partner = link_.to[index];
+  if (partner == kNone || !(posted_[partner] & kActive)) return;
   posted_[index] |= kMatched;
   posted_[partner] |= kMatched;
-  if (!(posted_[partner] & kWaitedOn)) return;
-  const auto other = static_cast<std::size_t>(reporter_.rank_of_index(partner));
-  if (state_[other] == RankState::on_request && blocked_on_[other] == partner) wake(other);
+  for (const std::size_t i : {static_cast<std::size_t>(partner), index}) {
+    if (!(posted_[i] & kWaitedOn)) continue;
+    const auto rank = static_cast<std::size_t>(reporter_.rank_of_index(i));
+    if (state_[rank] == RankState::on_request && blocked_on_[rank] == i) wake(rank);
+  }
+  if (posted_order_) advance(static_cast<std::size_t>(reporter_.rank_of_index(partner)));
+}
+
+void Engine::advance(std::size_t rank) {
+  auto& stream = stream_[rank];
+  std::size_t& head = stream_head_[rank];
+  while (head < stream.size()) {
+    const std::uint32_t op = stream[head];
+    if (!(posted_[op] & kActive)) {
+      activate(op);  // may advance this very stream: read it afresh
+      continue;
+    }
+    if (!satisfied(op)) return;
+    ++head;
+  }
+}
+
+std::uint32_t Engine::waits_for(std::uint32_t request) const {
+  if (!posted_order_ || (posted_[request] & kActive)) return request;
+  const auto rank = static_cast<std::size_t>(reporter_.rank_of_index(request));
+  return stream_head_[rank] < stream_[rank].size() ? stream_[rank][stream_head_[rank]] : request;
 }
 
 bool Engine::collective(std::size_t rank, std::size_t index) {
@@ -191,7 +256,7 @@ void Engine::successors(int rank, std::vector<int>& out) const {
   out.clear();
   const auto r = static_cast<std::size_t>(rank);
   if (state_[r] == RankState::on_request) {
-    const std::uint32_t partner = link_.to[blocked_on_[r]];
+    const std::uint32_t partner = link_.to[waits_for(blocked_on_[r])];
     if (partner != kNone) out.push_back(reporter_.rank_of_index(partner));
   } else if (state_[r] == RankState::on_collective) {
     // The members that have not arrived at its slot and can still come.
@@ -200,7 +265,8 @@ void Engine::successors(int rank, std::vector<int>& out) const {
       const std::uint32_t index = link_.slot_members[m];
       const auto member = static_cast<std::size_t>(link_.slot_ranks[m]);
       const bool arrived = index != kNone && (posted_[index] & kPosted);
-      if (!arrived && state_[member] != RankState::finished) out.push_back(static_cast<int>(member));
+      if (!arrived && state_[member] != RankState::finished)
+        out.push_back(static_cast<int>(member));
     }
   }
 }
@@ -287,10 +353,11 @@ void report_cycle(DiagnosticKind kind, const std::string& headline, const Engine
 
 }  // namespace
 
-void check_progress(const Program& program, const Link& link, Reporter& reporter) {
+void check_progress(const Program& program, const Link& link, Reporter& reporter,
+                    bool posted_order) {
   std::vector<Engine::Edge> hazard;
   {
-    Engine rendezvous(program, link, reporter, false);
+    Engine rendezvous(program, link, reporter, false, posted_order);
     if (rendezvous.run()) return;
     hazard = rendezvous.shortest_cycle();
     if (hazard.empty()) {
@@ -306,10 +373,10 @@ void check_progress(const Program& program, const Link& link, Reporter& reporter
       }
       return;
     }
-    Engine eager(program, link, reporter, true);
+    Engine eager(program, link, reporter, true, posted_order);
     const bool finishes = eager.run();
-    const std::vector<Engine::Edge> cycle = finishes ? std::vector<Engine::Edge>{}
-                                                     : eager.shortest_cycle();
+    const std::vector<Engine::Edge> cycle =
+        finishes ? std::vector<Engine::Edge>{} : eager.shortest_cycle();
     if (!cycle.empty()) {
       const bool collective = std::any_of(cycle.begin(), cycle.end(), [&](const Engine::Edge& e) {
         return eager.on_collective(e.from);
@@ -320,7 +387,10 @@ void check_progress(const Program& program, const Link& link, Reporter& reporter
                      cycle, reporter);
       } else {
         report_cycle(DiagnosticKind::Deadlock,
-                     "deadlock under any buffering: ", eager, cycle, reporter);
+                     posted_order ? "deadlock when each rank's point-to-point operations run in "
+                                    "the order they were posted (NCCL): "
+                                  : "deadlock under any buffering: ",
+                     eager, cycle, reporter);
       }
       return;
     }
@@ -342,7 +412,12 @@ void check_progress(const Program& program, const Link& link, Reporter& reporter
                                  ? "the non-blocking sends these waits complete (without "
                                    "buffering, their receives are never posted): "
                                  : sends + " (without buffering, a cycle of blocking sends): ";
-    report_cycle(DiagnosticKind::BufferingHazard, "finishes only if MPI buffers " + what,
+    // In posted order the buffer would be NCCL's (small messages), not MPI's.
+    report_cycle(DiagnosticKind::BufferingHazard,
+                 (posted_order ? "finishes only if the sends are buffered (NCCL runs each rank's "
+                                 "point-to-point operations in posted order): "
+                               : "finishes only if MPI buffers ") +
+                     what,
                  rendezvous, hazard, reporter);
   }
 }

@@ -1,0 +1,41 @@
+// Reading a schedule for expand and simulate, by its file's kind.
+#include "schedule_input.hpp"
+
+#include <iostream>
+
+#include "torch_csv.hpp"
+
+namespace pipevm::cli {
+
+ProgramInput load_program(const CLI::App& app, const std::string& path, const Config& config,
+                          Diagnostics& diagnostics, const ExpandOptions& options) {
+  ProgramInput input;
+  const bool csv = pytorch::is_csv_path(path);
+  const bool named = app.count("--stages") + app.count("--micro-batches") + app.count("--dp") +
+                         app.count("--chunks") >
+                     0;
+  if (csv && named) {
+    std::cerr << "pipevm " << app.get_name()
+              << ": a PyTorch table (.csv) gives its own stages, micro-batches and chunks: drop "
+                 "--stages, --micro-batches, --dp and --chunks\n";
+    input.status = 2;
+    return input;
+  }
+  if (!csv && (app.count("--stages") == 0 || app.count("--micro-batches") == 0)) {
+    std::cerr << "pipevm " << app.get_name()
+              << ": --stages and --micro-batches are required for a .pipe schedule\n";
+    input.status = 2;
+    return input;
+  }
+  const auto file = read_source(path, diagnostics);
+  if (!file) {
+    input.status = 2;
+    return input;
+  }
+  input.program =
+      csv ? pytorch::load_csv(file, diagnostics) : compile(file, config, diagnostics, options);
+  if (!input.program) input.status = 1;
+  return input;
+}
+
+}  // namespace pipevm::cli
