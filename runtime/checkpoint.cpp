@@ -264,6 +264,18 @@ Manifest read_manifest(const std::string& directory) {
   } catch (const std::exception& error) {
     throw CheckpointError(path + ": not a pipevm checkpoint manifest (" + error.what() + ")");
   }
+  // A piece is a file of the checkpoint: an altered manifest must not make
+  // --resume read a file elsewhere (an absolute path, or one through '..').
+  for (const PieceRecord& piece : manifest.pieces) {
+    const fs::path file(piece.file);
+    const bool inside = !file.empty() && file.is_relative() &&
+                        std::none_of(file.begin(), file.end(),
+                                     [](const fs::path& part) { return part == ".."; });
+    if (!inside) {
+      throw CheckpointError(path + ": piece file '" + piece.file +
+                            "' is not inside the checkpoint directory");
+    }
+  }
   const CheckpointPosition& at = manifest.position;
   if (at.step < 0 || at.epoch < 0 || at.step_in_epoch < 0 || at.steps_per_epoch < 0 ||
       at.step_in_epoch > at.steps_per_epoch) {
