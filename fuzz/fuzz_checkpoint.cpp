@@ -49,8 +49,8 @@ std::uint64_t digest_of(std::string_view bytes) {
 // A real checkpoint of one rank, and its files' original bytes.
 struct Checkpoint {
   fs::path directory;
-  std::string manifest;   // manifest.json as written
-  fs::path piece;         // the piece's path
+  std::string manifest;  // manifest.json as written
+  fs::path piece;        // the piece's path
   std::string piece_bytes;
 
   Checkpoint() {
@@ -60,14 +60,16 @@ struct Checkpoint {
     pipevm::runtime::InProcessWorld world(1, 1);
     pipevm::runtime::InProcessComm comm(world, 0);
     pipevm::runtime::RankCheckpoint mine;
-    mine.chunks.push_back({{1.0F, 2.0F, 3.0F}, {0.5F, 0.25F, 0.125F}, {7, {{"m", {0.1F, 0.2F, 0.3F}}}}});
+    mine.chunks.push_back(
+        {{1.0F, 2.0F, 3.0F}, {0.5F, 0.25F, 0.125F}, {7, {{"m", {0.1F, 0.2F, 0.3F}}}}});
     mine.epoch_loss = 1.5;
     mine.epoch_correct = 3;
     mine.epoch_rows = 4;
-    const auto result = pipevm::runtime::write_checkpoint(
-        comm, directory.string(), {12, 1, 2, 10}, {{"schedule", "gpipe"}}, mine);
+    const auto result = pipevm::runtime::write_checkpoint(comm, directory.string(), {12, 1, 2, 10},
+                                                          {{"schedule", "gpipe"}}, mine);
     FUZZ_ASSERT(result.committed, "the seed checkpoint is written");
-    manifest = pipevm::runtime::read_whole_file((directory / pipevm::runtime::kManifestName).string());
+    manifest =
+        pipevm::runtime::read_whole_file((directory / pipevm::runtime::kManifestName).string());
     const Manifest read = pipevm::runtime::read_manifest(directory.string());
     piece = directory / read.pieces.at(0).file;
     piece_bytes = pipevm::runtime::read_whole_file(piece.string());
@@ -132,7 +134,8 @@ void fuzz_manifest(const Checkpoint& real, std::string_view text) {
     for (const auto& other : manifest.pieces) {
       if (other.rank == record.rank) last = &other;
     }
-    const std::string bytes = pipevm::runtime::read_whole_file((real.directory / last->file).string());
+    const std::string bytes =
+        pipevm::runtime::read_whole_file((real.directory / last->file).string());
     FUZZ_ASSERT(bytes.size() == last->bytes && digest_of(bytes) == last->digest,
                 "a piece is read only when its size and digest are the manifest's");
   }

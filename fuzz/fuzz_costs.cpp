@@ -20,9 +20,8 @@
 namespace {
 
 std::vector<double> values(const pipevm::Costs& c) {
-  return {c.fwd,       c.bwd.value_or(-1.0), c.bwd_input, c.bwd_weight, c.load,
-          c.zero_grad, c.optimizer,          c.allreduce, c.send,       c.bandwidth,
-          c.act_bytes, c.grad_bytes};
+  return {c.fwd,       c.bwd.value_or(-1.0), c.bwd_input, c.bwd_weight, c.load,      c.zero_grad,
+          c.optimizer, c.allreduce,          c.send,      c.bandwidth,  c.act_bytes, c.grad_bytes};
 }
 
 void check_accepted(const pipevm::Costs& costs) {

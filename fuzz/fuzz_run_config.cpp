@@ -40,7 +40,9 @@ bool read(const std::string& text, RunConfig& config) {
   }
 }
 
-bool same_float(float a, float b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+bool same_float(float a, float b) {
+  return a == b || (std::isnan(a) && std::isnan(b));
+}
 
 }  // namespace
 
@@ -64,8 +66,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   FUZZ_ASSERT(std::isfinite(first.optimizer.lr) && first.optimizer.lr > 0,
               "an accepted learning rate is finite and positive");
   FUZZ_ASSERT(std::isfinite(first.optimizer.momentum), "an accepted momentum is finite");
-  FUZZ_ASSERT(first.epochs > 0 && first.batch_size > 0 && first.micro_batches > 0 &&
-                  first.dp > 0 && first.chunks > 0,
+  FUZZ_ASSERT(first.epochs > 0 && first.batch_size > 0 && first.micro_batches > 0 && first.dp > 0 &&
+                  first.chunks > 0,
               "accepted counts are positive");
   return 0;
 }

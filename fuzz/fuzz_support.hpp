@@ -10,11 +10,10 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define FUZZ_ASSERT(condition, what)                                                   \
-  do {                                                                                 \
-    if (!(condition)) {                                                                \
-      std::fprintf(stderr, "%s:%d: fuzz property violated: %s\n", __FILE__, __LINE__, \
-                   what);                                                              \
-      std::abort();                                                                    \
-    }                                                                                  \
+#define FUZZ_ASSERT(condition, what)                                                         \
+  do {                                                                                       \
+    if (!(condition)) {                                                                      \
+      std::fprintf(stderr, "%s:%d: fuzz property violated: %s\n", __FILE__, __LINE__, what); \
+      std::abort();                                                                          \
+    }                                                                                        \
   } while (false)

@@ -268,9 +268,9 @@ Manifest read_manifest(const std::string& directory) {
   // --resume read a file elsewhere (an absolute path, or one through '..').
   for (const PieceRecord& piece : manifest.pieces) {
     const fs::path file(piece.file);
-    const bool inside = !file.empty() && file.is_relative() &&
-                        std::none_of(file.begin(), file.end(),
-                                     [](const fs::path& part) { return part == ".."; });
+    const bool inside =
+        !file.empty() && file.is_relative() &&
+        std::none_of(file.begin(), file.end(), [](const fs::path& part) { return part == ".."; });
     if (!inside) {
       throw CheckpointError(path + ": piece file '" + piece.file +
                             "' is not inside the checkpoint directory");
