@@ -9,7 +9,9 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <type_traits>
 
+#include "json_integer.hpp"
 #include "output_files.hpp"
 
 namespace pipevm::runtime {
@@ -101,6 +103,17 @@ SafetensorsFile decode_safetensors(std::string_view bytes, const std::string& pa
   const std::size_t data_begin = kHeaderLengthBytes + static_cast<std::size_t>(header_length);
   const std::size_t data_size = bytes.size() - data_begin;
 
+  // An array of integers, each within its type's range (a shape of [2^63]
+  // or [1e30] is refused, not converted).
+  const auto integers = [&malformed](const nlohmann::json& array, const std::string& what,
+                                     auto& out) {
+    if (!array.is_array()) throw malformed(what + " is not an array");
+    for (const nlohmann::json& value : array) {
+      const auto number = json_integer<typename std::decay_t<decltype(out)>::value_type>(value);
+      if (!number) throw malformed(what + " holds a value that is not an integer in range");
+      out.push_back(*number);
+    }
+  };
   SafetensorsFile file;
   try {
     const nlohmann::json header =
@@ -115,8 +128,9 @@ SafetensorsFile decode_safetensors(std::string_view bytes, const std::string& pa
       const auto dtype = entry.at("dtype").get<std::string>();
       if (dtype != "F32") throw malformed("tensor " + name + " has dtype " + dtype + ", not F32");
       StoredTensor tensor;
-      tensor.shape = entry.at("shape").get<std::vector<std::int64_t>>();
-      const auto offsets = entry.at("data_offsets").get<std::vector<std::size_t>>();
+      integers(entry.at("shape"), "tensor " + name + "'s shape", tensor.shape);
+      std::vector<std::size_t> offsets;
+      integers(entry.at("data_offsets"), "tensor " + name + "'s data_offsets", offsets);
       const std::optional<std::size_t> elements = element_count(tensor.shape);
       if (!elements) throw malformed("tensor " + name + " has a negative or too large shape");
       const std::size_t count = *elements;
