@@ -28,6 +28,13 @@ namespace {
   throw ConfigError(where + ": " + message);
 }
 
+// A mapping's key as text: YAML also allows a sequence or a mapping as a
+// key (`? [a, b]`), which is no name of ours.
+std::string key_of(const YAML::Node& key, const std::string& file) {
+  if (!key.IsScalar()) fail_at(file, key.Mark(), "a key must be a plain name");
+  return key.Scalar();
+}
+
 // One section's keys: each known key is read once; any other is an error.
 class Section {
  public:
@@ -52,7 +59,7 @@ class Section {
 
   void reject_unknown() const {
     for (const auto& entry : node_) {
-      const std::string key = entry.first.as<std::string>();
+      const std::string key = key_of(entry.first, file_);
       if (std::find(known_.begin(), known_.end(), key) == known_.end()) {
         std::string expected;
         for (const std::string& k : known_) expected += (expected.empty() ? "" : ", ") + k;
@@ -112,7 +119,7 @@ void apply_yaml_text(const std::string& text, const std::string& name, RunConfig
   if (!root.IsMap()) fail_at(name, root.Mark(), "the configuration must be a mapping of sections");
 
   for (const auto& entry : root) {
-    const std::string section = entry.first.as<std::string>();
+    const std::string section = key_of(entry.first, name);
     const YAML::Node& node = entry.second;
     if (section == "model") {
       Section s(node, section, name);

@@ -180,7 +180,11 @@ bool parse_costs_yaml(std::string_view yaml_text, Costs& costs, std::string& err
     return false;
   }
   for (const auto& entry : root) {
-    const auto key = entry.first.as<std::string>();
+    if (!entry.first.IsScalar()) {
+      error = "a cost file's keys are names (fwd: 1), not sequences or mappings";
+      return false;
+    }
+    const std::string key = entry.first.Scalar();
     double value = 0;
     if (!entry.second.IsScalar() || !parse_number(entry.second.Scalar(), value)) {
       error = "cost '" + key + "' is not a number";

@@ -10,9 +10,11 @@
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <system_error>
 
 #include "digest.hpp"
+#include "json_integer.hpp"
 #include "output_files.hpp"
 #include "safetensors.hpp"
 
@@ -250,19 +252,37 @@ Manifest read_manifest(const std::string& directory) {
       throw CheckpointError(path + ": format '" + json.at("format").dump() + "', expected '" +
                             kManifestFormat + "'");
     }
+    // A number out of its type's range (1e30 for an int) is refused, not converted.
+    const auto integer = [&]<typename T>(const nlohmann::json& object, const char* key, T) {
+      const std::optional<T> number = json_integer<T>(object.at(key));
+      if (!number) throw CheckpointError(path + ": '" + key + "' is not an integer in range");
+      return *number;
+    };
     const nlohmann::json& at = json.at("position");
-    manifest.position = {at.at("step").get<std::int64_t>(), at.at("epoch").get<int>(),
-                         at.at("step_in_epoch").get<int>(), at.at("steps_per_epoch").get<int>()};
+    manifest.position = {integer(at, "step", std::int64_t{}), integer(at, "epoch", int{}),
+                         integer(at, "step_in_epoch", int{}), integer(at, "steps_per_epoch", int{})};
     manifest.made_for = json.at("made_for").get<RunIdentity>();
     for (const nlohmann::json& piece : json.at("pieces")) {
-      manifest.pieces.push_back({piece.at("rank").get<int>(), piece.at("file").get<std::string>(),
-                                 piece.at("bytes").get<std::uint64_t>(),
+      manifest.pieces.push_back({integer(piece, "rank", int{}), piece.at("file").get<std::string>(),
+                                 integer(piece, "bytes", std::uint64_t{}),
                                  std::stoull(piece.at("fnv1a64").get<std::string>(), nullptr, 16)});
     }
   } catch (const CheckpointError&) {
     throw;
   } catch (const std::exception& error) {
     throw CheckpointError(path + ": not a pipevm checkpoint manifest (" + error.what() + ")");
+  }
+  // A piece is a file of the checkpoint: an altered manifest must not make
+  // --resume read a file elsewhere (an absolute path, or one through '..').
+  for (const PieceRecord& piece : manifest.pieces) {
+    const fs::path file(piece.file);
+    const bool inside =
+        !file.empty() && file.is_relative() &&
+        std::none_of(file.begin(), file.end(), [](const fs::path& part) { return part == ".."; });
+    if (!inside) {
+      throw CheckpointError(path + ": piece file '" + piece.file +
+                            "' is not inside the checkpoint directory");
+    }
   }
   const CheckpointPosition& at = manifest.position;
   if (at.step < 0 || at.epoch < 0 || at.step_in_epoch < 0 || at.steps_per_epoch < 0 ||

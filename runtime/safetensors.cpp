@@ -4,10 +4,14 @@
 
 #include <bit>
 #include <cstring>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <type_traits>
 
+#include "json_integer.hpp"
 #include "output_files.hpp"
 
 namespace pipevm::runtime {
@@ -19,12 +23,18 @@ static_assert(std::endian::native == std::endian::little,
 constexpr std::size_t kHeaderLengthBytes = 8;
 constexpr std::uint64_t kLargestHeader = 100U << 20;  // the format's own limit is 100 MB
 
-std::size_t element_count(const std::vector<std::int64_t>& shape) {
+// The number of floats of a shape; empty for a negative dimension or a
+// product whose bytes do not fit in size_t (a header could claim [2^32,
+// 2^32] with no data: the product must not wrap around to a small count).
+std::optional<std::size_t> element_count(const std::vector<std::int64_t>& shape) {
   std::size_t count = 1;
   for (const std::int64_t dimension : shape) {
-    if (dimension < 0) throw std::runtime_error("safetensors: negative dimension");
-    count *= static_cast<std::size_t>(dimension);
+    if (dimension < 0) return std::nullopt;
+    if (__builtin_mul_overflow(count, static_cast<std::size_t>(dimension), &count)) {
+      return std::nullopt;
+    }
   }
+  if (count > std::numeric_limits<std::size_t>::max() / sizeof(float)) return std::nullopt;
   return count;
 }
 
@@ -40,7 +50,7 @@ std::string encode_safetensors(const std::vector<TensorToWrite>& tensors,
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::size_t offset = 0;
   for (const TensorToWrite& tensor : tensors) {
-    if (element_count(tensor.shape) != tensor.data.size()) {
+    if (element_count(tensor.shape) != std::optional<std::size_t>(tensor.data.size())) {
       throw std::runtime_error("safetensors: tensor " + tensor.name + " has " +
                                std::to_string(tensor.data.size()) +
                                " floats, its shape says otherwise");
@@ -93,6 +103,17 @@ SafetensorsFile decode_safetensors(std::string_view bytes, const std::string& pa
   const std::size_t data_begin = kHeaderLengthBytes + static_cast<std::size_t>(header_length);
   const std::size_t data_size = bytes.size() - data_begin;
 
+  // An array of integers, each within its type's range (a shape of [2^63]
+  // or [1e30] is refused, not converted).
+  const auto integers = [&malformed](const nlohmann::json& array, const std::string& what,
+                                     auto& out) {
+    if (!array.is_array()) throw malformed(what + " is not an array");
+    for (const nlohmann::json& value : array) {
+      const auto number = json_integer<typename std::decay_t<decltype(out)>::value_type>(value);
+      if (!number) throw malformed(what + " holds a value that is not an integer in range");
+      out.push_back(*number);
+    }
+  };
   SafetensorsFile file;
   try {
     const nlohmann::json header =
@@ -107,16 +128,22 @@ SafetensorsFile decode_safetensors(std::string_view bytes, const std::string& pa
       const auto dtype = entry.at("dtype").get<std::string>();
       if (dtype != "F32") throw malformed("tensor " + name + " has dtype " + dtype + ", not F32");
       StoredTensor tensor;
-      tensor.shape = entry.at("shape").get<std::vector<std::int64_t>>();
-      const auto offsets = entry.at("data_offsets").get<std::vector<std::size_t>>();
-      const std::size_t count = element_count(tensor.shape);
+      integers(entry.at("shape"), "tensor " + name + "'s shape", tensor.shape);
+      std::vector<std::size_t> offsets;
+      integers(entry.at("data_offsets"), "tensor " + name + "'s data_offsets", offsets);
+      const std::optional<std::size_t> elements = element_count(tensor.shape);
+      if (!elements) throw malformed("tensor " + name + " has a negative or too large shape");
+      const std::size_t count = *elements;
       if (offsets.size() != 2 || offsets[0] > offsets[1] || offsets[1] > data_size ||
           offsets[1] - offsets[0] != count * sizeof(float)) {
         throw malformed("tensor " + name + " has bad data offsets");
       }
       tensor.data.resize(count);
-      std::memcpy(tensor.data.data(), bytes.data() + data_begin + offsets[0],
-                  count * sizeof(float));
+      // An empty tensor's data() may be null, which memcpy must not get.
+      if (count > 0) {
+        std::memcpy(tensor.data.data(), bytes.data() + data_begin + offsets[0],
+                    count * sizeof(float));
+      }
       file.tensors.emplace(name, std::move(tensor));
     }
   } catch (const nlohmann::json::exception& error) {
