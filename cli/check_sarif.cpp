@@ -140,18 +140,6 @@ nlohmann::json rule_json(DiagnosticKind kind) {
             {"problem.severity", "error"}}}};
 }
 
-std::string_view level(Severity s) {
-  switch (s) {
-    case Severity::error:
-      return "error";
-    case Severity::warning:
-      return "warning";
-    case Severity::note:
-      return "note";
-  }
-  return "error";
-}
-
 class SarifBuilder {
  public:
   void add(const FileReport& report) {
@@ -238,7 +226,7 @@ class SarifBuilder {
     if (!f.ranks.empty()) properties["ranks"] = f.ranks;
 
     nlohmann::json out = {{"ruleId", code(d.kind)},
-                          {"level", level(d.severity)},
+                          {"level", name(d.severity)},
                           {"message", {{"text", text}}},
                           {"properties", std::move(properties)}};
     const SourceFile* file = d.location.file ? d.location.file.get() : report.file.get();

@@ -22,9 +22,7 @@ constexpr std::array kKinds = {
 #include "diagnostic_kinds.def"
 };
 
-const KindInfo& kind_info(DiagnosticKind kind) {
-  return kKinds[static_cast<std::size_t>(kind)];
-}
+const KindInfo& kind_info(DiagnosticKind kind) { return kKinds[static_cast<std::size_t>(kind)]; }
 
 std::string position_prefix(const Location& location) {
   if (!location.file) return "pipevm";
@@ -69,57 +67,34 @@ std::string rank_suffix(const Location& location) {
 
 }  // namespace
 
-int code_number(DiagnosticKind kind) {
-  return kind_info(kind).code;
-}
-std::string code(DiagnosticKind kind) {
-  return "PV" + std::to_string(code_number(kind));
-}
-DiagnosticClass class_of(DiagnosticKind kind) {
-  return kind_info(kind).cls;
-}
-std::string_view name(DiagnosticKind kind) {
-  return kind_info(kind).name;
-}
+int code_number(DiagnosticKind kind) { return kind_info(kind).code; }
+std::string code(DiagnosticKind kind) { return "PV" + std::to_string(code_number(kind)); }
+DiagnosticClass class_of(DiagnosticKind kind) { return kind_info(kind).cls; }
+std::string_view name(DiagnosticKind kind) { return kind_info(kind).name; }
 
 std::string_view name(DiagnosticClass cls) {
   switch (cls) {
-    case DiagnosticClass::parse:
-      return "parse";
-    case DiagnosticClass::require:
-      return "require";
-    case DiagnosticClass::deadlock:
-      return "deadlock";
-    case DiagnosticClass::buffering_hazard:
-      return "buffering-hazard";
-    case DiagnosticClass::unmatched:
-      return "unmatched";
-    case DiagnosticClass::wrong_peer:
-      return "wrong-peer";
-    case DiagnosticClass::size_mismatch:
-      return "size-mismatch";
-    case DiagnosticClass::collective_order:
-      return "collective-order";
-    case DiagnosticClass::collective_missing:
-      return "collective-missing";
-    case DiagnosticClass::nonblocking_misuse:
-      return "nonblocking-misuse";
-    case DiagnosticClass::dataflow:
-      return "dataflow";
-    case DiagnosticClass::runtime:
-      return "runtime";
+    case DiagnosticClass::parse: return "parse";
+    case DiagnosticClass::require: return "require";
+    case DiagnosticClass::deadlock: return "deadlock";
+    case DiagnosticClass::buffering_hazard: return "buffering-hazard";
+    case DiagnosticClass::unmatched: return "unmatched";
+    case DiagnosticClass::wrong_peer: return "wrong-peer";
+    case DiagnosticClass::size_mismatch: return "size-mismatch";
+    case DiagnosticClass::collective_order: return "collective-order";
+    case DiagnosticClass::collective_missing: return "collective-missing";
+    case DiagnosticClass::nonblocking_misuse: return "nonblocking-misuse";
+    case DiagnosticClass::dataflow: return "dataflow";
+    case DiagnosticClass::runtime: return "runtime";
   }
   return "?";
 }
 
 std::string_view name(Severity severity) {
   switch (severity) {
-    case Severity::error:
-      return "error";
-    case Severity::warning:
-      return "warning";
-    case Severity::note:
-      return "note";
+    case Severity::error: return "error";
+    case Severity::warning: return "warning";
+    case Severity::note: return "note";
   }
   return "?";
 }
@@ -152,8 +127,8 @@ void print_text(std::ostream& out, const Diagnostic& d, bool color) {
       << reset << '\n';
   print_excerpt(out, d.location, color);
   for (const Note& n : d.notes) {
-    out << bold << position_prefix(n.location) << ": " << reset << cyan << "note" << reset << ": "
-        << n.message << rank_suffix(n.location) << '\n';
+    out << bold << position_prefix(n.location) << ": " << reset << cyan << "note" << reset
+        << ": " << n.message << rank_suffix(n.location) << '\n';
     print_excerpt(out, n.location, color);
   }
 }
