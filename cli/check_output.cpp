@@ -76,7 +76,9 @@ void print_text_report(std::ostream& out, std::ostream& err, const FileReport& r
   } else {
     out << plural(errors, "error");
     if (report.folded() > 0) out << " (" << report.folded() << " more folded into them)";
-    if (report.sweep) out << " in " << report.failing << " of " << checked;
+    if (report.sweep && report.checked > 0) {
+      out << " in " << report.failing << " of " << checked;
+    }
   }
   if (report.skipped > 0) out << " (" << report.skipped << " skipped: require fails)";
   out << ", " << plural(report.instructions, "instruction") << " checked\n";

@@ -10,6 +10,7 @@
 #include <tuple>
 #include <utility>
 
+#include "ast.hpp"
 #include "check.hpp"
 #include "read_file.hpp"
 
@@ -43,6 +44,19 @@ bool all_require_failed(const std::vector<Diagnostic>& diagnostics) {
   return !diagnostics.empty() &&
          std::all_of(diagnostics.begin(), diagnostics.end(),
                      [](const Diagnostic& d) { return d.kind == DiagnosticKind::RequireFailed; });
+}
+
+// A flat program's first `stage N` block that `stages` leaves out, else its
+// last block (more stages than blocks).
+SourceRange stage_block_for(const Schedule& schedule, int stages) {
+  SourceRange last;
+  for (std::uint32_t i = schedule.top.begin; i < schedule.top.end; ++i) {
+    const Stmt& st = schedule.stmts[schedule.block_items[i]];
+    if (st.kind != StmtKind::stage_only) continue;
+    if (st.stage >= stages) return st.range;
+    last = st.range;
+  }
+  return last;
 }
 
 }  // namespace
@@ -161,7 +175,7 @@ FileReport check_file(std::shared_ptr<const SourceFile> file, const SweepRequest
                        (flat == 1 ? " stage" : " stages") +
                        ", not stages=" + std::to_string(config.stages) +
                        " (leave --stages out to use the program's own)",
-                   Location{file, {0, 0}, -1, -1});
+                   Location{file, stage_block_for(*schedule, config.stages), -1, -1});
       folder.add(config, found.all());
       ++report.checked;
       ++report.failing;

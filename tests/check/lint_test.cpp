@@ -70,7 +70,7 @@ TEST(many_files, one_exit_status_and_one_json_document) {
 }
 
 TEST(many_files, an_unreadable_file_makes_the_run_exit_2_after_the_others) {
-  const PipevmRun run = run_pipevm("check schedules/gpipe.pipe no/such.pipe -p 2 -m 2");
+  const PipevmRun run = run_pipevm("check schedules/gpipe.pipe no/such.pipe -p 2 -m 2 --dp 1");
   EXPECT_EQ(run.status, 2);
   EXPECT_NE(run.out.find("schedules/gpipe.pipe: ok for 1 configuration"), std::string::npos)
       << run.out;
