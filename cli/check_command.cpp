@@ -7,9 +7,11 @@
 
 #include <charconv>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -79,6 +81,32 @@ int run_check(const CheckArguments& args) {
   request.chunks = given(args.chunks);
   request.skip_unsupported = args.skip_unsupported;
   request.max_configurations = args.max_configurations;
+
+  // The ranges given already count too many: refused before any file is read.
+  std::uint64_t least = 1;
+  std::string given_ranges;
+  const std::pair<const char*, const std::string*> flags[] = {
+      {"--stages", &args.stages},
+      {"--micro-batches", &args.micro_batches},
+      {"--dp", &args.dp},
+      {"--chunks", &args.chunks}};
+  for (const auto& [flag, text] : flags) {
+    if (text->empty()) continue;
+    const ValueRange range = *parse_range(*text);
+    const auto n = static_cast<std::uint64_t>(range.last - range.first) + 1;
+    least = least > std::numeric_limits<std::uint64_t>::max() / n
+                ? std::numeric_limits<std::uint64_t>::max()
+                : least * n;
+    given_ranges += std::string(" ") + flag + " " + *text;
+  }
+  if (least > request.max_configurations) {
+    std::cerr << "pipevm check: the sweep" << given_ranges << " has "
+              << (least == std::numeric_limits<std::uint64_t>::max() ? "more than 2^64 - 1"
+                                                                     : std::to_string(least))
+              << " configurations, over the limit of " << request.max_configurations
+              << ": narrow the ranges or raise the limit with --max-configurations\n";
+    return 2;
+  }
 
   const bool color = isatty(STDOUT_FILENO) != 0;
   std::vector<FileReport> reports;
