@@ -1,44 +1,30 @@
-// `pipevm check`: the linter. Parses a schedule once, expands it for one
-// configuration or a sweep of them (--stages 2..8 --micro-batches 1..16, at
-// most --max-configurations), runs the checker on each, and hands each
-// result to check_output.hpp to print as text with source excerpts,
-// gcc-style lines, JSON or SARIF. The checking itself is
-// interpreter/check.hpp; this file only drives.
+// `pipevm check`: the linter. Reads every file named (`-`: standard input),
+// checks each for the configurations the command line gives or the file
+// declares (check_run.hpp), and prints one document for the whole run as
+// text, gcc-style lines, JSON or SARIF (check_output.hpp, check_sarif.hpp).
+// One exit status for all: 0 clean, 1 findings, 2 usage or unreadable input.
 #include <unistd.h>
 
-#include <algorithm>
 #include <charconv>
-#include <cstdint>
-#include <initializer_list>
 #include <iostream>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "check.hpp"
 #include "check_output.hpp"
+#include "check_run.hpp"
+#include "check_sarif.hpp"
 #include "commands.hpp"
-#include "compile.hpp"
 #include "options.hpp"
-#include "torch_csv.hpp"
-
-#ifndef PIPEVM_VERSION
-#define PIPEVM_VERSION "unknown"
-#endif
 
 namespace pipevm::cli {
 
 namespace {
-
-// An inclusive range of values, from "A" or "A..B".
-struct ValueRange {
-  int first = 1;
-  int last = 1;
-};
 
 std::optional<ValueRange> parse_range(const std::string& text) {
   const auto number = [](std::string_view s) -> std::optional<int> {
@@ -74,210 +60,150 @@ CLI::Validator range_validator(int low, int high) {
 }
 
 struct CheckArguments {
-  std::string file;
-  std::string stages;
-  std::string micro_batches;
-  std::string dp = "1";
-  std::string chunks = "1";
+  std::vector<std::string> files;
+  std::string stages, micro_batches, dp, chunks;
   std::string format = "text";
+  std::string stdin_name = "<stdin>";
   bool skip_unsupported = false;
   std::string p2p_order = "independent";
   std::uint64_t max_configurations = 100'000;
 };
 
-std::uint64_t count_of(const ValueRange& range) {
-  return static_cast<std::uint64_t>(range.last) - static_cast<std::uint64_t>(range.first) + 1;
-}
-
-// The number of configurations, saturating (2^64 - 1 stands for "more").
-std::uint64_t sweep_size(std::initializer_list<ValueRange> ranges) {
-  std::uint64_t size = 1;
-  for (const ValueRange& range : ranges) {
-    const std::uint64_t n = count_of(range);
-    size = size > std::numeric_limits<std::uint64_t>::max() / n
-               ? std::numeric_limits<std::uint64_t>::max()
-               : size * n;
-  }
-  return size;
-}
-
-std::string range_text(const ValueRange& range) {
-  return range.first == range.last
-             ? std::to_string(range.first)
-             : std::to_string(range.first) + ".." + std::to_string(range.last);
-}
-
-// Checks one expanded program; `out` holds the front end's diagnostics.
-void check_program(const Program& program, const CheckOptions& options, ConfigurationResult& out) {
-  CheckResult result = check(program, options);
-  for (Diagnostic& d : result.diagnostics) out.diagnostics.push_back(std::move(d));
-  out.memory = std::move(result.memory);
-  out.suppressed = result.suppressed;
-  out.instructions = result.instructions;
-  const bool errors =
-      std::any_of(out.diagnostics.begin(), out.diagnostics.end(),
-                  [](const Diagnostic& d) { return d.severity == Severity::error; });
-  out.verdict = errors || out.suppressed > 0 ? Verdict::error : Verdict::ok;
-}
-
-ConfigurationResult check_one(const Schedule& schedule, const Config& config,
-                              const CheckOptions& options, bool skip_unsupported) {
-  ConfigurationResult out;
-  out.config = config;
-  Diagnostics diagnostics;
-  const std::optional<Program> program = expand(schedule, config, diagnostics);
-  out.diagnostics = diagnostics.all();
-  if (!program) {
-    const bool unsupported =
-        !out.diagnostics.empty() &&
-        std::all_of(out.diagnostics.begin(), out.diagnostics.end(),
-                    [](const Diagnostic& d) { return d.kind == DiagnosticKind::RequireFailed; });
-    out.verdict = unsupported && skip_unsupported ? Verdict::skipped : Verdict::error;
-    return out;
-  }
-  check_program(*program, options, out);
-  return out;
-}
-
-void print_parse_failure(const CheckArguments& args, const Diagnostics& diagnostics) {
-  if (args.format == "json") {
-    nlohmann::json list = nlohmann::json::array();
-    for (const Diagnostic& d : diagnostics.all()) list.push_back(to_json(d));
-    std::cout << nlohmann::json{{"results", nlohmann::json::array()}, {"diagnostics", list}}.dump(1)
-              << '\n';
-  } else if (args.format == "sarif") {
-    std::cout << to_sarif(diagnostics.all(), PIPEVM_VERSION).dump(1) << '\n';
-  } else {
-    for (const Diagnostic& d : diagnostics.all()) {
-      if (args.format == "gcc") {
-        print_gcc(std::cout, d);
-      } else {
-        pipevm::print_text(std::cout, d, isatty(STDOUT_FILENO) != 0);
-      }
-    }
-  }
-}
-
-// The schedule's text; null, with the reason on stderr, when it cannot be read.
-std::shared_ptr<const SourceFile> read_or_report(const std::string& path,
-                                                 Diagnostics& diagnostics) {
-  auto file = read_source(path, diagnostics);
-  if (!file) {
-    for (const Diagnostic& d : diagnostics.all()) pipevm::print_text(std::cerr, d);
-  }
-  return file;
-}
-
-CheckOptions options_of(const CheckArguments& args) {
-  CheckOptions options;
-  options.p2p_posted_order = args.p2p_order == "posted";
-  return options;
-}
-
-// A PyTorch table (.csv): one configuration, the table's own.
-int run_check_csv(const CheckArguments& args) {
-  if (!args.stages.empty() || !args.micro_batches.empty() || args.dp != "1" || args.chunks != "1") {
-    std::cerr << "pipevm check: a PyTorch table (.csv) gives its own stages, micro-batches and "
-                 "chunks: drop --stages, --micro-batches, --dp and --chunks\n";
-    return 2;
-  }
-  Diagnostics diagnostics;
-  const auto file = read_or_report(args.file, diagnostics);
-  if (!file) return 2;
-  const auto program = pytorch::load_csv(file, diagnostics);
-  if (!program) {
-    print_parse_failure(args, diagnostics);
-    return 1;
-  }
-  ConfigurationResult result;
-  result.config = program->config;
-  result.diagnostics = diagnostics.all();
-  check_program(*program, options_of(args), result);
-  const std::unique_ptr<ResultStream> out = make_result_stream(args.format, args.file, false);
-  out->add(result);
-  out->finish();
-  return result.verdict == Verdict::error ? 1 : 0;
+std::optional<ValueRange> given(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  return parse_range(text);  // the validator accepted it
 }
 
 int run_check(const CheckArguments& args) {
-  if (pytorch::is_csv_path(args.file)) return run_check_csv(args);
-  if (args.stages.empty() || args.micro_batches.empty()) {
-    std::cerr << "pipevm check: --stages and --micro-batches are required for a .pipe schedule\n";
-    return 2;
+  SweepRequest request;
+  request.stages = given(args.stages);
+  request.micro_batches = given(args.micro_batches);
+  request.dp = given(args.dp);
+  request.chunks = given(args.chunks);
+  request.skip_unsupported = args.skip_unsupported;
+  request.p2p_posted_order = args.p2p_order == "posted";
+  request.max_configurations = args.max_configurations;
+
+  // The ranges given already count too many: refused before any file is read.
+  std::uint64_t least = 1;
+  std::string given_ranges;
+  const std::pair<const char*, const std::string*> flags[] = {
+      {"--stages", &args.stages},
+      {"--micro-batches", &args.micro_batches},
+      {"--dp", &args.dp},
+      {"--chunks", &args.chunks}};
+  for (const auto& [flag, text] : flags) {
+    if (text->empty()) continue;
+    const ValueRange range = *parse_range(*text);
+    const auto n = static_cast<std::uint64_t>(range.last - range.first) + 1;
+    least = least > std::numeric_limits<std::uint64_t>::max() / n
+                ? std::numeric_limits<std::uint64_t>::max()
+                : least * n;
+    given_ranges += std::string(" ") + flag + " " + *text;
   }
-  // The validators accepted these already.
-  const ValueRange stages = *parse_range(args.stages);
-  const ValueRange micro_batches = *parse_range(args.micro_batches);
-  const ValueRange dp = *parse_range(args.dp);
-  const ValueRange chunks = *parse_range(args.chunks);
-  const std::uint64_t size = sweep_size({stages, micro_batches, dp, chunks});
-  if (size > args.max_configurations) {
-    const std::string count = size == std::numeric_limits<std::uint64_t>::max()
-                                  ? "more than 2^64 - 1"
-                                  : std::to_string(size);
-    std::cerr << "pipevm check: the sweep --stages " << range_text(stages) << " --micro-batches "
-              << range_text(micro_batches) << " --dp " << range_text(dp) << " --chunks "
-              << range_text(chunks) << " has " << count << " configurations, over the limit of "
-              << args.max_configurations
+  if (least > request.max_configurations) {
+    std::cerr << "pipevm check: the sweep" << given_ranges << " has "
+              << (least == std::numeric_limits<std::uint64_t>::max() ? "more than 2^64 - 1"
+                                                                     : std::to_string(least))
+              << " configurations, over the limit of " << request.max_configurations
               << ": narrow the ranges or raise the limit with --max-configurations\n";
     return 2;
   }
 
-  Diagnostics diagnostics;
-  const auto file = read_or_report(args.file, diagnostics);
-  if (!file) return 2;
-  const auto schedule = parse(file, diagnostics);
-  if (!schedule) {
-    print_parse_failure(args, diagnostics);
-    return 1;
-  }
-
-  // Each configuration is printed as soon as it is checked, and forgotten.
-  const std::unique_ptr<ResultStream> out = make_result_stream(args.format, args.file, size > 1);
-  bool failed = false;
-  for (int p = stages.first; p <= stages.last; ++p) {
-    for (int m = micro_batches.first; m <= micro_batches.last; ++m) {
-      for (int d = dp.first; d <= dp.last; ++d) {
-        for (int v = chunks.first; v <= chunks.last; ++v) {
-          const Config config{.stages = p, .micro_batches = m, .chunks = v, .dp = d};
-          const ConfigurationResult result =
-              check_one(*schedule, config, options_of(args), args.skip_unsupported);
-          failed = failed || result.verdict == Verdict::error;
-          out->add(result);
-        }
-      }
+  const bool color = isatty(STDOUT_FILENO) != 0;
+  std::vector<FileReport> reports;
+  bool stdin_read = false;
+  for (const std::string& path : args.files) {
+    std::string error;
+    std::shared_ptr<const SourceFile> file;
+    if (path == "-" && stdin_read) {
+      error = "standard input ('-') is named more than once";
+    } else {
+      stdin_read = stdin_read || path == "-";
+      file = read_check_input(path, args.stdin_name, error);
+    }
+    FileReport report;
+    if (file) {
+      report = check_file(file, request);
+    } else {
+      report.name = path == "-" ? args.stdin_name : path;
+      report.usage_error = error;
+    }
+    // Text and gcc lines go out file by file; JSON and SARIF are one document.
+    if (args.format == "text") print_text_report(std::cout, std::cerr, report, color);
+    if (args.format == "gcc") print_gcc_report(std::cout, std::cerr, report);
+    std::cout.flush();
+    if (args.format == "json" || args.format == "sarif") {
+      reports.push_back(std::move(report));
+    } else {
+      // Keep only what the exit status needs.
+      FileReport summary;
+      summary.usage_error = report.usage_error;
+      summary.failing = report.failing + report.errors();
+      reports.push_back(std::move(summary));
     }
   }
-  out->finish();
-  return failed ? 1 : 0;
+  if (args.format == "json") std::cout << reports_to_json(reports).dump(1) << '\n';
+  if (args.format == "sarif") std::cout << reports_to_sarif(reports).dump(1) << '\n';
+
+  bool unusable = false, findings = false;
+  for (const FileReport& r : reports) {
+    unusable = unusable || !r.usage_error.empty();
+    findings = findings || r.failing > 0 || r.errors() > 0;
+  }
+  return unusable ? 2 : findings ? 1 : 0;
 }
 
 }  // namespace
+
+bool print_check_usage_error(const std::vector<std::string>& arguments,
+                             const std::string& message) {
+  // CLI11 stopped before the format was known: look for it among the words.
+  std::string format;
+  for (std::size_t i = 0; i < arguments.size(); ++i) {
+    if (arguments[i] == "--format" && i + 1 < arguments.size()) format = arguments[i + 1];
+    if (arguments[i].rfind("--format=", 0) == 0) format = arguments[i].substr(9);
+  }
+  if (format == "json") {
+    std::cout << usage_error_json(message).dump(1) << '\n';
+  } else if (format == "sarif") {
+    std::cout << reports_to_sarif({}, {message}).dump(1) << '\n';
+  } else {
+    return false;
+  }
+  return true;
+}
 
 Command add_check_command(CLI::App& root) {
   auto args = std::make_shared<CheckArguments>();
   Command command;
   command.app = root.add_subcommand(
-      "check", "Prove a schedule free of deadlock and of mismatched communication");
+      "check", "Prove schedules free of deadlock and of mismatched communication");
   CLI::App& app = *command.app;
   app.footer(
       "Examples:\n"
+      "  pipevm check schedules/*.pipe            (each for the configurations it declares)\n"
       "  pipevm check schedules/1f1b.pipe --stages 8 --micro-batches 16\n"
       "  pipevm check schedules/1f1b.pipe --stages 2..8 --micro-batches 1..16 --skip-unsupported\n"
-      "Ranges A..B are inclusive; every combination is checked (at most\n"
-      "--max-configurations), and each one's result printed as soon as it is done.\n"
+      "  cat x.pipe | pipevm check - --format sarif\n"
+      "  pipevm check table.csv                    (a PyTorch table: its own configuration)\n"
+      "A schedule declares its configurations with `check stages 2..8 micro_batches 4..16`\n"
+      "header lines; a range given here replaces the declared one. Ranges A..B are\n"
+      "inclusive; every combination is checked (at most --max-configurations). A finding\n"
+      "that recurs is printed once, with its ranks and configurations counted.\n"
       "Exit status: 0 clean, 1 findings, 2 unreadable file or usage.");
-  app.add_option("file", args->file, "The schedule (.pipe, or a PyTorch table .csv)")->required();
+  app.add_option("files", args->files,
+                 "The schedules (.pipe, or PyTorch tables .csv); - reads standard input")
+      ->required();
   app.add_option("--stages,-p", args->stages, "Pipeline stages P, or a range A..B")
       ->check(range_validator(1, kMaxStages));
   app.add_option("--micro-batches,-m", args->micro_batches, "Micro-batches M, or a range A..B")
       ->check(range_validator(1, 1 << 30));
-  app.add_option("--dp", args->dp, "Data-parallel replicas D, or a range A..B")
-      ->check(range_validator(1, 1 << 20))
-      ->capture_default_str();
-  app.add_option("--chunks,-v", args->chunks, "Model chunks per rank V, or a range A..B")
-      ->check(range_validator(1, 65535))
-      ->capture_default_str();
+  app.add_option("--dp", args->dp, "Data-parallel replicas D, or a range A..B (default 1)")
+      ->check(range_validator(1, 1 << 20));
+  app.add_option("--chunks,-v", args->chunks,
+                 "Model chunks per rank V, or a range A..B (default 1)")
+      ->check(range_validator(1, 65535));
   app.add_option("--format", args->format, "Output format")
       ->check(CLI::IsMember({"text", "gcc", "json", "sarif"}))
       ->capture_default_str();
@@ -286,10 +212,13 @@ Command add_check_command(CLI::App& root) {
                  "rank's sends and receives run one at a time in the order posted (NCCL)")
       ->check(CLI::IsMember({"independent", "posted"}))
       ->capture_default_str();
+  app.add_option("--stdin-filename", args->stdin_name, "The name standard input's findings carry")
+      ->capture_default_str();
   app.add_flag("--skip-unsupported", args->skip_unsupported,
-               "List configurations whose `require` fails as skipped instead of errors");
+               "List configurations whose `require` fails as skipped instead of errors "
+               "(always so for declared configurations)");
   app.add_option("--max-configurations", args->max_configurations,
-                 "Refuse a sweep of more configurations than this")
+                 "Refuse a sweep of more configurations than this (per file)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   command.run = [args] { return run_check(*args); };

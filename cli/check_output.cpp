@@ -1,190 +1,145 @@
-// The four result streams of `pipevm check`.
+// The text, gcc and JSON forms of `pipevm check`'s reports.
 #include "check_output.hpp"
 
-#include <unistd.h>
-
-#include <iostream>
-#include <map>
-#include <utility>
+#include <ostream>
 
 #include <nlohmann/json.hpp>
-
-#ifndef PIPEVM_VERSION
-#define PIPEVM_VERSION "unknown"
-#endif
 
 namespace pipevm::cli {
 
 namespace {
 
-std::string configuration_text(const Config& c) {
-  return "stages=" + std::to_string(c.stages) +
-         " micro_batches=" + std::to_string(c.micro_batches) + " dp=" + std::to_string(c.dp) +
-         " chunks=" + std::to_string(c.chunks);
+std::string plural(std::size_t n, const std::string& word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
 
-std::string_view verdict_name(Verdict v) {
-  switch (v) {
-    case Verdict::ok:
-      return "ok";
-    case Verdict::error:
-      return "error";
-    case Verdict::skipped:
-      return "skipped";
-  }
-  return "?";
-}
-
-// With several configurations, machine formats say which one a finding is for.
-Diagnostic with_configuration(Diagnostic d, const Config& c, bool sweep) {
-  if (sweep) d.message += " [" + configuration_text(c) + "]";
+// The finding's diagnostic with what it stands for appended to its message.
+Diagnostic annotated(const Finding& f, const FileReport& report) {
+  Diagnostic d = f.diagnostic;
+  const std::string folding = folding_text(f, report);
+  if (!folding.empty()) d.message += " [" + folding + "]";
   return d;
 }
 
-class TextStream final : public ResultStream {
- public:
-  TextStream(std::string file, bool sweep) : file_(std::move(file)), sweep_(sweep) {}
-
-  void add(const ConfigurationResult& r) override {
-    ++configurations_;
-    instructions_ += r.instructions;
-    if (r.verdict == Verdict::skipped) {
-      ++skipped_;
-      if (sweep_) std::cout << "skipped " << configuration_text(r.config) << ": require fails\n";
-      std::cout.flush();
-      return;
-    }
-    if (r.verdict == Verdict::error) {
-      ++failing_;
-      if (sweep_) std::cout << "== " << configuration_text(r.config) << '\n';
-    }
-    for (const Diagnostic& d : r.diagnostics) {
-      print_text(std::cout, d, color_);
-      if (d.severity == Severity::error) ++errors_;
-    }
-    errors_ += r.suppressed;
-    if (r.suppressed > 0) {
-      std::cout << "(" << r.suppressed << " more diagnostics of the same kinds not shown)\n";
-    }
-    if (!sweep_) std::cout << memory_to_text(r.memory);
-    std::cout.flush();
+void print_error_line(std::ostream& err, const FileReport& report) {
+  if (!report.file) {
+    err << "pipevm: error: " << report.usage_error << " [PV1015]\n";
+  } else {
+    err << "pipevm check: " << report.name << ": " << report.usage_error << '\n';
   }
+}
 
-  void finish() override {
-    const std::size_t checked = configurations_ - skipped_;
-    const std::string configurations =
-        std::to_string(checked) + (checked == 1 ? " configuration" : " configurations");
-    std::cout << file_ << ": ";
-    if (failing_ == 0) {
-      std::cout << "ok for " << configurations;
-    } else {
-      std::cout << errors_ << (errors_ == 1 ? " error" : " errors");
-      if (sweep_) std::cout << " in " << failing_ << " of " << configurations;
-    }
-    if (skipped_ > 0) std::cout << " (" << skipped_ << " skipped: require fails)";
-    std::cout << ", " << instructions_ << (instructions_ == 1 ? " instruction" : " instructions")
-              << " checked\n";
-  }
-
- private:
-  std::string file_;
-  bool sweep_;
-  bool color_ = isatty(STDOUT_FILENO) != 0;
-  std::size_t configurations_ = 0, skipped_ = 0, failing_ = 0, errors_ = 0;
-  std::uint64_t instructions_ = 0;
-};
-
-class GccStream final : public ResultStream {
- public:
-  explicit GccStream(bool sweep) : sweep_(sweep) {}
-  void add(const ConfigurationResult& r) override {
-    if (r.verdict == Verdict::skipped) return;
-    for (const Diagnostic& d : r.diagnostics)
-      print_gcc(std::cout, with_configuration(d, r.config, sweep_));
-    std::cout.flush();
-  }
-  void finish() override {}
-
- private:
-  bool sweep_;
-};
-
-class JsonStream final : public ResultStream {
- public:
-  JsonStream() { std::cout << "{\"results\": ["; }
-  void add(const ConfigurationResult& r) override {
-    nlohmann::json diagnostics = nlohmann::json::array();
-    for (const Diagnostic& d : r.diagnostics) diagnostics.push_back(to_json(d));
-    nlohmann::json entry = {{"configuration",
-                             {{"stages", r.config.stages},
-                              {"micro_batches", r.config.micro_batches},
-                              {"dp", r.config.dp},
-                              {"chunks", r.config.chunks}}},
-                            {"verdict", verdict_name(r.verdict)},
-                            {"diagnostics", std::move(diagnostics)},
-                            {"memory", memory_to_json(r.memory)}};
-    if (r.suppressed > 0) entry["suppressed"] = r.suppressed;
-    std::cout << (first_ ? "\n" : ",\n") << entry.dump() << std::flush;
-    first_ = false;
-  }
-  void finish() override { std::cout << "\n]}\n"; }
-
- private:
-  bool first_ = true;
-};
-
-// SARIF's results come before its tool (keys in alphabetical order, as
-// nlohmann writes them): the rules are known when the results are done.
-class SarifStream final : public ResultStream {
- public:
-  explicit SarifStream(bool sweep) : sweep_(sweep) {
-    std::cout << "{\"$schema\": \"https://json.schemastore.org/sarif-2.1.0.json\", "
-                 "\"runs\": [{\"results\": [";
-  }
-  void add(const ConfigurationResult& r) override {
-    if (r.verdict == Verdict::skipped || r.diagnostics.empty()) return;
-    std::vector<Diagnostic> diagnostics;
-    for (const Diagnostic& d : r.diagnostics) {
-      diagnostics.push_back(with_configuration(d, r.config, sweep_));
-    }
-    const nlohmann::json log = to_sarif(diagnostics, PIPEVM_VERSION);
-    const nlohmann::json& run = log.at("runs").at(0);
-    const nlohmann::json& rules = run.at("tool").at("driver").at("rules");
-    for (nlohmann::json result : run.at("results")) {
-      const std::string id = result.at("ruleId");
-      auto [at, added] = rule_index_.emplace(id, rules_.size());
-      if (added) {
-        for (const nlohmann::json& rule : rules) {
-          if (rule.at("id") == id) rules_.push_back(rule);
-        }
-      }
-      result["ruleIndex"] = at->second;
-      std::cout << (first_ ? "\n" : ",\n") << result.dump();
-      first_ = false;
-    }
-    std::cout.flush();
-  }
-  void finish() override {
-    const nlohmann::json tool = {
-        {"driver", {{"name", "pipevm"}, {"rules", rules_}, {"version", PIPEVM_VERSION}}}};
-    std::cout << "\n], \"tool\": " << tool.dump() << "}], \"version\": \"2.1.0\"}\n";
-  }
-
- private:
-  bool sweep_;
-  bool first_ = true;
-  std::map<std::string, std::size_t> rule_index_;
-  nlohmann::json rules_ = nlohmann::json::array();
-};
+nlohmann::json config_json(const Config& c) {
+  return {
+      {"stages", c.stages}, {"micro_batches", c.micro_batches}, {"dp", c.dp}, {"chunks", c.chunks}};
+}
 
 }  // namespace
 
-std::unique_ptr<ResultStream> make_result_stream(const std::string& format, const std::string& file,
-                                                 bool sweep) {
-  if (format == "json") return std::make_unique<JsonStream>();
-  if (format == "sarif") return std::make_unique<SarifStream>(sweep);
-  if (format == "gcc") return std::make_unique<GccStream>(sweep);
-  return std::make_unique<TextStream>(file, sweep);
+std::string folding_text(const Finding& f, const FileReport& report) {
+  std::string out;
+  if (f.ranks.size() > 1) out += "on ranks " + ranks_text(f.ranks);
+  if (f.config && report.sweep) {
+    if (!out.empty()) out += "; ";
+    out += "in " + std::to_string(f.configurations) + " of " +
+           plural(report.checked, "configuration") + ", shown for " + configuration_text(*f.config);
+  }
+  if (f.folded > 0) {
+    if (!out.empty()) out += "; ";
+    out += std::to_string(f.folded) + " more folded into this one";
+  }
+  return out;
+}
+
+void print_text_report(std::ostream& out, std::ostream& err, const FileReport& report, bool color) {
+  if (!report.usage_error.empty()) {
+    print_error_line(err, report);
+    return;
+  }
+  for (const Finding& f : report.findings) {
+    print_text(out, f.diagnostic, color);
+    const std::string folding = folding_text(f, report);
+    if (!folding.empty()) out << "  = " << folding << '\n';
+  }
+  if (report.suppressed > 0) {
+    out << "(" << report.suppressed
+        << " more diagnostics past the checker's limit per kind not shown)\n";
+  }
+  if (!report.sweep && report.checked == 1) {
+    out << memory_to_text(report.memory);
+  }
+  out << report.name << ": ";
+  const std::size_t errors = report.errors();
+  const std::string checked = plural(report.checked, "configuration");
+  if (report.failing == 0 && errors == 0) {
+    out << "ok for " << checked;
+  } else {
+    out << plural(errors, "error");
+    if (report.folded() > 0) out << " (" << report.folded() << " more folded into them)";
+    if (report.sweep && report.checked > 0) {
+      out << " in " << report.failing << " of " << checked;
+    }
+  }
+  if (report.skipped > 0) out << " (" << report.skipped << " skipped: require fails)";
+  out << ", " << plural(report.instructions, "instruction") << " checked\n";
+}
+
+void print_gcc_report(std::ostream& out, std::ostream& err, const FileReport& report) {
+  if (!report.usage_error.empty()) {
+    print_error_line(err, report);
+    return;
+  }
+  for (const Finding& f : report.findings) print_gcc(out, annotated(f, report));
+  if (report.suppressed > 0) {
+    out << report.name << ":1:1: note: " << report.suppressed
+        << " more diagnostics past the checker's limit per kind not shown\n";
+  }
+}
+
+nlohmann::json reports_to_json(const std::vector<FileReport>& reports) {
+  nlohmann::json files = nlohmann::json::array();
+  nlohmann::json errors = nlohmann::json::array();
+  std::size_t findings = 0, folded = 0;
+  for (const FileReport& r : reports) {
+    if (!r.usage_error.empty()) {
+      errors.push_back({{"file", r.name}, {"message", r.usage_error}});
+      continue;
+    }
+    nlohmann::json list = nlohmann::json::array();
+    for (const Finding& f : r.findings) {
+      nlohmann::json j = to_json(f.diagnostic);
+      if (f.config) {
+        j["configuration"] = config_json(*f.config);
+        j["configurations"] = f.configurations;
+      }
+      if (!f.ranks.empty()) j["ranks"] = f.ranks;
+      j["folded"] = f.folded;
+      list.push_back(std::move(j));
+    }
+    findings += r.findings.size();
+    folded += r.folded();
+    nlohmann::json file = {
+        {"file", r.name},
+        {"verdict", r.failing > 0 || r.errors() > 0 ? "error" : "ok"},
+        {"configurations",
+         {{"checked", r.checked}, {"failing", r.failing}, {"skipped", r.skipped}}},
+        {"instructions", r.instructions},
+        {"diagnostics", std::move(list)},
+        {"folded", r.folded()},
+        {"suppressed", r.suppressed}};
+    if (!r.sweep && r.checked == 1) file["memory"] = memory_to_json(r.memory);
+    files.push_back(std::move(file));
+  }
+  return {{"version", 2},
+          {"files", std::move(files)},
+          {"errors", std::move(errors)},
+          {"summary", {{"files", reports.size()}, {"diagnostics", findings}, {"folded", folded}}}};
+}
+
+nlohmann::json usage_error_json(const std::string& message) {
+  return {{"version", 2},
+          {"files", nlohmann::json::array()},
+          {"errors", nlohmann::json::array({{{"message", message}}})}};
 }
 
 }  // namespace pipevm::cli

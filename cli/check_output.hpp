@@ -1,47 +1,34 @@
-// How `pipevm check` prints its results: one configuration at a time, as
-// each is checked, so that a sweep holds no result longer than it takes to
-// print it. Text (findings with source excerpts, then a summary line), gcc
-// (one line per finding and note), JSON (`{"results": [...]}`, one entry per
-// configuration) and SARIF 2.1.0 (one run; its rules, in the order they
-// first occur, after the results) all stay one document however the sweep
-// ends. Checking is check_command.cpp's business.
+// How `pipevm check` prints its reports (check_findings.hpp), one per input
+// file, all in one document: text (findings with source excerpts, what was
+// folded into each, a summary line per file), gcc (one line per finding and
+// note, quickfix-ready), JSON (one object for the whole run). SARIF is
+// check_sarif.hpp's. A file that could not be checked (unreadable, no
+// configuration) is a line on stderr in text and gcc, an entry of "errors"
+// in JSON.
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
-#include <memory>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
-#include "check.hpp"
-#include "diagnostics.hpp"
-#include "program.hpp"
+#include <nlohmann/json_fwd.hpp>
+
+#include "check_findings.hpp"
 
 namespace pipevm::cli {
 
-enum class Verdict { ok, error, skipped };
-
-struct ConfigurationResult {
-  Config config;
-  Verdict verdict = Verdict::ok;
-  std::vector<Diagnostic> diagnostics;  // expansion's, then the checker's
-  std::vector<StageMemory> memory;
-  std::size_t suppressed = 0;
-  std::uint64_t instructions = 0;
-};
-
-class ResultStream {
- public:
-  virtual ~ResultStream() = default;
-  // Prints one configuration's result (and flushes).
-  virtual void add(const ConfigurationResult& result) = 0;
-  // Closes the document: the text summary, the JSON and SARIF brackets.
-  virtual void finish() = 0;
-};
-
-// `format` is text, gcc, json or sarif; `sweep` says whether more than one
-// configuration will come (findings then name their configuration).
-std::unique_ptr<ResultStream> make_result_stream(const std::string& format, const std::string& file,
-                                                 bool sweep);
+// One file's findings and summary as text (`color`: ANSI colours).
+void print_text_report(std::ostream& out, std::ostream& err, const FileReport& report, bool color);
+// One file's findings as gcc-style lines.
+void print_gcc_report(std::ostream& out, std::ostream& err, const FileReport& report);
+// The whole run: {"version": 2, "files": [...], "errors": [...], "summary": {...}}.
+nlohmann::json reports_to_json(const std::vector<FileReport>& reports);
+// What a finding's message adds when it stands for others: "on ranks 0-3;
+// in 12 of 40 configurations, shown for stages=2 ...; 30 more folded". Empty
+// when it stands for itself alone.
+std::string folding_text(const Finding& finding, const FileReport& report);
+// An error that stops the run before any file is checked (exit 2), in the
+// chosen format: {"errors": [{"message": ...}]} for JSON.
+nlohmann::json usage_error_json(const std::string& message);
 
 }  // namespace pipevm::cli

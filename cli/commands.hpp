@@ -5,6 +5,8 @@
 #pragma once
 
 #include <functional>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -19,5 +21,10 @@ Command add_expand_command(CLI::App& root);
 Command add_check_command(CLI::App& root);
 Command add_simulate_command(CLI::App& root);
 Command add_run_command(CLI::App& root);
+Command add_lsp_command(CLI::App& root);
+
+// When `pipevm check --format json|sarif` fails on its arguments, prints the
+// machine-readable error on stdout and returns true (`arguments` as typed).
+bool print_check_usage_error(const std::vector<std::string>& arguments, const std::string& message);
 
 }  // namespace pipevm::cli

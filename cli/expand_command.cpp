@@ -38,6 +38,9 @@ void print_text_program(const Program& program, int only_rank, bool from_table) 
   std::cout << "# " << program.name << " expanded for stages=" << c.stages
             << " micro_batches=" << c.micro_batches << " chunks=" << c.chunks << " dp=" << c.dp
             << "\nplacement " << name(program.placement) << "\n";
+  // The configuration the streams are for, so that `pipevm check` needs no flags.
+  std::cout << "check stages " << c.stages << " micro_batches " << c.micro_batches << " dp " << c.dp
+            << " chunks " << c.chunks << "\n";
   for (int r = 0; r < program.ranks(); ++r) {
     if (only_rank >= 0 && r != only_rank) continue;
     if (from_table) {

@@ -29,7 +29,8 @@ int main(int argc, char** argv) {
   app.fallthrough(false);
 
   const std::vector<Command> commands = {add_expand_command(app), add_check_command(app),
-                                         add_simulate_command(app), add_run_command(app)};
+                                         add_simulate_command(app), add_run_command(app),
+                                         add_lsp_command(app)};
 
   // `pipevm FILE ...` runs the file: insert the `run` subcommand.
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -50,6 +51,10 @@ int main(int argc, char** argv) {
     const char* mpi_rank = std::getenv("OMPI_COMM_WORLD_RANK");
     if (mpi_rank != nullptr && std::string_view(mpi_rank) != "0") {
       return e.get_exit_code() == 0 ? 0 : 2;
+    }
+    const std::vector<std::string> typed(argv + 1, argv + argc);
+    if (e.get_exit_code() != 0 && !typed.empty() && typed.front() == "check") {
+      print_check_usage_error(typed, e.what());
     }
     const int status = app.exit(e);
     return status == 0 ? 0 : 2;

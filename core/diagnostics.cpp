@@ -26,7 +26,7 @@ const KindInfo& kind_info(DiagnosticKind kind) { return kKinds[static_cast<std::
 
 std::string position_prefix(const Location& location) {
   if (!location.file) return "pipevm";
-  const LineColumn p = location.file->position(location.range.begin);
+  const LineColumn p = location.file->position(location.range.begin, ColumnUnit::characters);
   return location.file->name() + ":" + std::to_string(p.line) + ":" + std::to_string(p.column);
 }
 
@@ -39,7 +39,9 @@ void print_excerpt(std::ostream& out, const Location& location, bool color) {
   out << ' ' << number << " | " << line << '\n';
   out << ' ' << std::string(number.size(), ' ') << " | ";
   // Keep tabs so the caret lines up under the source.
+  // One blank per character: UTF-8 continuation bytes take no column.
   for (std::uint32_t i = 0; i + 1 < p.column && i < line.size(); ++i) {
+    if ((static_cast<unsigned char>(line[i]) & 0xC0) == 0x80) continue;
     out << (line[i] == '\t' ? '\t' : ' ');
   }
   const std::uint32_t end_column =
@@ -143,7 +145,7 @@ void print_gcc(std::ostream& out, const Diagnostic& d) {
 namespace {
 void add_location(nlohmann::json& j, const Location& location) {
   if (location.file) {
-    const LineColumn p = location.file->position(location.range.begin);
+    const LineColumn p = location.file->position(location.range.begin, ColumnUnit::characters);
     j["file"] = location.file->name();
     j["line"] = p.line;
     j["column"] = p.column;

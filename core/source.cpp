@@ -19,6 +19,31 @@ LineColumn SourceFile::position(std::uint32_t offset) const {
   return {line, offset - line_starts_[line - 1] + 1};
 }
 
+LineColumn SourceFile::position(std::uint32_t offset, ColumnUnit unit) const {
+  LineColumn p = position(offset);
+  if (unit == ColumnUnit::bytes) return p;
+  const std::uint32_t begin = line_starts_[p.line - 1];
+  const std::uint32_t end =
+      std::min<std::uint32_t>(offset, static_cast<std::uint32_t>(text_.size()));
+  std::uint32_t column = 1;
+  for (std::uint32_t i = begin; i < end;) {
+    const auto lead = static_cast<unsigned char>(text_[i]);
+    std::uint32_t length = lead < 0x80    ? 1
+                           : lead >= 0xF0 ? 4
+                           : lead >= 0xE0 ? 3
+                           : lead >= 0xC0 ? 2
+                                          : 1;
+    if (i + length > text_.size()) length = 1;
+    for (std::uint32_t k = 1; k < length; ++k) {
+      if ((static_cast<unsigned char>(text_[i + k]) & 0xC0) != 0x80) length = 1;
+    }
+    column += unit == ColumnUnit::utf16 && length == 4 ? 2 : 1;
+    i += length;
+  }
+  p.column = column;
+  return p;
+}
+
 std::string_view SourceFile::line(std::uint32_t line) const {
   if (line == 0 || line > line_starts_.size()) return {};
   const std::uint32_t begin = line_starts_[line - 1];

@@ -19,6 +19,11 @@ struct LineColumn {
   std::uint32_t column = 1;  // 1-based, in bytes
 };
 
+// What a column counts: bytes, Unicode characters (code points, what a user
+// and SARIF count) or UTF-16 code units (what the Language Server Protocol
+// counts). Malformed UTF-8 counts a byte per character.
+enum class ColumnUnit : std::uint8_t { bytes, characters, utf16 };
+
 class SourceFile {
  public:
   SourceFile(std::string name, std::string text);
@@ -26,6 +31,8 @@ class SourceFile {
   const std::string& name() const { return name_; }
   const std::string& text() const { return text_; }
   LineColumn position(std::uint32_t offset) const;
+  // The same position with its column counted in `unit` (1-based).
+  LineColumn position(std::uint32_t offset, ColumnUnit unit) const;
   // The text of 1-based line `line`, without its line break.
   std::string_view line(std::uint32_t line) const;
 

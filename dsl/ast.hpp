@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "compile.hpp"
 #include "isa.hpp"
 #include "program.hpp"
 #include "source.hpp"
@@ -109,6 +110,8 @@ class Schedule {
   std::shared_ptr<const SourceFile> file;
   std::string name;  // from `schedule NAME`, empty if absent
   Placement placement = Placement::looped;
+  std::vector<DeclaredSweep> sweeps;  // `check` headers
+  int flat_stages = 0;                // implied_stages()
 
   std::vector<Expr> exprs;
   std::vector<Stmt> stmts;

@@ -29,6 +29,14 @@ std::string name_of(const Schedule& schedule) {
   return std::filesystem::path(schedule.file->name()).stem().string();
 }
 
+const std::vector<DeclaredSweep>& declared_sweeps(const Schedule& schedule) {
+  return schedule.sweeps;
+}
+
+int implied_stages(const Schedule& schedule) {
+  return schedule.flat_stages;
+}
+
 std::optional<Program> compile(std::shared_ptr<const SourceFile> file, const Config& config,
                                Diagnostics& diagnostics, const ExpandOptions& options) {
   const auto schedule = parse(std::move(file), diagnostics);

@@ -7,10 +7,12 @@
 // Nothing here knows about MPI, the checker or the VM.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "diagnostics.hpp"
 #include "program.hpp"
@@ -18,6 +20,25 @@
 namespace pipevm {
 
 class Schedule;  // a parsed program; defined in ast.hpp
+
+// An inclusive range of one configuration value.
+struct ValueRange {
+  int first = 1;
+  int last = 1;
+  friend bool operator==(const ValueRange&, const ValueRange&) = default;
+};
+
+// One `check ...` header line: the configurations the schedule is checked
+// for by default (every combination of the four ranges). A dimension the line
+// does not name is absent (first = last = 0) for stages and micro_batches
+// (the command line or the program must supply it) and 1 for dp and chunks.
+struct DeclaredSweep {
+  ValueRange stages{0, 0};
+  ValueRange micro_batches{0, 0};
+  ValueRange dp;
+  ValueRange chunks;
+  SourceRange range;  // the header line
+};
 
 struct ExpandOptions {
   // A runaway program is stopped with PV1010 past this many instructions (all ranks).
@@ -30,7 +51,12 @@ struct ExpandOptions {
 // kMaxScheduleBytes); on failure reports PV1015 (no position) and returns null.
 std::shared_ptr<const SourceFile> read_source(const std::string& path, Diagnostics& diagnostics);
 
-// Null when the text has syntax errors (reported to `diagnostics`).
+// Syntax errors reported per file before parse() gives up: after each, the
+// statement's line is skipped and parsing goes on.
+inline constexpr std::size_t kMaxSyntaxErrors = 20;
+
+// Null when the text has syntax errors (reported to `diagnostics`, up to
+// kMaxSyntaxErrors of them).
 std::shared_ptr<const Schedule> parse(std::shared_ptr<const SourceFile> file,
                                       Diagnostics& diagnostics);
 
@@ -38,6 +64,12 @@ std::shared_ptr<const Schedule> parse(std::shared_ptr<const SourceFile> file,
 Placement placement_of(const Schedule& schedule);
 // The `schedule NAME` header, else the file's stem.
 std::string name_of(const Schedule& schedule);
+
+// The schedule's `check` header lines, in order (none: empty).
+const std::vector<DeclaredSweep>& declared_sweeps(const Schedule& schedule);
+// A flat program (only `stage N { ... }` blocks at the top level, as `pipevm
+// expand` writes) fixes its stage count: the highest N + 1. Else 0.
+int implied_stages(const Schedule& schedule);
 
 // Empty when expansion fails (a false `require` included).
 std::optional<Program> expand(const Schedule& schedule, const Config& config,

@@ -63,6 +63,9 @@ template <> inline constexpr const char* error_message<param> = "expected a para
 template <> inline constexpr const char* error_message<proc_name> = "expected the procedure's name after 'proc'";
 template <> inline constexpr const char* error_message<schedule_name> = "expected the schedule's name after 'schedule' (letters, digits, - and _)";
 template <> inline constexpr const char* error_message<placement_name> = "expected 'looped', 'v' or 'mirror' after 'placement'";
+template <> inline constexpr const char* error_message<check_bounds> = "expected a count or a range 'a..b' after the dimension in 'check'";
+template <> inline constexpr const char* error_message<check_value> = "expected the range's last value after '..'";
+template <> inline constexpr const char* error_message<check_items> = "expected stages, micro_batches, dp or chunks after 'check'";
 // clang-format on
 
 // Where the blocks being parsed were opened, innermost last: a missing '}'

@@ -184,7 +184,16 @@ struct schedule_name : plus<sor<ident_other, one<'-'>>> {};
 struct schedule_header : if_must<kw_schedule, sp, schedule_name, sp, stmt_end> {};
 struct placement_name : sor<TAO_PEGTL_KEYWORD("looped"), TAO_PEGTL_KEYWORD("v"), TAO_PEGTL_KEYWORD("mirror")> {};
 struct placement_header : if_must<kw_placement, sp, placement_name, sp, stmt_end> {};
-struct headers : seq<opt<schedule_header, ws>, star<placement_header, ws>> {};
+// `check stages 2..8 micro_batches 4..16 dp 1..2 chunks 1`: the configurations
+// the schedule is checked for when the command line names none.
+struct kw_check : TAO_PEGTL_KEYWORD("check") {};
+struct check_dimension : sor<TAO_PEGTL_KEYWORD("stages"), TAO_PEGTL_KEYWORD("micro_batches"), TAO_PEGTL_KEYWORD("dp"), TAO_PEGTL_KEYWORD("chunks")> {};
+struct check_value : integer {};
+struct check_bounds : seq<check_value, opt<sp, dots, sp, must<check_value>>> {};
+struct check_item : seq<check_dimension, sp, must<check_bounds>> {};
+struct check_items : seq<check_item, star<sp, opt<comma, sp>, check_item>> {};
+struct check_header : seq<kw_check, sp, at<check_dimension>, must<check_items, sp, stmt_end>> {};
+struct headers : seq<opt<schedule_header, ws>, star<sor<placement_header, check_header>, ws>> {};
 
 struct program : seq<ws, headers, item_list, eof> {};
 

@@ -45,7 +45,8 @@ using selector = pt::selector<
         g::min_call, g::max_call, g::expr, g::micro_batch, g::chunk_number, g::peer_stage,
         g::argument, g::let_stmt, g::for_stmt, g::reversed_range, g::forward_range, g::if_stmt,
         g::else_clause, g::stage_stmt, g::call_stmt, g::instruction, g::chunk_clause, g::to_clause,
-        g::from_clause, g::over_clause, g::group_name, g::require_item, g::proc_item>,
+        g::from_clause, g::over_clause, g::group_name, g::require_item, g::proc_item,
+        g::check_header, g::check_item, g::check_dimension, g::check_value>,
     fold_keep::on<g::and_expr, g::not_expr, g::cmp_expr, g::add_expr, g::mul_expr, g::unary,
                   g::primary, g::paren_expr>>;
 
@@ -73,6 +74,8 @@ class Builder {
         s_.placement = word == "v"        ? Placement::v
                        : word == "mirror" ? Placement::mirror
                                           : Placement::looped;
+      } else if (n.is_type<g::check_header>()) {
+        declared_sweep(n);
       } else {
         items.push_back(&n);
       }
@@ -122,6 +125,7 @@ class Builder {
     }
     s_.top = block(top);
     names_.finish();
+    flat_stages(items);
   }
 
  private:
@@ -129,6 +133,63 @@ class Builder {
   Diagnostics& d_;
   Resolver names_;
   std::vector<int> depth_;  // per expression: height of its tree
+
+  // `check stages 2..8 micro_batches 4 ...`
+  void declared_sweep(const Node& header) {
+    DeclaredSweep sweep;
+    sweep.range = range_of(header);
+    std::vector<std::string_view> seen;
+    for (const auto& item : header.children) {
+      // The lookahead at<check_dimension> leaves a node of its own: skip it.
+      if (!item->is_type<g::check_item>() || item->children.size() < 2) continue;
+      const std::string_view dimension = item->children.front()->string_view();
+      if (std::find(seen.begin(), seen.end(), dimension) != seen.end()) {
+        error(DiagnosticKind::Redefinition,
+              quote(dimension) + " is named twice in one 'check' line", range_of(*item));
+        continue;
+      }
+      seen.push_back(dimension);
+      std::vector<int> values;
+      for (std::size_t i = 1; i < item->children.size(); ++i) {
+        const Node& value = *item->children[i];
+        const std::string_view text = value.string_view();
+        int v = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (ec != std::errc() || end != text.data() + text.size() || v < 1 || v > (1 << 30)) {
+          error(DiagnosticKind::InvalidOperand,
+                std::string(text) + " is not a count from 1 to 2^30", range_of(value));
+          return;
+        }
+        values.push_back(v);
+      }
+      const ValueRange range{values.front(), values.back()};
+      if (range.first > range.last) {
+        error(DiagnosticKind::InvalidOperand, "the range is empty: its first value is larger",
+              range_of(*item));
+        return;
+      }
+      if (dimension == "stages") sweep.stages = range;
+      if (dimension == "micro_batches") sweep.micro_batches = range;
+      if (dimension == "dp") sweep.dp = range;
+      if (dimension == "chunks") sweep.chunks = range;
+    }
+    s_.sweeps.push_back(sweep);
+  }
+
+  // A flat program: nothing at the top level but `stage N { ... }` blocks.
+  void flat_stages(const std::vector<const Node*>& items) {
+    int highest = -1;
+    for (const Node* n : items) {
+      if (n->is_type<g::require_item>()) continue;
+      if (!n->is_type<g::stage_stmt>()) return;
+      const std::string_view text = n->children.front()->string_view();
+      int stage = 0;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), stage);
+      if (ec != std::errc() || end != text.data() + text.size()) return;
+      highest = std::max(highest, stage);
+    }
+    if (highest >= 0) s_.flat_stages = highest + 1;
+  }
 
   Location at(SourceRange range) const { return Location{s_.file, range, -1, -1}; }
   void error(DiagnosticKind kind, std::string message, SourceRange range) {
@@ -370,7 +431,8 @@ std::optional<std::uint32_t> Builder::instruction(const Node& n, Stmt st) {
     return misuse(part, quote(part.string_view()) + " is not an operand of " + std::string(word));
   };
   const auto takes_no = [&](const Node& part, const std::string& what) {
-    return misuse(part, std::string(word) + (takes_any ? " takes no " + what : " takes no operands"));
+    return misuse(part,
+                  std::string(word) + (takes_any ? " takes no " + what : " takes no operands"));
   };
   SourceRange statement_range = range_of(opcode_node);
   bool has_mb = false;
@@ -432,6 +494,39 @@ std::optional<std::uint32_t> Builder::instruction(const Node& n, Stmt st) {
   return add(st);
 }
 
+// Blanks the line holding `offset` so that parsing can go on after a syntax
+// error: the line's braces are kept as `if 0 {` and `}` so that the blocks
+// around it still pair. False when the line cannot be replaced in its own
+// length (the offsets of what follows must not move) or was blanked already.
+bool blank_statement(std::string& text, std::size_t offset) {
+  std::size_t begin = text.rfind('\n', offset == 0 ? 0 : offset - 1);
+  begin = begin == std::string::npos || offset == 0 ? 0 : begin + 1;
+  if (offset < text.size() && text[offset] == '\n' && offset > 0 && text[offset - 1] == '\n') {
+    begin = offset;
+  }
+  std::size_t end = text.find('\n', offset);
+  if (end == std::string::npos) end = text.size();
+  int opens = 0, closes = 0;
+  bool blank = true;
+  for (std::size_t i = begin; i < end; ++i) {
+    if (text[i] == '#') break;
+    if (text[i] == '{') ++opens;
+    if (text[i] == '}') (opens > 0 ? --opens : ++closes);
+    if (text[i] != ' ' && text[i] != '\t' && text[i] != '\r') blank = false;
+  }
+  std::string replacement;
+  for (int i = 0; i < closes; ++i) replacement += "};";
+  for (int i = 0; i < opens; ++i) replacement += "if 0 {";
+  if (blank || replacement.size() > end - begin) return false;
+  if (text.compare(begin, replacement.size(), replacement) == 0 &&
+      text.find_first_not_of(' ', begin + replacement.size()) >= end) {
+    return false;  // blanked already: the error is not on this line
+  }
+  replacement.resize(end - begin, ' ');
+  text.replace(begin, end - begin, replacement);
+  return true;
+}
+
 }  // namespace
 
 std::shared_ptr<const Schedule> parse(std::shared_ptr<const SourceFile> file,
@@ -439,30 +534,43 @@ std::shared_ptr<const Schedule> parse(std::shared_ptr<const SourceFile> file,
   auto schedule = std::make_shared<Schedule>();
   schedule->file = file;
   std::unique_ptr<Node> root;
-  try {
-    tao::pegtl::memory_input<> in(file->text(), file->name());
-    g::ParseState state;
-    root = pt::parse<g::program, selector, tao::pegtl::nothing, g::control>(in, state);
-  } catch (const g::unclosed_block& e) {
-    const auto offset = static_cast<std::uint32_t>(e.positions().front().byte);
-    const auto opened = static_cast<std::uint32_t>(e.opened);
-    Diagnostic& d = diagnostics.report(DiagnosticKind::SyntaxError, std::string(e.message()),
-                                       Location{file, {offset, offset + 1}, -1, -1});
-    d.notes.push_back(Note{"the block opens here", Location{file, {opened, opened + 1}, -1, -1}});
-    return nullptr;
-  } catch (const g::nesting_error& e) {
-    const auto offset = static_cast<std::uint32_t>(e.positions().front().byte);
-    diagnostics.report(DiagnosticKind::NestingTooDeep,
-                       "blocks, parentheses or unary operators nested more than " +
-                           std::to_string(g::kMaxNesting) + " deep",
-                       Location{file, {offset, offset + 1}, -1, -1});
-    return nullptr;
-  } catch (const tao::pegtl::parse_error& e) {
+  // Statement-level recovery: after a syntax error the line is blanked and the
+  // text parsed again, up to kMaxSyntaxErrors errors.
+  std::string text = file->text();
+  std::size_t syntax_errors = 0;
+  const auto syntax_error = [&](const tao::pegtl::parse_error& e) {
     const auto offset = static_cast<std::uint32_t>(e.positions().front().byte);
     diagnostics.report(DiagnosticKind::SyntaxError, std::string(e.message()),
                        Location{file, {offset, offset + 1}, -1, -1});
-    return nullptr;
+    ++syntax_errors;
+    return offset;
+  };
+  while (true) {
+    try {
+      tao::pegtl::memory_input<> in(text, file->name());
+      g::ParseState state;
+      root = pt::parse<g::program, selector, tao::pegtl::nothing, g::control>(in, state);
+      break;
+    } catch (const g::unclosed_block& e) {
+      const auto offset = static_cast<std::uint32_t>(e.positions().front().byte);
+      const auto opened = static_cast<std::uint32_t>(e.opened);
+      Diagnostic& d = diagnostics.report(DiagnosticKind::SyntaxError, std::string(e.message()),
+                                         Location{file, {offset, offset + 1}, -1, -1});
+      d.notes.push_back(Note{"the block opens here", Location{file, {opened, opened + 1}, -1, -1}});
+      return nullptr;
+    } catch (const g::nesting_error& e) {
+      const auto offset = static_cast<std::uint32_t>(e.positions().front().byte);
+      diagnostics.report(DiagnosticKind::NestingTooDeep,
+                         "blocks, parentheses or unary operators nested more than " +
+                             std::to_string(g::kMaxNesting) + " deep",
+                         Location{file, {offset, offset + 1}, -1, -1});
+      return nullptr;
+    } catch (const tao::pegtl::parse_error& e) {
+      const std::uint32_t offset = syntax_error(e);
+      if (syntax_errors >= kMaxSyntaxErrors || !blank_statement(text, offset)) return nullptr;
+    }
   }
+  if (syntax_errors > 0) return nullptr;
   if (!root) {
     diagnostics.report(DiagnosticKind::SyntaxError, "not a schedule",
                        Location{file, {0, 1}, -1, -1});

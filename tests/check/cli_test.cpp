@@ -38,12 +38,14 @@ TEST(cli, exit_codes) {
   EXPECT_EQ(pipevm_check("tests/check/corpus/require_micro_batches.pipe -p 4 -m 2").status, 1);
   EXPECT_EQ(pipevm_check("no/such/file.pipe --stages 2 --micro-batches 2").status, 2);
   EXPECT_EQ(pipevm_check("schedules/gpipe.pipe --stages 4..2 --micro-batches 2").status, 2);
-  EXPECT_EQ(pipevm_check("schedules/gpipe.pipe --stages 2").status, 2);
+  // No --micro-batches and none declared in the file.
+  EXPECT_EQ(pipevm_check("tests/check/corpus/deadlock_receive_first.pipe --stages 2").status, 2);
   EXPECT_EQ(pipevm_check("schedules/gpipe.pipe -p 2 -m 2 --format xml").status, 2);
 }
 
 TEST(cli, text_summary) {
-  const Outcome run = pipevm_check("schedules/gpipe.pipe --stages 1..3 --micro-batches 1..4");
+  const Outcome run =
+      pipevm_check("schedules/gpipe.pipe --stages 1..3 --micro-batches 1..4 --dp 1");
   EXPECT_EQ(run.status, 0);
   EXPECT_NE(run.out.find("schedules/gpipe.pipe: ok for 12 configurations"), std::string::npos)
       << run.out;
@@ -51,14 +53,18 @@ TEST(cli, text_summary) {
 
 TEST(cli, json_sweep_with_skipped_configurations) {
   const Outcome run = pipevm_check(
-      "schedules/1f1b.pipe --stages 2..3 --micro-batches 2 --skip-unsupported --format json");
+      "schedules/1f1b.pipe --stages 2..3 --micro-batches 2 --dp 1 --skip-unsupported --format "
+      "json");
   EXPECT_EQ(run.status, 0);
   const auto j = nlohmann::json::parse(run.out);  // nothing but JSON on stdout
-  ASSERT_EQ(j["results"].size(), 2u);
-  EXPECT_EQ(j["results"][0]["verdict"], "ok");
-  EXPECT_EQ(j["results"][0]["configuration"]["stages"], 2);
-  EXPECT_EQ(j["results"][0]["memory"][1]["peak_activations"], 1);
-  EXPECT_EQ(j["results"][1]["verdict"], "skipped");
+  ASSERT_EQ(j["files"].size(), 1u);
+  EXPECT_EQ(j["files"][0]["verdict"], "ok");
+  EXPECT_EQ(j["files"][0]["configurations"]["checked"], 1);
+  EXPECT_EQ(j["files"][0]["configurations"]["skipped"], 1);
+  // One configuration: its memory figures.
+  const auto one =
+      nlohmann::json::parse(pipevm_check("schedules/1f1b.pipe -p 2 -m 2 --dp 1 --format json").out);
+  EXPECT_EQ(one["files"][0]["memory"][1]["peak_activations"], 1);
 }
 
 TEST(cli, json_and_sarif_findings) {
@@ -66,9 +72,9 @@ TEST(cli, json_and_sarif_findings) {
   const Outcome json = pipevm_check(file + " --format json");
   EXPECT_EQ(json.status, 1);
   const auto j = nlohmann::json::parse(json.out);
-  EXPECT_EQ(j["results"][0]["verdict"], "error");
-  EXPECT_EQ(j["results"][0]["diagnostics"][0]["code"], "PV2002");
-  EXPECT_EQ(j["results"][0]["diagnostics"][0]["class"], "buffering-hazard");
+  EXPECT_EQ(j["files"][0]["verdict"], "error");
+  EXPECT_EQ(j["files"][0]["diagnostics"][0]["code"], "PV2002");
+  EXPECT_EQ(j["files"][0]["diagnostics"][0]["class"], "buffering-hazard");
 
   const Outcome sarif = pipevm_check(file + " --format sarif");
   EXPECT_EQ(sarif.status, 1);

@@ -297,7 +297,7 @@ TEST(library, every_file_has_the_library_header_and_a_docs_entry) {
 TEST(library, check_json_reports_the_memory_formula) {
   const std::string command = "cd '" PIPEVM_SOURCE_DIR "' && '" PIPEVM_BINARY_DIR
                               "/pipevm' check schedules/zb-h1.pipe --stages 4 --micro-batches 8 "
-                              "--format json";
+                              "--dp 1 --format json";
   FILE* pipe = popen(command.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
   std::string out;
@@ -307,9 +307,9 @@ TEST(library, check_json_reports_the_memory_formula) {
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0) << out;
   const nlohmann::json j = nlohmann::json::parse(out);
-  ASSERT_EQ(j["results"].size(), 1u);
-  EXPECT_EQ(j["results"][0]["verdict"], "ok");
-  const nlohmann::json& memory = j["results"][0]["memory"];
+  ASSERT_EQ(j["files"].size(), 1u);
+  EXPECT_EQ(j["files"][0]["verdict"], "ok");
+  const nlohmann::json& memory = j["files"][0]["memory"];
   ASSERT_EQ(memory.size(), 4u);
   for (int s = 0; s < 4; ++s) EXPECT_EQ(memory[static_cast<std::size_t>(s)]["peak_activations"], 4);
 }

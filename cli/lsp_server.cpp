@@ -1,0 +1,253 @@
+// The LSP server's framing and message handling (lsp_server.hpp).
+#include "lsp_server.hpp"
+
+#include <cctype>
+#include <istream>
+#include <memory>
+#include <ostream>
+#include <sstream>
+
+#include "check_output.hpp"
+#include "check_run.hpp"
+#include "check_sarif.hpp"
+#include "isa_doc.hpp"
+
+#ifndef PIPEVM_VERSION
+#define PIPEVM_VERSION "unknown"
+#endif
+
+namespace pipevm::cli {
+
+namespace {
+
+// JSON-RPC error codes (LSP 3.17).
+constexpr int kMethodNotFound = -32601;
+constexpr int kInvalidRequest = -32600;
+
+// file:///a/b%20c.pipe -> /a/b c.pipe; other URIs as they are.
+std::string path_of(const std::string& uri) {
+  if (uri.rfind("file://", 0) != 0) return uri;
+  std::string out;
+  for (std::size_t i = 7; i < uri.size(); ++i) {
+    if (uri[i] == '%' && i + 2 < uri.size() &&
+        std::isxdigit(static_cast<unsigned char>(uri[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(uri[i + 2]))) {
+      out += static_cast<char>(std::stoi(uri.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      out += uri[i];
+    }
+  }
+  return out;
+}
+
+nlohmann::json position(const SourceFile& file, std::uint32_t offset) {
+  const LineColumn p = file.position(offset, ColumnUnit::utf16);
+  return {{"line", p.line - 1}, {"character", p.column - 1}};
+}
+
+nlohmann::json range(const Location& location) {
+  const SourceFile& file = *location.file;
+  const std::uint32_t end = std::max(location.range.end, location.range.begin);
+  return {{"start", position(file, location.range.begin)}, {"end", position(file, end)}};
+}
+
+// The byte offset of an LSP position (UTF-16 character on a 0-based line).
+std::size_t offset_of(const std::string& text, int line, int character) {
+  std::size_t i = 0;
+  for (int l = 0; l < line && i < text.size(); ++i) {
+    if (text[i] == '\n') ++l;
+  }
+  for (int units = 0; units < character && i < text.size() && text[i] != '\n';) {
+    const auto lead = static_cast<unsigned char>(text[i]);
+    const std::size_t length = lead < 0x80    ? 1
+                               : lead >= 0xF0 ? 4
+                               : lead >= 0xE0 ? 3
+                               : lead >= 0xC0 ? 2
+                                              : 1;
+    units += length == 4 ? 2 : 1;
+    i += length;
+  }
+  return std::min(i, text.size());
+}
+
+std::string isa_row(const std::string& opcode) {
+  static const std::string doc = isa_markdown();
+  const std::string start = "| `" + opcode;
+  std::istringstream lines(doc);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(start, 0) == 0 && line.size() > start.size() &&
+        (line[start.size()] == ' ' || line[start.size()] == '`')) {
+      return line;
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::optional<std::string> read_lsp_message(std::istream& in) {
+  std::size_t length = 0;
+  bool has_length = false;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) {
+      if (!has_length) return std::nullopt;
+      std::string body(length, '\0');
+      if (!in.read(body.data(), static_cast<std::streamsize>(length))) return std::nullopt;
+      return body;
+    }
+    const std::string key = "Content-Length:";
+    if (line.size() > key.size() && line.compare(0, key.size(), key) == 0) {
+      try {
+        length = std::stoul(line.substr(key.size()));
+        has_length = true;
+      } catch (const std::exception&) {
+        return std::nullopt;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+void write_lsp_message(std::ostream& out, const nlohmann::json& message) {
+  const std::string body = message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  out << "Content-Length: " << body.size() << "\r\n\r\n" << body;
+  out.flush();
+}
+
+void LspServer::reply(const nlohmann::json& id, nlohmann::json result) {
+  write_lsp_message(out_, {{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}});
+}
+
+void LspServer::reply_error(const nlohmann::json& id, int code, const std::string& message) {
+  write_lsp_message(
+      out_, {{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", code}, {"message", message}}}});
+}
+
+void LspServer::publish(const std::string& uri) {
+  nlohmann::json diagnostics = nlohmann::json::array();
+  const auto document = documents_.find(uri);
+  if (document != documents_.end()) {
+    const auto file = std::make_shared<const SourceFile>(path_of(uri), document->second);
+    const FileReport report = check_file(file, SweepRequest{});
+    if (!report.usage_error.empty()) {
+      diagnostics.push_back({{"range", range(Location{file, {0, 0}, -1, -1})},
+                             {"severity", 2},
+                             {"source", "pipevm"},
+                             {"message", report.usage_error}});
+    }
+    for (const Finding& f : report.findings) {
+      const Diagnostic& d = f.diagnostic;
+      const Location where = d.location.file ? d.location : Location{file, {0, 0}, -1, -1};
+      std::string message = d.message;
+      if (d.location.rank >= 0) message += " (rank " + std::to_string(d.location.rank) + ")";
+      const std::string folding = folding_text(f, report);
+      if (!folding.empty()) message += " [" + folding + "]";
+      nlohmann::json related = nlohmann::json::array();
+      for (const Note& n : d.notes) {
+        if (!n.location.file) {
+          message += "\n" + n.message;
+          continue;
+        }
+        std::string note = n.message;
+        if (n.location.rank >= 0) note += " (rank " + std::to_string(n.location.rank) + ")";
+        related.push_back(
+            {{"location", {{"uri", uri}, {"range", range(n.location)}}}, {"message", note}});
+      }
+      nlohmann::json item = {{"range", range(where)},
+                             {"severity", d.severity == Severity::error     ? 1
+                                          : d.severity == Severity::warning ? 2
+                                                                            : 3},
+                             {"code", code(d.kind)},
+                             {"codeDescription", {{"href", rule_help_uri(d.kind)}}},
+                             {"source", "pipevm"},
+                             {"message", message}};
+      if (!related.empty()) item["relatedInformation"] = std::move(related);
+      diagnostics.push_back(std::move(item));
+    }
+  }
+  write_lsp_message(out_, {{"jsonrpc", "2.0"},
+                           {"method", "textDocument/publishDiagnostics"},
+                           {"params", {{"uri", uri}, {"diagnostics", std::move(diagnostics)}}}});
+}
+
+nlohmann::json LspServer::hover(const nlohmann::json& params) const {
+  const std::string uri = params.at("textDocument").at("uri");
+  const auto document = documents_.find(uri);
+  if (document == documents_.end()) return nullptr;
+  const std::string& text = document->second;
+  const std::size_t at = offset_of(text, params.at("position").at("line").get<int>(),
+                                   params.at("position").at("character").get<int>());
+  const auto word_char = [&](std::size_t i) {
+    return i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_');
+  };
+  std::size_t begin = at, end = at;
+  while (begin > 0 && word_char(begin - 1)) --begin;
+  while (word_char(end)) ++end;
+  if (begin == end) return nullptr;
+  const std::string word = text.substr(begin, end - begin);
+  const std::string row = isa_row(word);
+  if (row.empty()) return nullptr;
+  return {{"contents", {{"kind", "markdown"}, {"value", "```\n" + row + "\n```\n(docs/isa.md)"}}}};
+}
+
+bool LspServer::handle(const nlohmann::json& message) {
+  if (!message.is_object()) return true;
+  const std::string method = message.value("method", "");
+  const bool request = message.contains("id");
+  const nlohmann::json id = request ? message.at("id") : nlohmann::json();
+  const nlohmann::json params = message.value("params", nlohmann::json::object());
+  try {
+    if (method == "initialize") {
+      reply(
+          id,
+          {{"capabilities",
+            {{"textDocumentSync", {{"openClose", true}, {"change", 1}}}, {"hoverProvider", true}}},
+           {"serverInfo", {{"name", "pipevm"}, {"version", PIPEVM_VERSION}}}});
+    } else if (method == "shutdown") {
+      shutdown_ = true;
+      reply(id, nullptr);
+    } else if (method == "exit") {
+      return false;
+    } else if (method == "textDocument/didOpen") {
+      const auto& document = params.at("textDocument");
+      const std::string uri = document.at("uri");
+      documents_[uri] = document.at("text");
+      publish(uri);
+    } else if (method == "textDocument/didChange") {
+      const std::string uri = params.at("textDocument").at("uri");
+      const auto& changes = params.at("contentChanges");
+      if (!changes.empty()) documents_[uri] = changes.back().at("text");
+      publish(uri);
+    } else if (method == "textDocument/didClose") {
+      const std::string uri = params.at("textDocument").at("uri");
+      documents_.erase(uri);
+      publish(uri);
+    } else if (method == "textDocument/hover") {
+      reply(id, hover(params));
+    } else if (request) {
+      reply_error(id, kMethodNotFound, "pipevm lsp does not handle " + method);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    if (request) reply_error(id, kInvalidRequest, std::string("bad parameters: ") + e.what());
+  }
+  return true;
+}
+
+int run_lsp_server(std::istream& in, std::ostream& out) {
+  LspServer server(out);
+  while (const auto body = read_lsp_message(in)) {
+    const nlohmann::json message = nlohmann::json::parse(*body, nullptr, false);
+    if (message.is_discarded()) {
+      write_lsp_message(out, {{"jsonrpc", "2.0"},
+                              {"id", nullptr},
+                              {"error", {{"code", -32700}, {"message", "parse error"}}}});
+      continue;
+    }
+    if (!server.handle(message)) return server.exit_status();
+  }
+  return 1;  // the input ended without `exit`
+}
+
+}  // namespace pipevm::cli
