@@ -205,6 +205,14 @@ StageMemory RankWalker::walk(int rank, bool loud) {
       case OpClass::optimizer:
         break;
     }
+    if (is_pair(in.op)) {
+      // An overlapped pair is both of its halves for dataflow and memory.
+      for (int h = 0; h < half_count(in); ++h) {
+        const Instruction part = half(in, h);
+        step_data(local, part, cell(part));
+      }
+      continue;
+    }
     step_data(local, in, c);
     if (row.completion == Completion::request) post(local);
   }

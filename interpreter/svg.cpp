@@ -36,6 +36,8 @@ Shade shade_of(Activity activity) {
       return {"#2a9d8f", "#93d1c9", "#ffffff"};
     case Activity::backward_weight:
       return {"#e9a23b", "#f5d29c", "#000000"};
+    case Activity::overlapped:
+      return {"#7b5ea7", "#c2b3da", "#ffffff"};
     case Activity::data:
       return {"#b279a2", "#dcbfd3", "#ffffff"};
     case Activity::optimizer:
@@ -108,7 +110,7 @@ void write_svg(std::ostream& out, const Program& program, const Timeline& timeli
   out << "<text x=\"" << number(left) << "\" y=\"20\" font-size=\"14\">" << escape(title)
       << "</text>\n";
 
-  std::array<bool, 8> seen{};
+  std::array<bool, static_cast<std::size_t>(Activity::communication) + 1> seen{};  // the last
   for (int r = 0; r < rows; ++r) {
     const double y = kTop + r * (kRowHeight + kRowGap);
     out << "<text x=\"" << number(left - 8) << "\" y=\"" << number(y + kRowHeight / 2 + 4)
