@@ -168,6 +168,50 @@ TEST(schedules, dualpipe_and_dualpipev_idle_equals_the_published_bubble) {
   }
 }
 
+// ZB-V and interleaved zero bubble against the Zero Bubble paper's ZB-1p
+// figure (DeepSeek's table: ZB1P), (p-1)(F+B-2W) in chunk costs, B the
+// whole backward: exact at F = I = W (p-1, a third of 1F1B's) and at F = 2;
+// where W > I the formula drops below what any order reaches
+// (docs/schedules.md).
+TEST(schedules, zb_v_and_interleaved_zb_idle_equals_zb1p) {
+  struct Point {
+    double f, i, w;
+  };
+  for (const std::string name : {"zb-v", "interleaved-zb"}) {
+    for (const Point c : {Point{1, 1, 1}, Point{2, 1, 1}, Point{2, 2, 2}}) {
+      const Costs costs = costs_of({{"fwd", c.f}, {"bwd-input", c.i}, {"bwd-weight", c.w}});
+      for (int p : {2, 4, 8}) {
+        for (int m : {2 * p, 3 * p, 24}) {
+          const auto program = compile_schedule(name, {p, m, 2, 1});
+          if (!program) continue;
+          const double formula = (p - 1) * (c.f + c.i + c.w - 2 * c.w);
+          EXPECT_DOUBLE_EQ(bubble_time(simulate_ok(*program, costs)), formula)
+              << name << " p=" << p << " m=" << m << " F=" << c.f << " I=" << c.i;
+        }
+      }
+    }
+  }
+}
+
+// Looped BFS: GPipe's bubble in chunk costs, (p-1)(F+B), when m >= p; with
+// fewer micro-batches than stages each of the v-1 chunk changes waits
+// (p-m)(F+B) more.
+TEST(schedules, looped_bfs_idle_is_gpipes_in_chunk_costs) {
+  if (!shipped("looped-bfs")) GTEST_SKIP() << "schedules/looped-bfs.pipe is not shipped";
+  const Costs costs = costs_of({{"fwd", 1}, {"bwd", 2}});
+  for (int v : {2, 3}) {
+    for (int p : {2, 4, 8}) {
+      for (int m : {1, 3, p, 2 * p + 1}) {
+        const auto program = compile_schedule("looped-bfs", {p, m, v, 1});
+        ASSERT_TRUE(program);
+        const double formula = (p - 1) * 3.0 + (v - 1) * std::max(0, p - m) * 3.0;
+        EXPECT_DOUBLE_EQ(bubble_time(simulate_ok(*program, costs)), formula)
+            << "p=" << p << " m=" << m << " v=" << v;
+      }
+    }
+  }
+}
+
 // The mirror sum is an instruction, so it has a time: with an all-reduce
 // cost, every rank spends it in `AllReduce over mirror`, after its last
 // backward and before its step, and the makespan grows by it.
