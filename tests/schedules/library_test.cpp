@@ -49,7 +49,11 @@ const std::vector<Entry>& library() {
       {"1f1b", 1, [](int p, int m, int, int s) { return std::min(p - s, m); }},
       {"1f1b-nonblocking", 1, [](int p, int m, int, int s) { return std::min(p - s, m); }},
       {"interleaved-1f1b", 2,
-       [](int p, int m, int v, int s) { return std::min(v * m, 2 * (p - s - 1) + (v - 1) * p + 1); }},
+       [](int p, int m, int v, int s) {
+         // Megatron's all_warmup_microbatches: every forward first at m = p.
+         if (m == p && v > 1) return v * m;
+         return std::min(v * m, 2 * (p - s - 1) + (v - 1) * p + 1);
+       }},
       {"zb-h1", 1, [](int p, int, int, int) { return p; }},
       {"dualpipev", 2, [](int p, int, int, int) { return 2 * p + 1; }},
       {"dualpipe", 2, [](int p, int, int, int) { return p + 1; }},

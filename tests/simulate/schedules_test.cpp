@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "check.hpp"
 #include "compile.hpp"
@@ -120,6 +121,25 @@ TEST(schedules, interleaved_bubble_shrinks_by_the_chunks) {
       }
     }
   }
+}
+
+// Interleaved 1F1B at m = p warms up as Megatron does (all_warmup_
+// microbatches: every forward first): the same time as the general
+// warm-up, every stage holding all v*m chunk activations.
+TEST(schedules, interleaved_at_m_equal_p_runs_every_forward_first) {
+  if (!shipped("interleaved-1f1b")) GTEST_SKIP() << "schedules/interleaved-1f1b.pipe is not shipped";
+  const auto program = compile_schedule("interleaved-1f1b", {4, 4, 2, 1});
+  ASSERT_TRUE(program);
+  const Simulation s = simulate_ok(*program, costs_of({{"fwd", 1}, {"bwd", 2}}));
+  EXPECT_DOUBLE_EQ(s.timeline.makespan, 33);
+  for (const StageFigures& stage : s.stages) EXPECT_EQ(stage.peak_activations, 8) << stage.stage;
+  const auto more = compile_schedule("interleaved-1f1b", {4, 8, 2, 1});
+  ASSERT_TRUE(more);
+  std::vector<int> peaks;
+  for (const StageFigures& stage : simulate_ok(*more, default_costs()).stages) {
+    peaks.push_back(stage.peak_activations);
+  }
+  EXPECT_EQ(peaks, (std::vector<int>{11, 9, 7, 5}));  // m > p: unchanged
 }
 
 // ZB-H1 (Qi et al., 2024) with F = B = W = 1: a bubble of (p-1)(F+B-W),
