@@ -119,7 +119,7 @@ class RankWalker {
   bool reported_no_zero_grad_ = false;
   std::uint32_t first_step_ = kNone;
   bool reported_late_backward_ = false;
-  int half_ = -1;  // the half of an overlapped pair being stepped, else -1
+  int half_ = -1;     // the half of an overlapped pair being stepped, else -1
   GroupSet reduced_;  // groups the accumulated gradients are summed over since the last backward
 };
 

@@ -21,7 +21,7 @@ namespace {
 // optional (derived from others when unset).
 struct KeyField {
   CostKey key;
-  double Costs::*field;                             // null for an optional key
+  double Costs::*field;                              // null for an optional key
   std::optional<double> Costs::*optional = nullptr;  // the optional key's field
 };
 
@@ -229,8 +229,7 @@ std::string describe(const Costs& costs) {
   std::ostringstream out;
   const char* separator = "";
   for (const KeyField& f : key_fields()) {
-    const double value =
-        f.field == nullptr ? (costs.*(f.optional)).value_or(0) : costs.*(f.field);
+    const double value = f.field == nullptr ? (costs.*(f.optional)).value_or(0) : costs.*(f.field);
     if (value == 0) continue;
     out << separator << f.key.name << '=' << value;
     separator = " ";

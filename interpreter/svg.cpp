@@ -133,9 +133,8 @@ void write_svg(std::ostream& out, const Program& program, const Timeline& timeli
   const double fit = timeline.makespan > 0 ? kPlotWidth / timeline.makespan : 0;
   const double most = timeline.makespan > 0 ? kMaxPlotWidth / timeline.makespan : 0;
   const double scale = std::max(fit, std::min(wanted, most));
-  const double font = wanted > scale && wanted > 0
-                          ? std::max(kMinFontSize, kFontSize * scale / wanted)
-                          : kFontSize;
+  const double font =
+      wanted > scale && wanted > 0 ? std::max(kMinFontSize, kFontSize * scale / wanted) : kFontSize;
   const double plot_width = timeline.makespan > 0 ? timeline.makespan * scale : kPlotWidth;
   const double rows_bottom = kTop + rows * (kRowHeight + kRowGap);
   const double axis_y = rows_bottom + 4;

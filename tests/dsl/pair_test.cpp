@@ -54,8 +54,7 @@ TEST(pair, disassembly_parses_back_to_the_same_instruction) {
   EXPECT_EQ(second.micro_batch, 65535u);
   EXPECT_EQ(second.chunk, 255u);
   Diagnostics d;
-  const auto program =
-      compile_text("FwdBwd 5 chunk 1 with 3 chunk 0\n", config(1, 8, 2), d);
+  const auto program = compile_text("FwdBwd 5 chunk 1 with 3 chunk 0\n", config(1, 8, 2), d);
   ASSERT_TRUE(program);
   ASSERT_EQ(program->rank(0).size(), 1u);
   EXPECT_EQ(disassemble(program->rank(0)[0]), "FwdBwd 5 chunk 1 with 3");

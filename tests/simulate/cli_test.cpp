@@ -85,8 +85,7 @@ TEST_F(cli, dualpipe_idle_is_the_published_figure) {
                         Case{"dualpipev", 4, 8, 6}, Case{"dualpipev", 8, 16, 14}}) {
     const Outcome outcome = simulate("schedules/" + std::string(c.schedule) + ".pipe --stages " +
                                      std::to_string(c.stages) + " --micro-batches " +
-                                     std::to_string(c.micro_batches) +
-                                     " --chunks 2 --format json");
+                                     std::to_string(c.micro_batches) + " --chunks 2 --format json");
     ASSERT_EQ(outcome.status, 0) << outcome.out;
     const auto json = nlohmann::json::parse(outcome.out);
     double idle = 0;

@@ -127,7 +127,8 @@ TEST(schedules, interleaved_bubble_shrinks_by_the_chunks) {
 // microbatches: every forward first): the same time as the general
 // warm-up, every stage holding all v*m chunk activations.
 TEST(schedules, interleaved_at_m_equal_p_runs_every_forward_first) {
-  if (!shipped("interleaved-1f1b")) GTEST_SKIP() << "schedules/interleaved-1f1b.pipe is not shipped";
+  if (!shipped("interleaved-1f1b"))
+    GTEST_SKIP() << "schedules/interleaved-1f1b.pipe is not shipped";
   const auto program = compile_schedule("interleaved-1f1b", {4, 4, 2, 1});
   ASSERT_TRUE(program);
   const Simulation s = simulate_ok(*program, costs_of({{"fwd", 1}, {"bwd", 2}}));
