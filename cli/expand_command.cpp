@@ -70,6 +70,10 @@ nlohmann::json instruction_json(const Program& program, const Instruction& in) {
   if (parts.kind) j["kind"] = name(in.kind);
   if (parts.micro_batch) j["mb"] = in.micro_batch;
   if (parts.chunk) j["chunk"] = in.chunk;
+  if (parts.second_cell) {
+    j["second_mb"] = second_cell(in).micro_batch;
+    j["second_chunk"] = second_cell(in).chunk;
+  }
   if (parts.peer) {
     j["peer"] = in.peer;
     j["explicit_peer"] = in.explicit_peer();

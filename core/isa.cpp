@@ -66,6 +66,7 @@ std::string_view name(CostKind cost) {
     case CostKind::bwd_input: return "bwd-input";
     case CostKind::bwd_weight: return "bwd-weight";
     case CostKind::bwd_allreduce: return "bwd + allreduce";
+    case CostKind::fwd_bwd: return "fwd-bwd";
     case CostKind::allreduce: return "allreduce";
     case CostKind::message: return "send + bytes / bandwidth";
     case CostKind::zero_grad: return "zero-grad";
@@ -142,6 +143,7 @@ std::string operand_syntax(Opcode op) {
   if (parts.kind) add("act|grad");
   if (parts.micro_batch) add("mb");
   if (parts.chunk) add("[chunk C]");
+  if (parts.second_cell) add("with mb [chunk C]");
   if (parts.peer) add(is_send(op) ? "[to S]" : "[from S]");
   if (parts.group) {
     std::string groups;
@@ -168,6 +170,11 @@ std::string disassemble(const Instruction& in) {
   }
   if (parts.micro_batch) out += ' ' + std::to_string(in.micro_batch);
   if (parts.chunk && in.chunk != 0) out += " chunk " + std::to_string(in.chunk);
+  if (parts.second_cell) {
+    const Cell second = second_cell(in);
+    out += " with " + std::to_string(second.micro_batch);
+    if (second.chunk != 0) out += " chunk " + std::to_string(second.chunk);
+  }
   if (parts.peer && in.explicit_peer()) {
     out += is_send(in.op) ? " to " : " from ";
     out += std::to_string(in.peer);

@@ -33,7 +33,7 @@ inline constexpr std::size_t kOpcodeCount = 0
     ;
 
 // What follows the opcode's name; see isa.def.
-enum class OperandSyntax : std::uint8_t { none, cell, message, wait };
+enum class OperandSyntax : std::uint8_t { none, cell, message, wait, pair };
 
 // What kind of step an instruction is.
 enum class OpClass : std::uint8_t { data, compute, p2p, wait, collective, optimizer };
@@ -87,6 +87,7 @@ enum class CostKind : std::uint8_t {
   message,
   zero_grad,
   optimizer,
+  fwd_bwd,  // an overlapped forward and backward (FwdBwd); default fwd + bwd
 };
 
 // A small set of enum values, as bits.
@@ -215,6 +216,7 @@ struct OperandParts {
   bool chunk = false;        // [chunk C]
   bool peer = false;         // [to S] for sends, [from S] for receives
   bool group = false;        // [over G]
+  bool second_cell = false;  // with mb [chunk C]: a second (micro-batch, chunk) cell
 };
 constexpr OperandParts operand_parts_of(const OpcodeInfo& row) {
   OperandParts parts;
@@ -227,6 +229,7 @@ constexpr OperandParts operand_parts_of(const OpcodeInfo& row) {
     case OperandSyntax::wait:
       parts.direction = parts.kind = parts.micro_batch = parts.chunk = true;
       break;
+    case OperandSyntax::pair: parts.micro_batch = parts.chunk = parts.second_cell = true; break;
   }
   parts.group = !row.over.empty();
   return parts;
@@ -267,6 +270,58 @@ struct Instruction {
   }
 };
 static_assert(sizeof(Instruction) == 16, "Instruction must stay compact");
+
+// --- two-cell instructions (operand syntax `pair`: FwdBwd) -------------------
+//
+// A two-cell row is two cell rows issued as one step: its first cell runs
+// the first half, its second cell the second, in that order (FwdBwd: Fwd on
+// the first cell, Bwd on the second). The first cell lives where every cell
+// does (micro_batch, chunk), so a reader that knows nothing of pairs sees
+// the first half; the second cell lives in the fields a cell row leaves
+// unused: its micro-batch in `peer` (16 bits), its chunk in the `kind` byte.
+// The expansion refuses a second cell that does not fit (kPairMaxMicroBatch,
+// kPairMaxChunk); docs/design-notes.md says why not an array beside `code`.
+struct Cell {
+  std::uint32_t micro_batch = 0;
+  std::uint16_t chunk = 0;
+};
+inline constexpr std::uint32_t kPairMaxMicroBatch = 0xffff;
+inline constexpr std::uint16_t kPairMaxChunk = 0xff;
+
+// The rows a two-cell row runs, one per cell; both equal to `op` for the others.
+struct Halves {
+  Opcode first;
+  Opcode second;
+};
+constexpr Halves halves(Opcode op) {
+  if (op == Opcode::FwdBwd) return {Opcode::Fwd, Opcode::Bwd};
+  return {op, op};
+}
+constexpr bool is_pair(Opcode op) { return info(op).operands == OperandSyntax::pair; }
+
+constexpr Cell first_cell(const Instruction& in) { return {in.micro_batch, in.chunk}; }
+constexpr Cell second_cell(const Instruction& in) {
+  return {static_cast<std::uint16_t>(in.peer), static_cast<std::uint8_t>(in.kind)};
+}
+constexpr void set_second_cell(Instruction& in, Cell cell) {
+  in.peer = static_cast<std::int16_t>(static_cast<std::uint16_t>(cell.micro_batch));
+  in.kind = static_cast<MessageKind>(static_cast<std::uint8_t>(cell.chunk));
+}
+// How many halves an instruction runs as: 2 for a two-cell row, else 1.
+constexpr int half_count(const Instruction& in) { return is_pair(in.op) ? 2 : 1; }
+// Half `which` (0 or 1) of a two-cell instruction, as a plain instruction
+// of its own row on its own cell; `in` itself for other rows.
+constexpr Instruction half(const Instruction& in, int which) {
+  if (!is_pair(in.op)) return in;
+  Instruction h = in;
+  const Cell cell = which == 0 ? first_cell(in) : second_cell(in);
+  h.op = which == 0 ? halves(in.op).first : halves(in.op).second;
+  h.micro_batch = cell.micro_batch;
+  h.chunk = cell.chunk;
+  h.peer = -1;
+  h.kind = MessageKind::none;
+  return h;
+}
 
 // One instruction in the language's own syntax, e.g. "Recv act 3 chunk 1 from 2".
 std::string disassemble(const Instruction& instruction);

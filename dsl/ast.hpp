@@ -87,6 +87,8 @@ struct Stmt {
   std::uint32_t micro_batch = kNoIndex;  // expressions; kNoIndex when absent
   std::uint32_t chunk = kNoIndex;
   std::uint32_t peer = kNoIndex;
+  std::uint32_t second_micro_batch = kNoIndex;  // `with mb [chunk C]` (two-cell rows)
+  std::uint32_t second_chunk = kNoIndex;
   Group group = Group::none;  // `over G`, else the opcode's own group
   std::uint32_t source = 0;  // index into Schedule::instruction_sources
   SourceRange range;

@@ -273,6 +273,53 @@ class Expander {
     }
   }
 
+  // A micro-batch operand, in range.
+  std::uint32_t micro_batch(std::uint32_t expression) {
+    const std::int64_t mb = eval(expression);
+    if (mb < 0 || mb >= config_.micro_batches) {
+      fail(DiagnosticKind::MicroBatchOutOfRange,
+           "micro-batch " + std::to_string(mb) +
+               " is out of range: micro_batches = " + std::to_string(config_.micro_batches) +
+               ", so 0 .. " + std::to_string(config_.micro_batches - 1),
+           s_.exprs[expression].range);
+    }
+    return static_cast<std::uint32_t>(mb);
+  }
+
+  // A chunk operand, in range.
+  std::uint16_t chunk(std::uint32_t expression) {
+    const std::int64_t c = eval(expression);
+    if (c < 0 || c >= config_.chunks) {
+      fail(DiagnosticKind::ChunkOutOfRange,
+           "chunk " + std::to_string(c) + " is out of range: chunks = " +
+               std::to_string(config_.chunks) + ", so 0 .. " + std::to_string(config_.chunks - 1),
+           s_.exprs[expression].range);
+    }
+    return static_cast<std::uint16_t>(c);
+  }
+
+  // The second cell of a two-cell instruction, in range and in the 16 + 8
+  // bits the Instruction keeps it in (isa.hpp).
+  Cell second_cell(const Stmt& st) {
+    Cell cell;
+    cell.micro_batch = micro_batch(st.second_micro_batch);
+    if (cell.micro_batch > kPairMaxMicroBatch) {
+      fail(DiagnosticKind::InvalidOperand,
+           "the second micro-batch of " + std::string(name(st.op)) + " must be at most " +
+               std::to_string(kPairMaxMicroBatch),
+           s_.exprs[st.second_micro_batch].range);
+    }
+    if (st.second_chunk == kNoIndex) return cell;
+    cell.chunk = chunk(st.second_chunk);
+    if (cell.chunk > kPairMaxChunk) {
+      fail(DiagnosticKind::InvalidOperand,
+           "the second chunk of " + std::string(name(st.op)) + " must be at most " +
+               std::to_string(kPairMaxChunk),
+           s_.exprs[st.second_chunk].range);
+    }
+    return cell;
+  }
+
   void emit(const Stmt& st) {
     Instruction in;
     in.op = st.op;
@@ -280,27 +327,9 @@ class Expander {
     in.direction = st.direction;
     in.group = st.group;
     bool explicit_peer = false;
-    if (st.micro_batch != kNoIndex) {
-      const std::int64_t mb = eval(st.micro_batch);
-      if (mb < 0 || mb >= config_.micro_batches) {
-        fail(DiagnosticKind::MicroBatchOutOfRange,
-             "micro-batch " + std::to_string(mb) +
-                 " is out of range: micro_batches = " + std::to_string(config_.micro_batches) +
-                 ", so 0 .. " + std::to_string(config_.micro_batches - 1),
-             s_.exprs[st.micro_batch].range);
-      }
-      in.micro_batch = static_cast<std::uint32_t>(mb);
-    }
-    if (st.chunk != kNoIndex) {
-      const std::int64_t chunk = eval(st.chunk);
-      if (chunk < 0 || chunk >= config_.chunks) {
-        fail(DiagnosticKind::ChunkOutOfRange,
-             "chunk " + std::to_string(chunk) + " is out of range: chunks = " +
-                 std::to_string(config_.chunks) + ", so 0 .. " + std::to_string(config_.chunks - 1),
-             s_.exprs[st.chunk].range);
-      }
-      in.chunk = static_cast<std::uint16_t>(chunk);
-    }
+    if (st.micro_batch != kNoIndex) in.micro_batch = micro_batch(st.micro_batch);
+    if (st.chunk != kNoIndex) in.chunk = chunk(st.chunk);
+    if (operand_parts(st.op).second_cell) set_second_cell(in, second_cell(st));
     if (operand_parts(st.op).peer) {
       if (st.peer != kNoIndex) {
         const std::int64_t peer = eval(st.peer);

@@ -81,6 +81,7 @@ struct kw_chunk : TAO_PEGTL_KEYWORD("chunk") {};
 struct kw_to : TAO_PEGTL_KEYWORD("to") {};
 struct kw_from : TAO_PEGTL_KEYWORD("from") {};
 struct kw_over : TAO_PEGTL_KEYWORD("over") {};
+struct kw_with : TAO_PEGTL_KEYWORD("with") {};
 // `stage` is missing on purpose: it is a keyword only at the start of a statement.
 struct reserved : sor<kw_schedule, kw_placement, kw_require, kw_let, kw_proc, kw_for, kw_in, kw_if, kw_else, kw_reversed, kw_and, kw_or, kw_not, kw_min, kw_max, kw_act, kw_grad, kw_send, kw_recv, kw_chunk, kw_to, kw_from, kw_over> {};
 struct name : seq<not_at<reserved>, identifier> {};
@@ -160,7 +161,9 @@ struct to_clause : if_must<kw_to, sp, peer_stage> {};
 struct from_clause : if_must<kw_from, sp, peer_stage> {};
 struct group_name : identifier {};
 struct over_clause : if_must<kw_over, sp, group_name> {};
-struct operands : seq<opt<direction, sp>, opt<message_kind, sp>, opt<micro_batch, sp>, opt<chunk_clause, sp>, opt<sor<to_clause, from_clause>, sp>, opt<over_clause>> {};
+// `with mb [chunk C]`: the second cell of a two-cell instruction (FwdBwd).
+struct second_cell : if_must<kw_with, sp, micro_batch, opt<sp, chunk_clause>> {};
+struct operands : seq<opt<direction, sp>, opt<message_kind, sp>, opt<micro_batch, sp>, opt<chunk_clause, sp>, opt<second_cell, sp>, opt<sor<to_clause, from_clause>, sp>, opt<over_clause>> {};
 struct instruction : seq<opcode, sp, operands> {};
 
 struct stmt : sor<for_stmt, if_stmt, stage_stmt, let_stmt, instruction, call_stmt> {};

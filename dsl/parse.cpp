@@ -45,8 +45,8 @@ using selector = pt::selector<
         g::min_call, g::max_call, g::expr, g::micro_batch, g::chunk_number, g::peer_stage,
         g::argument, g::let_stmt, g::for_stmt, g::reversed_range, g::forward_range, g::if_stmt,
         g::else_clause, g::stage_stmt, g::call_stmt, g::instruction, g::chunk_clause, g::to_clause,
-        g::from_clause, g::over_clause, g::group_name, g::require_item, g::proc_item,
-        g::check_header, g::check_item, g::check_dimension, g::check_value>,
+        g::from_clause, g::over_clause, g::group_name, g::second_cell, g::require_item,
+        g::proc_item, g::check_header, g::check_item, g::check_dimension, g::check_value>,
     fold_keep::on<g::and_expr, g::not_expr, g::cmp_expr, g::add_expr, g::mul_expr, g::unary,
                   g::primary, g::paren_expr>>;
 
@@ -468,6 +468,14 @@ std::optional<std::uint32_t> Builder::instruction(const Node& n, Stmt st) {
                                 " takes 'to S'");
       }
       st.peer = expr(*part.children.front());
+    } else if (part.is_type<g::second_cell>()) {
+      if (!takes.second_cell) return misuse(part, std::string(word) + " takes one cell, no 'with'");
+      for (const auto& cell_part : part.children) {
+        if (cell_part->is_type<g::micro_batch>()) st.second_micro_batch = expr(*cell_part);
+        if (cell_part->is_type<g::chunk_clause>()) {
+          st.second_chunk = expr(*cell_part->children.front());
+        }
+      }
     } else if (part.is_type<g::over_clause>()) {
       if (!takes.group) return misuse(part, std::string(word) + " names no group");
       const Node& group_word = *part.children.front();
@@ -488,6 +496,9 @@ std::optional<std::uint32_t> Builder::instruction(const Node& n, Stmt st) {
   if (takes.direction && !has_direction) return lacks("'send' or 'recv'");
   if (takes.kind && !has_kind) return lacks("'act' or 'grad'");
   if (takes.micro_batch && !has_mb) return lacks("a micro-batch");
+  if (takes.second_cell && st.second_micro_batch == kNoIndex) {
+    return lacks("a second cell ('with mb [chunk C]')");
+  }
   st.range = statement_range;
   st.source = static_cast<std::uint32_t>(s_.instruction_sources.size());
   s_.instruction_sources.push_back(statement_range);

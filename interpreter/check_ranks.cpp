@@ -63,8 +63,19 @@ class RankWalker {
     if (!loud_) return nullptr;
     return reporter_.report(kind, std::move(message), reporter_.at(begin_ + local));
   }
+  // The instruction as written; for an overlapped pair, also the half
+  // being checked ("`FwdBwd 1 with 0` (its `Bwd 0`)").
   std::string what(std::size_t local) const {
-    return "`" + disassemble(program_.code[begin_ + local]) + "`";
+    const Instruction& in = program_.code[begin_ + local];
+    std::string text = "`" + disassemble(in) + "`";
+    if (half_ >= 0 && is_pair(in.op)) text += " (its `" + disassemble(half(in, half_)) + "`)";
+    return text;
+  }
+
+  // The instruction being stepped: the half of a pair, else the instruction.
+  Instruction stepped(std::size_t local) const {
+    const Instruction& in = program_.code[begin_ + local];
+    return half_ >= 0 ? half(in, half_) : in;
   }
 
   void post(std::size_t local);
@@ -108,6 +119,7 @@ class RankWalker {
   bool reported_no_zero_grad_ = false;
   std::uint32_t first_step_ = kNone;
   bool reported_late_backward_ = false;
+  int half_ = -1;     // the half of an overlapped pair being stepped, else -1
   GroupSet reduced_;  // groups the accumulated gradients are summed over since the last backward
 };
 
@@ -205,6 +217,15 @@ StageMemory RankWalker::walk(int rank, bool loud) {
       case OpClass::optimizer:
         break;
     }
+    if (is_pair(in.op)) {
+      // An overlapped pair is both of its halves for dataflow and memory.
+      for (half_ = 0; half_ < half_count(in); ++half_) {
+        const Instruction part = half(in, half_);
+        step_data(local, part, cell(part));
+      }
+      half_ = -1;
+      continue;
+    }
     step_data(local, in, c);
     if (row.completion == Completion::request) post(local);
   }
@@ -298,14 +319,14 @@ void RankWalker::report_twice(std::size_t local, std::uint16_t again) {
   for (const Value v : kCellValues) {
     if (!(again & present(v, {}))) continue;
     report(DiagnosticKind::DataflowNotExactlyOnce,
-           what(local) + twice(v, program_.code[begin_ + local].micro_batch), local);
+           what(local) + twice(v, stepped(local).micro_batch), local);
     return;
   }
 }
 
 // What a reader lacks, by the value and by what reads it (a compute step or a send).
 void RankWalker::report_missing(std::size_t local, OpClass reader, Value value, PieceEnds ends) {
-  const Instruction& in = program_.code[begin_ + local];
+  const Instruction in = stepped(local);
   const std::string mb = std::to_string(in.micro_batch);
   const bool sends = reader == OpClass::p2p;
   switch (value) {

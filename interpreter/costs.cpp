@@ -17,16 +17,23 @@ namespace pipevm {
 
 namespace {
 
-// Every key but `bwd` is a plain number; `bwd` is optional (derived when unset).
+// Every key but `bwd` and `fwd-bwd` is a plain number; those two are
+// optional (derived from others when unset).
 struct KeyField {
   CostKey key;
-  double Costs::*field;  // null for bwd
+  double Costs::*field;                              // null for an optional key
+  std::optional<double> Costs::*optional = nullptr;  // the optional key's field
 };
 
 const std::vector<KeyField>& key_fields() {
   static const std::vector<KeyField> fields = {
       {{"fwd", "Fwd: forward of one micro-batch through one chunk"}, &Costs::fwd},
-      {{"bwd", "Bwd (and BwdAllReduce's compute); default bwd-input + bwd-weight"}, nullptr},
+      {{"bwd", "Bwd (and BwdAllReduce's compute); default bwd-input + bwd-weight"},
+       nullptr,
+       &Costs::bwd},
+      {{"fwd-bwd", "FwdBwd, an overlapped forward+backward pair; default fwd + bwd"},
+       nullptr,
+       &Costs::fwd_bwd},
       {{"bwd-input", "BwdInput: the input-gradient half of a backward"}, &Costs::bwd_input},
       {{"bwd-weight", "BwdWeight: the weight-gradient half of a backward"}, &Costs::bwd_weight},
       {{"load", "LoadInput and LoadTarget"}, &Costs::load},
@@ -76,6 +83,7 @@ double Costs::duration(CostKind kind) const {
     case CostKind::bwd_allreduce: return backward();
     case CostKind::bwd_input: return bwd_input;
     case CostKind::bwd_weight: return bwd_weight;
+    case CostKind::fwd_bwd: return overlapped();
     case CostKind::zero_grad: return zero_grad;
     case CostKind::optimizer: return optimizer;
     // Communication: timed by its partners, not by the rank alone.
@@ -97,6 +105,7 @@ double Costs::reduction(CostKind kind, int members) const {
     case CostKind::bwd:
     case CostKind::bwd_input:
     case CostKind::bwd_weight:
+    case CostKind::fwd_bwd:
     case CostKind::message:
     case CostKind::zero_grad:
     case CostKind::optimizer: return 0;
@@ -134,7 +143,7 @@ bool set_cost(Costs& costs, std::string_view key, double value, std::string& err
   for (const KeyField& f : key_fields()) {
     if (f.key.name != key) continue;
     if (f.field == nullptr) {
-      costs.bwd = value;
+      costs.*(f.optional) = value;
     } else {
       costs.*(f.field) = value;
     }
@@ -213,7 +222,7 @@ void write_costs_yaml(std::ostream& out, const Costs& costs, std::string_view co
   if (!comment.empty()) out << "# " << comment << '\n';
   for (const KeyField& f : key_fields()) {
     if (f.field == nullptr) {
-      if (costs.bwd) out << f.key.name << ": " << *costs.bwd << '\n';
+      if (const auto& v = costs.*(f.optional)) out << f.key.name << ": " << *v << '\n';
     } else {
       out << f.key.name << ": " << costs.*(f.field) << '\n';
     }
@@ -224,7 +233,7 @@ std::string describe(const Costs& costs) {
   std::ostringstream out;
   const char* separator = "";
   for (const KeyField& f : key_fields()) {
-    const double value = f.field == nullptr ? costs.bwd.value_or(0) : costs.*(f.field);
+    const double value = f.field == nullptr ? (costs.*(f.optional)).value_or(0) : costs.*(f.field);
     if (value == 0) continue;
     out << separator << f.key.name << '=' << value;
     separator = " ";
@@ -257,6 +266,7 @@ Costs costs_from_measurements(const Program& program,
   costs.bwd_input = median_of({CostKind::bwd_input});
   costs.bwd_weight = median_of({CostKind::bwd_weight});
   if (!durations[CostKind::bwd].empty()) costs.bwd = median_of({CostKind::bwd});
+  if (!durations[CostKind::fwd_bwd].empty()) costs.fwd_bwd = median_of({CostKind::fwd_bwd});
   costs.load = median_of({CostKind::load});
   costs.zero_grad = median_of({CostKind::zero_grad});
   costs.optimizer = median_of({CostKind::optimizer});

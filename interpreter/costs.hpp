@@ -36,8 +36,10 @@ struct Costs {
   double bandwidth = 0;       // bytes per time unit; 0: infinite
   double act_bytes = 0;       // size of one activation message
   double grad_bytes = 0;      // size of one gradient message
+  std::optional<double> fwd_bwd;  // FwdBwd; unset: fwd + backward() (no overlap)
 
   double backward() const { return bwd.value_or(bwd_input + bwd_weight); }
+  double overlapped() const { return fwd_bwd.value_or(fwd + backward()); }
   // The time an instruction of cost `kind` keeps its rank working (compute,
   // data, optimizer), excluding its communication and waits for partners.
   double duration(CostKind kind) const;

@@ -65,12 +65,13 @@ enum class Activity : std::uint8_t {
   backward,         // Bwd, BwdAllReduce's compute
   backward_input,   // BwdInput
   backward_weight,  // BwdWeight
+  overlapped,       // FwdBwd: a forward and a backward as one step
   data,             // LoadInput, LoadTarget
   optimizer,        // ZeroGrad, OptimizerStep
   communication,    // a message in flight or a reduction
 };
 Activity activity_of(Opcode op);
-// One letter per activity, as the terminal grid draws it: . F B I W L O -
+// One letter per activity, as the terminal grid draws it: . F B I W X L O -
 char letter_of(Activity activity);
 std::string_view name(Activity activity);
 // Whether the activity counts as busy (compute, data, optimizer).

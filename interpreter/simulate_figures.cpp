@@ -16,6 +16,7 @@ Activity activity_of(Opcode op) {
     case CostKind::bwd_allreduce: return Activity::backward;
     case CostKind::bwd_input: return Activity::backward_input;
     case CostKind::bwd_weight: return Activity::backward_weight;
+    case CostKind::fwd_bwd: return Activity::overlapped;
     case CostKind::load: return Activity::data;
     case CostKind::zero_grad:
     case CostKind::optimizer: return Activity::optimizer;
@@ -38,6 +39,8 @@ char letter_of(Activity activity) {
       return 'I';
     case Activity::backward_weight:
       return 'W';
+    case Activity::overlapped:
+      return 'X';
     case Activity::data:
       return 'L';
     case Activity::optimizer:
@@ -60,6 +63,8 @@ std::string_view name(Activity activity) {
       return "backward-input";
     case Activity::backward_weight:
       return "backward-weight";
+    case Activity::overlapped:
+      return "forward-backward";
     case Activity::data:
       return "load";
     case Activity::optimizer:
@@ -77,17 +82,22 @@ std::vector<int> peak_activations(const Program& program) {
     held.clear();
     int now = 0;
     int peak = 0;
-    for (const Instruction& in : program.rank(r)) {
-      const std::uint64_t key = (static_cast<std::uint64_t>(in.chunk) << 32) | in.micro_batch;
-      const OpcodeInfo& row = info(in.op);
-      if (row.produces.contains(Value::activation)) {
-        ++held[key];
-        peak = std::max(peak, ++now);
-      } else if (row.produces.contains(Value::weight_gradient)) {
-        auto found = held.find(key);
-        if (found != held.end() && found->second > 0) {
-          --found->second;
-          --now;
+    for (const Instruction& whole : program.rank(r)) {
+      // An overlapped pair holds its forward's activation before its
+      // backward frees the other's: its halves in order.
+      for (int h = 0; h < half_count(whole); ++h) {
+        const Instruction in = half(whole, h);
+        const std::uint64_t key = (static_cast<std::uint64_t>(in.chunk) << 32) | in.micro_batch;
+        const OpcodeInfo& row = info(in.op);
+        if (row.produces.contains(Value::activation)) {
+          ++held[key];
+          peak = std::max(peak, ++now);
+        } else if (row.produces.contains(Value::weight_gradient)) {
+          auto found = held.find(key);
+          if (found != held.end() && found->second > 0) {
+            --found->second;
+            --now;
+          }
         }
       }
     }

@@ -143,8 +143,11 @@ std::string render_text(const Program& program, const Simulation& simulation, co
   const double slot = nice_step(timeline.makespan / std::max(width, 1));
   out << "one column = " << format_time(slot) << " time units\n\n";
   out << render_grid(program, timeline, width) << '\n';
-  out << "F forward  B backward  I backward-input  W backward-weight  L load  O optimizer\n"
-         "- communication  . idle; digits: micro-batch; lowercase: odd chunk\n\n";
+  out << "F forward  B backward  I backward-input  W backward-weight  L load  O optimizer\n";
+  const bool pairs = std::any_of(program.code.begin(), program.code.end(),
+                                 [](const Instruction& in) { return is_pair(in.op); });
+  if (pairs) out << "X forward+backward (its forward's micro-batch and chunk)\n";
+  out << "- communication  . idle; digits: micro-batch; lowercase: odd chunk\n\n";
   out << "makespan " << format_time(timeline.makespan) << "   bubble "
       << percent(simulation.bubble_fraction) << " (idle / (ranks x makespan))\n\n";
   out << "stage      busy      idle  peak activations\n";

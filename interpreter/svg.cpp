@@ -1,6 +1,9 @@
-// The SVG writer. Geometry is in pixels of a fixed-width plot; time scales to
-// fit it. Odd chunks use a lighter shade of their activity's colour, so the
-// two directions of V and DualPipe schedules stand apart.
+// The SVG writer. Geometry is in pixels; time scales to a plot at least
+// 960 pixels wide, and wider where that keeps every block's micro-batch
+// label legible (up to a cap, beyond which labels shrink). Odd chunks use a
+// lighter shade of their activity's colour, so the two directions of V and
+// DualPipe schedules stand apart; an overlapped pair (FwdBwd) is one block
+// labelled with both micro-batches.
 #include "svg.hpp"
 
 #include <algorithm>
@@ -19,6 +22,9 @@ constexpr double kRowHeight = 22;
 constexpr double kRowGap = 4;
 constexpr double kTop = 34;
 constexpr double kCharWidth = 7;  // of the 12px sans-serif labels, roughly
+constexpr double kFontSize = 12;
+constexpr double kMinFontSize = 6;
+constexpr double kMaxPlotWidth = 24000;  // wider than this, labels shrink instead
 
 struct Shade {
   const char* solid;
@@ -36,6 +42,8 @@ Shade shade_of(Activity activity) {
       return {"#2a9d8f", "#93d1c9", "#ffffff"};
     case Activity::backward_weight:
       return {"#e9a23b", "#f5d29c", "#000000"};
+    case Activity::overlapped:
+      return {"#7b5ea7", "#c2b3da", "#ffffff"};
     case Activity::data:
       return {"#b279a2", "#dcbfd3", "#ffffff"};
     case Activity::optimizer:
@@ -77,6 +85,23 @@ std::string number(double value) {
   return text;
 }
 
+// What a block says: its micro-batch; both, forward's first, for a pair.
+std::string block_label(const Instruction& in) {
+  if (is_pair(in.op)) {
+    return std::to_string(first_cell(in).micro_batch) + "+" +
+           std::to_string(second_cell(in).micro_batch);
+  }
+  return std::to_string(in.micro_batch);
+}
+
+bool labelled(const Instruction& in, Activity activity) {
+  return operand_parts(in.op).micro_batch && activity != Activity::communication;
+}
+
+double label_width(const std::string& label, double font) {
+  return kCharWidth * font / kFontSize * static_cast<double>(label.size()) + 2;
+}
+
 std::string row_label(const Config& config, int rank) {
   if (config.dp == 1) return "stage " + std::to_string(rank);
   return "rank " + std::to_string(rank) + " (s" + std::to_string(stage_of(config, rank)) + ", dp" +
@@ -94,11 +119,27 @@ void write_svg(std::ostream& out, const Program& program, const Timeline& timeli
     left = std::max(left, kCharWidth * static_cast<double>(row_label(config, r).size()));
   }
   left += 16;
-  const double scale = timeline.makespan > 0 ? kPlotWidth / timeline.makespan : 0;
+  // Pixels per time unit: enough for the narrowest labelled block's label
+  // at full size, within the cap; past the cap the labels shrink.
+  double wanted = 0;
+  for (int r = 0; r < rows; ++r) {
+    for (const Segment& segment : segments_of(program, timeline, r)) {
+      const Instruction& in = program.code[segment.instruction];
+      const double duration = segment.end - segment.begin;
+      if (!labelled(in, segment.activity) || duration <= 0) continue;
+      wanted = std::max(wanted, label_width(block_label(in), kFontSize) / duration);
+    }
+  }
+  const double fit = timeline.makespan > 0 ? kPlotWidth / timeline.makespan : 0;
+  const double most = timeline.makespan > 0 ? kMaxPlotWidth / timeline.makespan : 0;
+  const double scale = std::max(fit, std::min(wanted, most));
+  const double font =
+      wanted > scale && wanted > 0 ? std::max(kMinFontSize, kFontSize * scale / wanted) : kFontSize;
+  const double plot_width = timeline.makespan > 0 ? timeline.makespan * scale : kPlotWidth;
   const double rows_bottom = kTop + rows * (kRowHeight + kRowGap);
   const double axis_y = rows_bottom + 4;
   const double legend_y = axis_y + 36;
-  const double width = left + kPlotWidth + 20;
+  const double width = left + plot_width + 20;
   const double height = legend_y + 28 + (config.chunks > 1 ? 22 : 0);
 
   out << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << number(width) << "\" height=\""
@@ -108,13 +149,13 @@ void write_svg(std::ostream& out, const Program& program, const Timeline& timeli
   out << "<text x=\"" << number(left) << "\" y=\"20\" font-size=\"14\">" << escape(title)
       << "</text>\n";
 
-  std::array<bool, 8> seen{};
+  std::array<bool, static_cast<std::size_t>(Activity::communication) + 1> seen{};  // the last
   for (int r = 0; r < rows; ++r) {
     const double y = kTop + r * (kRowHeight + kRowGap);
     out << "<text x=\"" << number(left - 8) << "\" y=\"" << number(y + kRowHeight / 2 + 4)
         << "\" text-anchor=\"end\">" << escape(row_label(config, r)) << "</text>\n";
     out << "<rect x=\"" << number(left) << "\" y=\"" << number(y) << "\" width=\""
-        << number(kPlotWidth) << "\" height=\"" << number(kRowHeight) << "\" fill=\"#f4f4f4\"/>\n";
+        << number(plot_width) << "\" height=\"" << number(kRowHeight) << "\" fill=\"#f4f4f4\"/>\n";
     for (const Segment& segment : segments_of(program, timeline, r)) {
       const Instruction& in = program.code[segment.instruction];
       const Shade shade = shade_of(segment.activity);
@@ -133,21 +174,22 @@ void write_svg(std::ostream& out, const Program& program, const Timeline& timeli
           << (in.chunk % 2 == 1 ? shade.light : shade.solid)
           << "\" stroke=\"#ffffff\" stroke-width=\"0.5\"><title>" << escape(disassemble(in))
           << "</title></rect>\n";
-      const std::string label = std::to_string(in.micro_batch);
-      if (operand_parts(in.op).micro_batch &&
-          w >= kCharWidth * static_cast<double>(label.size()) + 2) {
+      const std::string label = block_label(in);
+      if (labelled(in, segment.activity) && w >= label_width(label, font) - 1e-9) {
         out << "<text x=\"" << number(x + w / 2) << "\" y=\"" << number(y + kRowHeight / 2 + 4)
-            << "\" text-anchor=\"middle\" fill=\"" << (in.chunk % 2 == 1 ? "#000000" : shade.text)
-            << "\">" << label << "</text>\n";
+            << "\" text-anchor=\"middle\"";
+        if (font != kFontSize) out << " font-size=\"" << number(font) << "\"";
+        out << " fill=\"" << (in.chunk % 2 == 1 ? "#000000" : shade.text) << "\">" << label
+            << "</text>\n";
       }
     }
   }
 
   // Time axis: about ten ticks at round numbers.
   out << "<line x1=\"" << number(left) << "\" y1=\"" << number(axis_y) << "\" x2=\""
-      << number(left + kPlotWidth) << "\" y2=\"" << number(axis_y) << "\" stroke=\"#000000\"/>\n";
+      << number(left + plot_width) << "\" y2=\"" << number(axis_y) << "\" stroke=\"#000000\"/>\n";
   if (timeline.makespan > 0) {
-    const double step = nice_step(timeline.makespan / 10);
+    const double step = nice_step(timeline.makespan / std::max(10.0, std::round(plot_width / 96)));
     for (double t = 0; t <= timeline.makespan * (1 + 1e-9); t += step) {
       const double x = left + t * scale;
       out << "<line x1=\"" << number(x) << "\" y1=\"" << number(axis_y) << "\" x2=\"" << number(x)
@@ -156,8 +198,9 @@ void write_svg(std::ostream& out, const Program& program, const Timeline& timeli
           << "\" text-anchor=\"middle\">" << format_time(t) << "</text>\n";
     }
   }
-  out << "<text x=\"" << number(left + kPlotWidth) << "\" y=\"" << number(axis_y + 32)
-      << "\" text-anchor=\"end\">time</text>\n";
+  out << "<text x=\"" << number(left + plot_width) << "\" y=\"" << number(axis_y + 32)
+      << "\" text-anchor=\"end\">time (cost units: --cost keys; microseconds for measured "
+         "costs)</text>\n";
 
   // Legend: only the activities that appear.
   double x = left;
@@ -173,7 +216,8 @@ void write_svg(std::ostream& out, const Program& program, const Timeline& timeli
   }
   if (config.chunks > 1) {
     out << "<text x=\"" << number(left) << "\" y=\"" << number(legend_y + 34)
-        << "\">lighter shade: odd chunk; label: micro-batch</text>\n";
+        << "\">lighter shade: odd chunk; label: micro-batch (a forward+backward pair: "
+           "forward's+backward's)</text>\n";
   }
   out << "</svg>\n";
 }

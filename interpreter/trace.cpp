@@ -79,6 +79,10 @@ nlohmann::json chrome_trace(const Program& program, const Timeline& timeline) {
       nlohmann::json args = {{"index", i - program.rank_begin[static_cast<std::size_t>(r)]}};
       if (operand_parts(in.op).micro_batch) args["micro_batch"] = in.micro_batch;
       if (in.chunk != 0) args["chunk"] = in.chunk;
+      if (operand_parts(in.op).second_cell) {
+        args["second_micro_batch"] = second_cell(in).micro_batch;
+        if (second_cell(in).chunk != 0) args["second_chunk"] = second_cell(in).chunk;
+      }
       if (program.file) {
         const LineColumn at = program.file->position(program.source_of(in).begin);
         args["source"] =

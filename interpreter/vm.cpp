@@ -262,6 +262,13 @@ void VmStep::execute(const Instruction& in) {
     case Opcode::OptimizerStep:
       optimizer_step();
       return;
+    case Opcode::FwdBwd:
+      // The forward, then the backward: requests posted before it (sends
+      // of earlier steps, receives for later ones) stay in flight through
+      // both halves.
+      execute(half(in, 0));
+      execute(half(in, 1));
+      return;
   }
   unsupported("unknown opcode " + std::to_string(static_cast<int>(in.op)));
 }

@@ -49,13 +49,23 @@ const std::vector<Entry>& library() {
       {"1f1b", 1, [](int p, int m, int, int s) { return std::min(p - s, m); }},
       {"1f1b-nonblocking", 1, [](int p, int m, int, int s) { return std::min(p - s, m); }},
       {"interleaved-1f1b", 2,
-       [](int p, int m, int v, int s) { return std::min(v * m, 2 * (p - s - 1) + (v - 1) * p + 1); }},
+       [](int p, int m, int v, int s) {
+         // Megatron's all_warmup_microbatches: every forward first at m = p.
+         if (m == p && v > 1) return v * m;
+         return std::min(v * m, 2 * (p - s - 1) + (v - 1) * p + 1);
+       }},
       {"zb-h1", 1, [](int p, int, int, int) { return p; }},
       {"dualpipev", 2, [](int p, int, int, int) { return 2 * p + 1; }},
       {"dualpipe", 2, [](int p, int, int, int) { return p + 1; }},
       {"inference", 1, [](int, int m, int, int) { return m; }},
       {"dp", 1, [](int, int, int, int) { return 1; }},
       {"gpipe-allreduce", 1, [](int, int m, int, int) { return m; }},
+      {"zb-v", 2, [](int p, int, int, int) { return 2 * p + 1; }},
+      {"interleaved-zb", 2,
+       [](int p, int m, int v, int s) {
+         return std::min(v * m, 2 * (p - s - 1) + (v - 1) * p + 1 + s);
+       }},
+      {"looped-bfs", 2, [](int, int m, int v, int) { return v * m; }},
   };
   return entries;
 }
@@ -102,13 +112,13 @@ std::string first_message(const CheckResult& result) {
                                     : result.diagnostics.front().message;
 }
 
-// Every stage's peak, for stages 1..8 x micro-batches 1..16.
+// Every stage's peak, for stages 1..8 x micro-batches 1..24.
 void expect_memory_formula(const Entry& entry) {
   const auto schedule = parse_file(path_of(entry.name));
   ASSERT_TRUE(schedule) << entry.name;
   int compared = 0;
   for (int p = 1; p <= 8; ++p) {
-    for (int m = 1; m <= 16; ++m) {
+    for (int m = 1; m <= 24; ++m) {
       const Config c = Config{p, m, entry.chunks};
       const std::string what = describe(entry.name, c);
       const auto program = expand_if_allowed(*schedule, c, what);
@@ -145,6 +155,9 @@ TEST(library, memory_dualpipe) { expect_memory_formula(entry("dualpipe")); }
 TEST(library, memory_inference) { expect_memory_formula(entry("inference")); }
 TEST(library, memory_dp) { expect_memory_formula(entry("dp")); }
 TEST(library, memory_gpipe_allreduce) { expect_memory_formula(entry("gpipe-allreduce")); }
+TEST(library, memory_zb_v) { expect_memory_formula(entry("zb-v")); }
+TEST(library, memory_interleaved_zb) { expect_memory_formula(entry("interleaved-zb")); }
+TEST(library, memory_looped_bfs) { expect_memory_formula(entry("looped-bfs")); }
 
 TEST(library, interleaved_memory_with_three_chunks) {
   Entry three = entry("interleaved-1f1b");
@@ -200,6 +213,8 @@ TEST(library, requires_exclude_what_the_headers_say) {
       {"interleaved-1f1b", {Config{4, 6, 2}}},
       {"dualpipe", {Config{3, 6, 2}, Config{4, 6, 2}, Config{4, 9, 2}, Config{4, 8, 1}}},
       {"dualpipev", {Config{4, 7, 2}, Config{4, 8, 1}}},
+      {"zb-v", {Config{4, 7, 2}, Config{4, 8, 1}}},
+      {"interleaved-zb", {Config{4, 6, 2}}},
       {"dp", {Config{2, 4, 1}}},
       {"gpipe", {Config{2, 4, 2}}},
   };

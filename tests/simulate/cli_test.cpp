@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -69,6 +70,30 @@ TEST_F(cli, json_is_alone_on_stdout_and_stable) {
   EXPECT_DOUBLE_EQ(json.at("makespan").get<double>(), 33);
   EXPECT_NEAR(json.at("bubble_fraction").get<double>(), 3.0 / 11, 1e-12);
   EXPECT_EQ(json.at("per_stage").size(), 4u);
+}
+
+// The figures as a user reads them: the largest idle of per_stage
+// at F = I = W = 1 equals DeepSeek's (PP/2-1)(F&B+B-3W) for DualPipe and
+// (PP-1)(F&B+B-3W) for DualPipeV, F&B = F + B = 3.
+TEST_F(cli, dualpipe_idle_is_the_published_figure) {
+  struct Case {
+    const char* schedule;
+    int stages, micro_batches;
+    double idle;
+  };
+  for (const Case& c : {Case{"dualpipe", 4, 8, 2}, Case{"dualpipe", 8, 20, 6},
+                        Case{"dualpipev", 4, 8, 6}, Case{"dualpipev", 8, 16, 14}}) {
+    const Outcome outcome = simulate("schedules/" + std::string(c.schedule) + ".pipe --stages " +
+                                     std::to_string(c.stages) + " --micro-batches " +
+                                     std::to_string(c.micro_batches) + " --chunks 2 --format json");
+    ASSERT_EQ(outcome.status, 0) << outcome.out;
+    const auto json = nlohmann::json::parse(outcome.out);
+    double idle = 0;
+    for (const auto& stage : json.at("per_stage")) {
+      idle = std::max(idle, stage.at("idle").get<double>());
+    }
+    EXPECT_DOUBLE_EQ(idle, c.idle) << c.schedule << " p=" << c.stages;
+  }
 }
 
 TEST_F(cli, text_shows_the_grid_and_files_are_written) {

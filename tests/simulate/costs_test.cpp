@@ -32,6 +32,25 @@ TEST(costs, backward_defaults_to_its_two_halves) {
   EXPECT_EQ(default_costs().backward(), 2);
 }
 
+// FwdBwd has its own key; unset, the pair costs its forward plus its
+// backward (no overlap), so a schedule of pairs times like one without.
+TEST(costs, overlapped_pair_defaults_to_forward_plus_backward) {
+  Costs costs;
+  std::string error;
+  ASSERT_TRUE(parse_cost_flags("fwd=1,bwd-input=1,bwd-weight=1", costs, error)) << error;
+  EXPECT_EQ(costs.duration(info(Opcode::FwdBwd).cost), 3);
+  ASSERT_TRUE(parse_cost_flags("bwd=4", costs, error)) << error;
+  EXPECT_EQ(costs.duration(info(Opcode::FwdBwd).cost), 5);
+  ASSERT_TRUE(parse_cost_flags("fwd-bwd=2.5", costs, error)) << error;
+  EXPECT_EQ(costs.duration(info(Opcode::FwdBwd).cost), 2.5);
+  EXPECT_NE(describe(costs).find("fwd-bwd=2.5"), std::string::npos) << describe(costs);
+  std::ostringstream yaml;
+  write_costs_yaml(yaml, costs);
+  Costs back;
+  ASSERT_TRUE(parse_costs_yaml(yaml.str(), back, error)) << error;
+  EXPECT_EQ(back.overlapped(), 2.5);
+}
+
 TEST(costs, bad_flags_say_what_is_wrong) {
   Costs costs;
   std::string error;

@@ -162,6 +162,46 @@ TEST(report, svg_draws_every_block_with_a_legend) {
   EXPECT_EQ(svg.substr(svg.size() - 7), "</svg>\n");
 }
 
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// At sizes where a 960-pixel plot leaves a forward a few pixels wide, the
+// plot widens so that every block still carries its micro-batch.
+TEST(report, svg_keeps_every_micro_batch_label_at_large_sizes) {
+  const Program program = testing::one_f_one_b(8, 64);
+  std::ostringstream out;
+  write_svg(out, program, run(program).timeline, "1f1b");
+  const std::string svg = out.str();
+  const std::size_t blocks = count(svg, "stroke-width=\"0.5\"><title>");
+  EXPECT_EQ(blocks, 8u * 64u * 2u);
+  // Block labels carry a fill; the axis's tick labels do not.
+  EXPECT_EQ(count(svg, "text-anchor=\"middle\" fill="), blocks);
+  EXPECT_NE(svg.find(">63</text>"), std::string::npos);
+  EXPECT_NE(svg.find("time (cost units"), std::string::npos);
+}
+
+// An overlapped pair is one block, labelled with both micro-batches.
+TEST(report, svg_draws_an_overlapped_pair_as_one_block_with_both_labels) {
+  Instruction pair = testing::op(Opcode::FwdBwd, 1, 1);
+  set_second_cell(pair, Cell{0, 0});
+  const Program program = testing::make_program(
+      Config{1, 2, 2, 1},
+      {{testing::op(Opcode::LoadInput, 0), testing::op(Opcode::Fwd, 0),
+        testing::op(Opcode::LoadTarget, 0), testing::op(Opcode::LoadInput, 1, 1), pair,
+        testing::op(Opcode::LoadTarget, 1, 1), testing::op(Opcode::Bwd, 1, 1)}});
+  const Simulation simulation = run(program);
+  EXPECT_DOUBLE_EQ(simulation.timeline.makespan, 1 + 3 + 2);  // the pair costs F + B
+  std::ostringstream out;
+  write_svg(out, program, simulation.timeline, "pair");
+  const std::string svg = out.str();
+  EXPECT_EQ(count(svg, "<title>FwdBwd 1 chunk 1 with 0</title>"), 1u);
+  EXPECT_NE(svg.find(">1+0</text>"), std::string::npos);
+  EXPECT_NE(svg.find(">forward-backward</text>"), std::string::npos);
+}
+
 TEST(report, text_report_shows_grid_and_figures) {
   const Program program = testing::gpipe(2, 2);
   const Simulation simulation = run(program);

@@ -57,6 +57,12 @@ constexpr Case kScheduleCases[] = {
     {"dp", 1, 3, 1},
     {"gpipe-allreduce", 2, 4, 1},
     {"gpipe-allreduce", 4, 3, 1},
+    {"zb-v", 2, 4, 2},
+    {"zb-v", 2, 5, 2},
+    {"interleaved-zb", 2, 4, 2},
+    {"interleaved-zb", 2, 2, 2},
+    {"looped-bfs", 2, 4, 2},
+    {"looped-bfs", 2, 3, 2},
 };
 
 constexpr double kTolerance = 1e-5;

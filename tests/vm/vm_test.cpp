@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <mutex>
+#include <sstream>
 
 #include "inprocess_comm.hpp"
 #include "message_tags.hpp"
@@ -176,6 +178,28 @@ TEST(machine, split_backward_equals_bwd) {
     // Same operations in the same order: the very same bits.
     EXPECT_EQ(whole, split) << "dp " << dp;
   }
+}
+
+// An overlapped pair runs its forward, then its backward: DualPipe with
+// every FwdBwd written as Fwd then Bwd trains the very same bits.
+TEST(machine, overlapped_pair_equals_forward_then_backward) {
+  std::ifstream in(schedule_path("dualpipe"));
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string apart = text.str();
+  const std::string pair = "FwdBwd mf chunk cf with mb chunk cb";
+  const std::size_t at = apart.find(pair);
+  ASSERT_NE(at, std::string::npos);
+  apart.replace(at, pair.size(), "Fwd mf chunk cf; Bwd mb chunk cb");
+  const Config config{2, 4, 2, 1};
+  const TrainingOptions options = training_options(kGlobalBatch, kSteps);
+  const Program overlapped = compile_file(schedule_path("dualpipe"), config);
+  ASSERT_TRUE(std::any_of(overlapped.code.begin(), overlapped.code.end(),
+                          [](const Instruction& i) { return i.op == Opcode::FwdBwd; }));
+  const std::vector<float> together = train_in_process(overlapped, options);
+  const std::vector<float> separate = train_in_process(compile_text(apart, config), options);
+  ASSERT_FALSE(together.empty());
+  EXPECT_EQ(together, separate);
 }
 
 // DualPipe's placement without its overlap: lane 0 carries the first half of
