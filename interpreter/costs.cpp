@@ -34,10 +34,17 @@ const std::vector<KeyField>& key_fields() {
       {{"optimizer", "OptimizerStep"}, &Costs::optimizer},
       {{"allreduce", "AllReduce over the data-parallel group (free when dp = 1)"},
        &Costs::allreduce},
-      {{"send", "latency of one point-to-point message"}, &Costs::send},
-      {{"bandwidth", "bytes per time unit of a message; 0 means infinite"}, &Costs::bandwidth},
-      {{"act-bytes", "bytes of one activation message"}, &Costs::act_bytes},
-      {{"grad-bytes", "bytes of one gradient message"}, &Costs::grad_bytes},
+      {{"send", "latency of one message between ranks of one host"}, &Costs::send},
+      {{"bandwidth", "bytes per time unit between ranks of one host; 0 means infinite"},
+       &Costs::bandwidth},
+      {{"cross-host-send", "latency of one message between ranks on different hosts"},
+       &Costs::cross_host_send},
+      {{"cross-host-bandwidth", "bytes per time unit between hosts; 0 means infinite"},
+       &Costs::cross_host_bandwidth},
+      {{"act-bytes", "bytes of one activation message; 0: from the model's shapes"},
+       &Costs::act_bytes},
+      {{"grad-bytes", "bytes of one gradient message; 0: from the model's shapes"},
+       &Costs::grad_bytes},
   };
   return fields;
 }
@@ -70,18 +77,26 @@ double median(std::vector<double> values) {
 
 double Costs::duration(CostKind kind) const {
   switch (kind) {
-    case CostKind::load: return load;
-    case CostKind::fwd: return fwd;
+    case CostKind::load:
+      return load;
+    case CostKind::fwd:
+      return fwd;
     case CostKind::bwd:
-    case CostKind::bwd_allreduce: return backward();
-    case CostKind::bwd_input: return bwd_input;
-    case CostKind::bwd_weight: return bwd_weight;
-    case CostKind::zero_grad: return zero_grad;
-    case CostKind::optimizer: return optimizer;
+    case CostKind::bwd_allreduce:
+      return backward();
+    case CostKind::bwd_input:
+      return bwd_input;
+    case CostKind::bwd_weight:
+      return bwd_weight;
+    case CostKind::zero_grad:
+      return zero_grad;
+    case CostKind::optimizer:
+      return optimizer;
     // Communication: timed by its partners, not by the rank alone.
     case CostKind::none:
     case CostKind::allreduce:
-    case CostKind::message: return 0;
+    case CostKind::message:
+      return 0;
   }
   return 0;
 }
@@ -90,7 +105,8 @@ double Costs::reduction(CostKind kind, int members) const {
   if (members <= 1) return 0;
   switch (kind) {
     case CostKind::allreduce:
-    case CostKind::bwd_allreduce: return allreduce;
+    case CostKind::bwd_allreduce:
+      return allreduce;
     case CostKind::none:
     case CostKind::load:
     case CostKind::fwd:
@@ -99,7 +115,8 @@ double Costs::reduction(CostKind kind, int members) const {
     case CostKind::bwd_weight:
     case CostKind::message:
     case CostKind::zero_grad:
-    case CostKind::optimizer: return 0;
+    case CostKind::optimizer:
+      return 0;
   }
   return 0;
 }
