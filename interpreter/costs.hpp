@@ -24,20 +24,21 @@ namespace pipevm {
 // microseconds, and measured profiles are written in microseconds. A cost
 // that is not given is 0, so `fwd=1,bwd=2` is the textbook model.
 struct Costs {
-  double fwd = 0;                   // Fwd
-  std::optional<double> bwd;        // Bwd and BwdAllReduce's compute; unset: bwd_input + bwd_weight
-  double bwd_input = 0;             // BwdInput
-  double bwd_weight = 0;            // BwdWeight
-  double load = 0;                  // LoadInput, LoadTarget
-  double zero_grad = 0;             // ZeroGrad
-  double optimizer = 0;             // OptimizerStep
-  double allreduce = 0;             // one data-parallel all-reduce of all gradients
-  double send = 0;                  // latency of one message between ranks of one host
-  double bandwidth = 0;             // bytes per time unit between ranks of one host; 0: infinite
-  double cross_host_send = 0;       // the same between ranks on different hosts (links.hpp)
-  double cross_host_bandwidth = 0;  // 0: infinite
-  double act_bytes = 0;             // size of one activation message
-  double grad_bytes = 0;            // size of one gradient message
+  double fwd = 0;             // Fwd
+  std::optional<double> bwd;  // Bwd and BwdAllReduce's compute; unset: bwd_input + bwd_weight
+  double bwd_input = 0;       // BwdInput
+  double bwd_weight = 0;      // BwdWeight
+  double load = 0;            // LoadInput, LoadTarget
+  double zero_grad = 0;       // ZeroGrad
+  double optimizer = 0;       // OptimizerStep
+  double allreduce = 0;       // one data-parallel all-reduce of all gradients
+  double send = 0;            // latency of one message between ranks of one host
+  double bandwidth = 0;       // bytes per time unit between ranks of one host; 0: infinite
+  double act_bytes = 0;       // size of one activation message; 0: from the model (links.hpp)
+  double grad_bytes = 0;      // size of one gradient message; 0: from the model
+  // The same between ranks on different hosts (links.hpp); bandwidth 0: infinite.
+  double cross_host_send = 0;
+  double cross_host_bandwidth = 0;
 
   double backward() const { return bwd.value_or(bwd_input + bwd_weight); }
   // The time an instruction of cost `kind` keeps its rank working (compute,
@@ -47,8 +48,9 @@ struct Costs {
   // ranks once the last has arrived (0 for a group of one).
   double reduction(CostKind kind, int members) const;
   // The time one message of `kind` between ranks of one host takes from the
-  // moment sender and receiver are both ready (sizes from act-bytes and
-  // grad-bytes; links.hpp costs messages by link class and model shape).
+  // moment sender and receiver are both ready, sized by act-bytes and
+  // grad-bytes (the simulator prices messages by link class and model shape:
+  // links.hpp).
   double message_time(MessageKind kind) const;
 };
 

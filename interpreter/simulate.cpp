@@ -40,8 +40,8 @@ std::string quoted(const Instruction& in) {
 
 class Simulator {
  public:
-  Simulator(const Program& program, const Link& link, const Costs& costs, const LinkCosts& links,
-            Diagnostics& diagnostics)
+  Simulator(const Program& program, const Link& link, const Costs& costs,
+            const LinkCosts& links, Diagnostics& diagnostics)
       : program_(program),
         config_(program.config),
         link_(link),
@@ -50,8 +50,8 @@ class Simulator {
         diagnostics_(diagnostics),
         owner_(program.code.size(), 0) {
     for (int r = 0; r < program.ranks(); ++r) {
-      std::fill(owner_.begin() +
-                    static_cast<std::ptrdiff_t>(program.rank_begin[static_cast<std::size_t>(r)]),
+      std::fill(owner_.begin() + static_cast<std::ptrdiff_t>(
+                                     program.rank_begin[static_cast<std::size_t>(r)]),
                 owner_.begin() + static_cast<std::ptrdiff_t>(
                                      program.rank_begin[static_cast<std::size_t>(r) + 1]),
                 r);
@@ -113,8 +113,7 @@ class Simulator {
       std::string what;
       DiagnosticKind kind = DiagnosticKind::Deadlock;
       switch (failure.kind) {
-        case LinkFailureKind::never_completed:
-          continue;
+        case LinkFailureKind::never_completed: continue;
         case LinkFailureKind::peer_not_neighbour:
           if (link_.to[failure.index] != kNoLink) continue;
           kind = DiagnosticKind::WrongPeer;
@@ -255,8 +254,9 @@ class Simulator {
           }
         }
         t.ended = s.wait_end;
-        t.started =
-            s.wait_latest == kNone ? now : std::clamp(transfer_begin_[s.wait_latest], now, t.ended);
+        t.started = s.wait_latest == kNone
+                        ? now
+                        : std::clamp(transfer_begin_[s.wait_latest], now, t.ended);
         return true;
       }
       case OpClass::collective:
