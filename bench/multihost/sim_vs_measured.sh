@@ -4,7 +4,10 @@
 # RATE, a test cluster of 2 hosts whose links tbf limits to RATE; the
 # 8-byte one-way latency between them (pipevm_pingpong); then ROUNDS rounds
 # of `dp.pipe --dp 2` and `1f1b.pipe` on 2 stages, one rank per host, each
-# a one-epoch run with --profile; the measured step is s/epoch / 398 steps,
+# a one-epoch run with --profile of the model in CONFIG (default
+# link_model.yaml beside this script: synthetic data, 10 steps per epoch;
+# CONFIG=none trains the default model on Fashion-MNIST, 398 steps); the
+# measured step is s/epoch / steps,
 # the simulated one `pipevm simulate` of the same schedule with that run's
 # profile (compute), the measured latency and the tbf rate as the link
 # across hosts, and allreduce=0 (the profile's all-reduce is its transfer,
@@ -23,7 +26,7 @@ cluster=$source_dir/tests/cluster/cluster.sh
 
 if [[ ${CLUSTER_NAME:-} == "" ]]; then # not yet on a cluster: one per rate
   for rate in "${rates[@]}"; do
-    "$cluster" with 2 --rate "$rate" -- env PIPEVM_RATE="$rate" "$0" "$build" "$rounds"
+    "$cluster" with 2 --rate "$rate" -- env PIPEVM_RATE="$rate" CONFIG="${CONFIG:-}" "$0" "$build" "$rounds"
   done
   exit 0
 fi
@@ -38,7 +41,13 @@ pipevm=$build/pipevm
 across=(mpirun --hostfile "$CLUSTER_HOSTFILE" --map-by node -n 2
   --mca btl_tcp_if_include "$CLUSTER_INTERFACE" --mca oob_tcp_if_include "$CLUSTER_INTERFACE"
   --mca mpi_yield_when_idle 1)
-steps=398 # Fashion-MNIST's 51,000 training samples in batches of 128
+config=${CONFIG:-$here/link_model.yaml}
+if [[ $config == none ]]; then
+  model=() steps=398 # Fashion-MNIST's 51,000 training samples in batches of 128
+else
+  model=(--config "$(readlink -f "$config")")
+  steps=$(($(sed -n 's/^ *synthetic_train: *\([0-9]*\).*/\1/p' "$config") / 128))
+fi
 log=$(mktemp -d)
 load() { cut -d' ' -f1 /proc/loadavg; }
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
@@ -56,10 +65,10 @@ for ((round = 1; round <= rounds; round++)); do
     esac
     before=$(load)
     profile=$log/$schedule-$round.yaml
-    epoch=$(cd "$source_dir" && "${across[@]}" "$pipevm" run "${run[@]}" --epochs 1 --no-progress \
+    epoch=$(cd "$source_dir" && "${across[@]}" "$pipevm" run "${run[@]}" "${model[@]}" --epochs 1 --no-progress \
       --profile "$profile" | sed -n 's/.* \([0-9.]*\) s\/epoch .*/\1/p' | tail -n 1)
     measured=$(awk -v e="$epoch" -v s="$steps" 'BEGIN { printf "%.0f", e * 1e6 / s }')
-    simulated=$(cd "$source_dir" && "$pipevm" simulate "${simulate[@]}" --micro-batches 4 \
+    simulated=$(cd "$source_dir" && "$pipevm" simulate "${simulate[@]}" "${model[@]}" --micro-batches 4 \
       --hosts 2 --costs "$profile" --cost "$links" --format json |
       sed -n 's/.*"makespan": \([0-9.e+]*\).*/\1/p')
     simulated=$(awk -v v="$simulated" 'BEGIN { printf "%.0f", v }')
