@@ -100,9 +100,8 @@ TEST_F(cli, hosts_and_layout_decide_what_crosses_hosts) {
   EXPECT_EQ(simulate("schedules/gpipe.pipe -p 2 -m 4 --dp 2 --hostfile '" + hostfile.string() + "'")
                 .status,
             2);
-  EXPECT_EQ(simulate("schedules/gpipe.pipe -p 2 -m 4 --hostfile '" + hostfile.string() + "'")
-                .status,
-            0);
+  EXPECT_EQ(
+      simulate("schedules/gpipe.pipe -p 2 -m 4 --hostfile '" + hostfile.string() + "'").status, 0);
 }
 
 TEST_F(cli, text_shows_the_grid_and_files_are_written) {
