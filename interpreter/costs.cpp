@@ -32,7 +32,7 @@ const std::vector<KeyField>& key_fields() {
       {{"load", "LoadInput and LoadTarget"}, &Costs::load},
       {{"zero-grad", "ZeroGrad"}, &Costs::zero_grad},
       {{"optimizer", "OptimizerStep"}, &Costs::optimizer},
-      {{"allreduce", "AllReduce over the data-parallel group (free when dp = 1)"},
+      {{"allreduce", "AllReduce over its group, added to the ring's transfer (free when dp = 1)"},
        &Costs::allreduce},
       {{"send", "latency of one message between ranks of one host"}, &Costs::send},
       {{"bandwidth", "bytes per time unit between ranks of one host; 0 means infinite"},
