@@ -1,8 +1,11 @@
 // `pipevm expand`: a schedule's per-rank instruction streams, as text in the
 // language's own syntax (each rank a `stage S { ... }` block that parses back
-// to the same stream) or as JSON. Checking and running are other commands.
+// to the same stream) or as JSON; with --hosts or --hostfile, each rank's host
+// (--layout) and which messages and all-reduces cross hosts, as comments or
+// JSON fields. Checking and running are other commands.
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -11,6 +14,10 @@
 
 #include "commands.hpp"
 #include "compile.hpp"
+#include "hosts_options.hpp"
+#include "link.hpp"
+#include "links.hpp"
+#include "model_shape.hpp"
 #include "options.hpp"
 #include "schedule_input.hpp"
 #include "torch_csv.hpp"
@@ -26,6 +33,49 @@ struct ExpandArguments {
   std::string format = "text";
   bool with_comms = false;
   std::uint64_t max_instructions = ExpandOptions{}.max_instructions;
+  HostArguments hosts;
+};
+
+// Where the ranks run and who each message and collective talks to: the
+// link pass's pairs and slots under the placement.
+struct HostView {
+  const HostPlacement& placement;
+  Link link;
+  Network network;
+  LinkCosts costs;
+
+  HostView(const Program& program, const HostPlacement& where)
+      : placement(where),
+        link(pipevm::link(
+            program, {piece_boundary_widths(default_layer_widths(),
+                                            model_pieces(program.placement, program.config))})),
+        network{where.host_of_rank, {}, 0},
+        costs(program, link, Costs{}, network) {}
+
+  const std::string& host(int rank) const {
+    return placement
+        .names[static_cast<std::size_t>(placement.host_of_rank[static_cast<std::size_t>(rank)])];
+  }
+  // For a message or collective that crosses hosts, what it crosses to; empty otherwise.
+  std::string crossing(const Program& program, std::size_t i) const {
+    const Instruction& in = program.code[i];
+    const OpClass cls = info(in.op).cls;
+    if (cls == OpClass::p2p && link.to[i] != kNoLink &&
+        costs.message_class(i) == LinkClass::across_hosts) {
+      const int peer = owner(program, link.to[i]);
+      return std::string(is_send(in.op) ? "to" : "from") + " rank " + std::to_string(peer) +
+             " on " + host(peer);
+    }
+    if (cls == OpClass::collective && link.to[i] != kNoLink &&
+        costs.slot_class(link.to[i]) == LinkClass::across_hosts) {
+      return "its group spans hosts";
+    }
+    return {};
+  }
+  static int owner(const Program& program, std::size_t i) {
+    const auto after = std::upper_bound(program.rank_begin.begin(), program.rank_begin.end(), i);
+    return static_cast<int>(after - program.rank_begin.begin()) - 1;
+  }
 };
 
 void print_diagnostics(const Diagnostics& diagnostics) {
@@ -33,11 +83,16 @@ void print_diagnostics(const Diagnostics& diagnostics) {
   for (const Diagnostic& d : diagnostics.all()) print_text(std::cerr, d, color);
 }
 
-void print_text_program(const Program& program, int only_rank, bool from_table) {
+void print_text_program(const Program& program, int only_rank, bool from_table,
+                        const HostView* hosts) {
   const Config& c = program.config;
   std::cout << "# " << program.name << " expanded for stages=" << c.stages
             << " micro_batches=" << c.micro_batches << " chunks=" << c.chunks << " dp=" << c.dp
-            << "\nplacement " << name(program.placement) << "\n";
+            << "\n";
+  if (hosts != nullptr) {
+    for (const std::string& line : hosts->placement.lines) std::cout << "# " << line << '\n';
+  }
+  std::cout << "placement " << name(program.placement) << "\n";
   // The configuration the streams are for, so that `pipevm check` needs no flags.
   std::cout << "check stages " << c.stages << " micro_batches " << c.micro_batches << " dp " << c.dp
             << " chunks " << c.chunks << "\n";
@@ -46,7 +101,21 @@ void print_text_program(const Program& program, int only_rank, bool from_table) 
     if (from_table) {
       std::cout << "# rank " << r << ": row " << r + 1 << " of " << program.file->name() << "\n";
     }
-    std::cout << disassemble_rank(program, r);
+    if (hosts == nullptr) {
+      std::cout << disassemble_rank(program, r);
+      continue;
+    }
+    // The rank's block, each instruction that crosses hosts with a comment.
+    std::cout << "# rank " << r << " (dp_rank " << dp_rank_of(c, r) << ") on host "
+              << hosts->host(r) << "\nstage " << stage_of(c, r) << " {\n";
+    const std::size_t begin = program.rank_begin[static_cast<std::size_t>(r)];
+    for (std::size_t i = begin; i < program.rank_begin[static_cast<std::size_t>(r) + 1]; ++i) {
+      std::cout << "    " << disassemble(program.code[i]);
+      const std::string crossing = hosts->crossing(program, i);
+      if (!crossing.empty()) std::cout << "  # across hosts: " << crossing;
+      std::cout << '\n';
+    }
+    std::cout << "}\n";
   }
 }
 
@@ -87,7 +156,7 @@ nlohmann::json instruction_json(const Program& program, const Instruction& in) {
 
 // Streams one instruction object per line: a whole Program can hold tens of
 // millions of instructions, too many to build as one JSON value first.
-void print_json_program(const Program& program, int only_rank) {
+void print_json_program(const Program& program, int only_rank, const HostView* hosts) {
   const Config& c = program.config;
   nlohmann::json head;
   head["schedule"] = program.name;
@@ -101,12 +170,19 @@ void print_json_program(const Program& program, int only_rank) {
   for (int r = 0; r < program.ranks(); ++r) {
     if (only_rank >= 0 && r != only_rank) continue;
     std::cout << (first_rank ? "\n" : ",\n") << "{\"rank\": " << r
-              << ", \"stage\": " << stage_of(c, r) << ", \"dp_rank\": " << dp_rank_of(c, r)
-              << ", \"instructions\": [";
+              << ", \"stage\": " << stage_of(c, r) << ", \"dp_rank\": " << dp_rank_of(c, r);
+    if (hosts != nullptr) std::cout << ", \"host\": " << nlohmann::json(hosts->host(r)).dump();
+    std::cout << ", \"instructions\": [";
     first_rank = false;
     bool first = true;
-    for (const Instruction& in : program.rank(r)) {
-      std::cout << (first ? "\n  " : ",\n  ") << instruction_json(program, in).dump();
+    const std::size_t begin = program.rank_begin[static_cast<std::size_t>(r)];
+    for (std::size_t i = begin; i < program.rank_begin[static_cast<std::size_t>(r) + 1]; ++i) {
+      nlohmann::json j = instruction_json(program, program.code[i]);
+      if (hosts != nullptr) {
+        const std::string crossing = hosts->crossing(program, i);
+        if (!crossing.empty()) j["across_hosts"] = crossing;
+      }
+      std::cout << (first ? "\n  " : ",\n  ") << j.dump();
       first = false;
     }
     std::cout << "]}";
@@ -138,12 +214,22 @@ int run_expand(const CLI::App& app, const ExpandArguments& args) {
               << program.ranks() << "\n";
     return 2;
   }
+  HostPlacement placement;
+  std::string error;
+  if (!place_on_hosts(args.hosts, program.config, placement, error)) {
+    std::cerr << "pipevm expand: " << error << '\n';
+    return 2;
+  }
+  std::unique_ptr<HostView> hosts;
+  if (!placement.host_of_rank.empty() && args.rank < 0) {
+    hosts = std::make_unique<HostView>(program, placement);
+  }
   if (args.format == "json") {
-    print_json_program(program, args.rank);
+    print_json_program(program, args.rank, hosts.get());
   } else if (args.format == "torch-csv") {
     return print_torch_csv(program, args.with_comms);
   } else {
-    print_text_program(program, args.rank, pytorch::is_csv_path(args.file));
+    print_text_program(program, args.rank, pytorch::is_csv_path(args.file), hosts.get());
   }
   return 0;
 }
@@ -177,6 +263,7 @@ Command add_expand_command(CLI::App& root) {
                  "Stop with PV1010 past this many instructions (all ranks)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  add_host_options(app, args->hosts);
   command.run = [args, sub = command.app] { return run_expand(*sub, *args); };
   return command;
 }

@@ -1,7 +1,9 @@
 // `pipevm simulate`: a schedule's timeline under a cost model, as a terminal
 // grid with makespan, bubble and memory per stage, or as JSON; optionally an
-// SVG picture and a Chrome/Perfetto trace. Proving the schedule correct is
-// `pipevm check`'s job: the simulator only stops where it cannot go on.
+// SVG picture and a Chrome/Perfetto trace; with --hosts or --hostfile, the
+// ranks' hosts (--layout) and what crosses them. Proving the schedule
+// correct is `pipevm check`'s job: the simulator only stops where it cannot
+// go on.
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,7 +17,11 @@
 #include "commands.hpp"
 #include "compile.hpp"
 #include "costs.hpp"
+#include "hosts_options.hpp"
+#include "links.hpp"
+#include "model_shape.hpp"
 #include "options.hpp"
+#include "run_config.hpp"
 #include "schedule_input.hpp"
 #include "simulate.hpp"
 #include "svg.hpp"
@@ -34,6 +40,9 @@ struct SimulateArguments {
   std::string svg;
   std::string trace;
   int width = 100;
+  HostArguments hosts;
+  std::string run_config;  // a `run` YAML: its model sizes and batch size
+  int batch_size = 0;      // 0: the run configuration's (128 by default)
 };
 
 void print_diagnostics(const Diagnostics& diagnostics) {
@@ -79,9 +88,60 @@ std::string title_of(const Program& program, const Simulation& simulation) {
          format_time(simulation.bubble_fraction * 100) + "%";
 }
 
+// The hosts and the model's sizes; false (after saying why) on bad input.
+bool network_of(const SimulateArguments& args, const Config& c, Network& network,
+                HostPlacement& placement) {
+  RunConfig run;
+  try {
+    if (!args.run_config.empty()) apply_yaml_file(args.run_config, run);
+  } catch (const ConfigError& e) {
+    std::cerr << "pipevm simulate: " << e.what() << '\n';
+    return false;
+  }
+  network.layer_widths = run.model.sizes;
+  network.micro_batch_rows =
+      static_cast<double>(args.batch_size > 0 ? args.batch_size : run.batch_size) /
+      (static_cast<double>(c.dp) * c.micro_batches);
+  std::string error;
+  if (!place_on_hosts(args.hosts, c, placement, error)) {
+    std::cerr << "pipevm simulate: " << error << '\n';
+    return false;
+  }
+  network.host_of_rank = placement.host_of_rank;
+  return true;
+}
+
+// The placement and, per link class, what one step sends over it.
+void print_traffic(const HostPlacement& placement, const LinkTraffic& traffic) {
+  std::cout << '\n';
+  for (const std::string& line : placement.lines) std::cout << line << '\n';
+  for (const LinkClass c : {LinkClass::same_host, LinkClass::across_hosts}) {
+    const auto i = static_cast<std::size_t>(c);
+    std::cout << name(c) << ": " << traffic.messages[i] << " messages ("
+              << format_time(traffic.message_bytes[i]) << " bytes), " << traffic.collectives[i]
+              << " all-reduces (" << format_time(traffic.collective_bytes[i])
+              << " bytes per member)\n";
+  }
+}
+
+nlohmann::json traffic_json(const LinkTraffic& traffic) {
+  nlohmann::json j;
+  for (const LinkClass c : {LinkClass::same_host, LinkClass::across_hosts}) {
+    const auto i = static_cast<std::size_t>(c);
+    j[c == LinkClass::same_host ? "same_host" : "across_hosts"] = {
+        {"messages", traffic.messages[i]},
+        {"message_bytes", traffic.message_bytes[i]},
+        {"all_reduces", traffic.collectives[i]},
+        {"all_reduce_bytes", traffic.collective_bytes[i]}};
+  }
+  return j;
+}
+
 int run_simulate(const CLI::App& app, const SimulateArguments& args) {
   Costs costs;
   if (!costs_of(args, costs)) return 2;
+  Network network;
+  HostPlacement placement;
   Diagnostics diagnostics;
   const ProgramInput input = load_program(app, args.file, args.config, diagnostics);
   if (!input.program) {
@@ -89,7 +149,11 @@ int run_simulate(const CLI::App& app, const SimulateArguments& args) {
     return input.status;
   }
   const auto& program = input.program;
-  const auto simulation = simulate(*program, costs, diagnostics);
+  if (!network_of(args, program->config, network, placement)) return 2;
+  const Link linked =
+      link(*program, {piece_boundary_widths(network.layer_widths,
+                                            model_pieces(program->placement, program->config))});
+  const auto simulation = simulate(*program, linked, costs, diagnostics, network);
   print_diagnostics(diagnostics);
   if (!simulation) return 1;
   if (!finite(*program, simulation->timeline)) {
@@ -98,10 +162,16 @@ int run_simulate(const CLI::App& app, const SimulateArguments& args) {
     return 2;
   }
 
+  const bool on_hosts = !network.host_of_rank.empty();
+  const LinkTraffic traffic =
+      link_traffic(*program, linked, LinkCosts(*program, linked, costs, network));
   if (args.format == "json") {
-    std::cout << to_json(*simulation).dump(2) << '\n';
+    nlohmann::json j = to_json(*simulation);
+    if (on_hosts) j["traffic"] = traffic_json(traffic);
+    std::cout << j.dump(2) << '\n';
   } else {
     std::cout << render_text(*program, *simulation, costs, args.width);
+    if (on_hosts) print_traffic(placement, traffic);
   }
   std::string error;
   if (!args.svg.empty() && !write_svg(args.svg, *program, simulation->timeline,
@@ -121,7 +191,7 @@ std::string cost_keys_help() {
   std::string text = "Cost keys (--cost k=v,... and --costs YAML files; unset keys cost 0):\n";
   for (const CostKey& key : cost_keys()) {
     text += "  " + std::string(key.name) +
-            std::string(12 - std::min<std::size_t>(key.name.size(), 11), ' ') +
+            std::string(22 - std::min<std::size_t>(key.name.size(), 21), ' ') +
             std::string(key.doc) + "\n";
   }
   return text;
@@ -156,6 +226,15 @@ Command add_simulate_command(CLI::App& root) {
   app.add_option("--width", args->width, "Columns of the terminal grid")
       ->check(CLI::Range(10, 100000))
       ->capture_default_str();
+  add_host_options(app, args->hosts);
+  app.add_option("--config", args->run_config,
+                 "A run configuration (YAML, as for run): its model sizes and batch size give "
+                 "the messages' and all-reduces' bytes")
+      ->type_name("FILE");
+  app.add_option("--batch-size", args->batch_size,
+                 "Global batch size (default: the configuration's, 128): micro-batch rows = "
+                 "batch / (dp x micro-batches)")
+      ->check(CLI::PositiveNumber);
   command.run = [args, sub = command.app] { return run_simulate(*sub, *args); };
   return command;
 }

@@ -32,10 +32,13 @@ struct Costs {
   double zero_grad = 0;       // ZeroGrad
   double optimizer = 0;       // OptimizerStep
   double allreduce = 0;       // one data-parallel all-reduce of all gradients
-  double send = 0;            // fixed time of one point-to-point message (latency)
-  double bandwidth = 0;       // bytes per time unit; 0: infinite
-  double act_bytes = 0;       // size of one activation message
-  double grad_bytes = 0;      // size of one gradient message
+  double send = 0;            // latency of one message between ranks of one host
+  double bandwidth = 0;       // bytes per time unit between ranks of one host; 0: infinite
+  double act_bytes = 0;       // size of one activation message; 0: from the model (links.hpp)
+  double grad_bytes = 0;      // size of one gradient message; 0: from the model
+  // The same between ranks on different hosts (links.hpp); bandwidth 0: infinite.
+  double cross_host_send = 0;
+  double cross_host_bandwidth = 0;
   std::optional<double> fwd_bwd;  // FwdBwd; unset: fwd + backward() (no overlap)
 
   double backward() const { return bwd.value_or(bwd_input + bwd_weight); }
@@ -46,7 +49,10 @@ struct Costs {
   // The time one collective of cost `kind` takes to reduce over `members`
   // ranks once the last has arrived (0 for a group of one).
   double reduction(CostKind kind, int members) const;
-  // The time one message of `kind` takes from the moment sender and receiver are both ready.
+  // The time one message of `kind` between ranks of one host takes from the
+  // moment sender and receiver are both ready, sized by act-bytes and
+  // grad-bytes (the simulator prices messages by link class and model shape:
+  // links.hpp).
   double message_time(MessageKind kind) const;
 };
 

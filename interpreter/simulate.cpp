@@ -12,6 +12,7 @@
 #include <string>
 
 #include "link.hpp"
+#include "links.hpp"
 #include "model_shape.hpp"
 #include "simulate.hpp"
 
@@ -40,11 +41,12 @@ std::string quoted(const Instruction& in) {
 class Simulator {
  public:
   Simulator(const Program& program, const Link& link, const Costs& costs,
-            Diagnostics& diagnostics)
+            const LinkCosts& links, Diagnostics& diagnostics)
       : program_(program),
         config_(program.config),
         link_(link),
         costs_(costs),
+        links_(links),
         diagnostics_(diagnostics),
         owner_(program.code.size(), 0) {
     for (int r = 0; r < program.ranks(); ++r) {
@@ -168,7 +170,7 @@ class Simulator {
     const std::size_t j = link_.to[i];
     if (posted_[j] == kUnknown) return;
     const double begin = std::max(posted_[i], posted_[j]);
-    const double end = begin + costs_.message_time(program_.code[i].kind);
+    const double end = begin + links_.message_time(i);
     complete(i, begin, end);
     complete(j, begin, end);
   }
@@ -185,7 +187,7 @@ class Simulator {
     if (++slot.arrived < link_.slot_size(s)) return;
     // The reduction of a BwdAllReduce overlaps the backward: it ends when
     // the slower of the two does.
-    const double reduction = costs_.reduction(cost, static_cast<int>(link_.slot_size(s)));
+    const double reduction = links_.reduction(s);
     const double end = std::max(slot.last_compute_end, slot.last_arrival + reduction);
     for (std::uint32_t m = link_.slot_begin[s]; m < link_.slot_begin[s + 1]; ++m) {
       complete(link_.slot_members[m], slot.last_arrival, end);
@@ -329,6 +331,7 @@ class Simulator {
   const Config& config_;
   const Link& link_;
   const Costs& costs_;
+  const LinkCosts& links_;
   Diagnostics& diagnostics_;
   std::vector<int> owner_;
   std::vector<SlotState> slots_;
@@ -344,18 +347,20 @@ class Simulator {
 }  // namespace
 
 std::optional<Simulation> simulate(const Program& program, const Costs& costs,
-                                   Diagnostics& diagnostics) {
-  // The default model's sizes, as `pipevm check` assumes them: a send and
-  // a receive that pair but for their producing positions are a size
-  // mismatch where the sizes differ.
-  const LinkOptions options{
-      piece_boundary_widths(default_layer_widths(), model_pieces(program.placement, program.config))};
-  return simulate(program, link(program, options), costs, diagnostics);
+                                   Diagnostics& diagnostics, const Network& network) {
+  // The model's sizes (by default the default model's, as `pipevm check`
+  // assumes them): a send and a receive that pair but for their producing
+  // positions are a size mismatch where the sizes differ.
+  const LinkOptions options{piece_boundary_widths(
+      network.layer_widths.empty() ? default_layer_widths() : network.layer_widths,
+      model_pieces(program.placement, program.config))};
+  return simulate(program, link(program, options), costs, diagnostics, network);
 }
 
 std::optional<Simulation> simulate(const Program& program, const Link& link, const Costs& costs,
-                                   Diagnostics& diagnostics) {
-  Simulator simulator(program, link, costs, diagnostics);
+                                   Diagnostics& diagnostics, const Network& network) {
+  const LinkCosts links(program, link, costs, network);
+  Simulator simulator(program, link, costs, links, diagnostics);
   std::optional<Timeline> timeline = simulator.run();
   if (!timeline) return std::nullopt;
   Simulation simulation;

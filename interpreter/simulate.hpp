@@ -5,10 +5,11 @@
 // instruction starts when its rank is free and lasts Costs::duration of its
 // cost kind (isa.def). A message's transfer starts when both sides have
 // posted (a blocking Send is a rendezvous: it returns only when its receive
-// is there) and lasts Costs::message_time; blocking operations return at its
-// end, non-blocking ones post a request that its wait completes. A
-// collective slot begins when the last member of its group arrives and
-// lasts Costs::reduction.
+// is there) and lasts LinkCosts::message_time (links.hpp: the link class
+// between the two ranks' hosts, the message's bytes); blocking operations
+// return at its end, non-blocking ones post a request that its wait
+// completes. A collective slot begins when the last member of its group
+// arrives and lasts LinkCosts::reduction (a ring over the group's links).
 //
 // A program that does not link, or that deadlocks, is not timed: the reasons
 // go to the diagnostics, pointing at `pipevm check`, which explains them.
@@ -26,6 +27,7 @@
 #include "costs.hpp"
 #include "diagnostics.hpp"
 #include "link.hpp"
+#include "links.hpp"
 #include "program.hpp"
 
 namespace pipevm {
@@ -102,12 +104,14 @@ struct Simulation {
 
 // Null when the program cannot run to its end (a deadlock under rendezvous,
 // an unmatched message, a peer outside the pipeline, collectives that do not
-// pair up): the reasons go to `diagnostics`.
+// pair up): the reasons go to `diagnostics`. `network` places the ranks on
+// hosts and gives the model's sizes; by default all ranks share one host and
+// messages weigh act-bytes and grad-bytes.
 std::optional<Simulation> simulate(const Program& program, const Costs& costs,
-                                   Diagnostics& diagnostics);
+                                   Diagnostics& diagnostics, const Network& network = {});
 // The same, for a program already linked.
 std::optional<Simulation> simulate(const Program& program, const Link& link, const Costs& costs,
-                                   Diagnostics& diagnostics);
+                                   Diagnostics& diagnostics, const Network& network = {});
 
 // Peak activations of each rank, from the order of its stream alone: a Fwd
 // stashes an activation until the Bwd, BwdWeight or BwdAllReduce of the same

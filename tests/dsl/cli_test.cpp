@@ -89,6 +89,42 @@ TEST(cli, expand_json) {
   EXPECT_EQ(first[3]["column"], column + 1);
 }
 
+TEST(cli, expand_on_hosts_marks_what_crosses_them) {
+  // dp-inner: the stages are on different hosts, every pipeline message crosses.
+  const std::string gpipe = "expand " + kSchedules + "gpipe.pipe -p 2 -m 2 --dp 2 --hosts 2 ";
+  const Result dp = pipevm(gpipe + "--layout dp-inner");
+  ASSERT_EQ(dp.status, 0) << dp.err;
+  EXPECT_NE(dp.out.find("# rank 0 (dp_rank 0) on host h1\nstage 0 {\n    ZeroGrad\n    LoadInput "
+                        "0\n    Fwd 0\n    Send act 0  # across hosts: to rank 1 on h2\n"),
+            std::string::npos)
+      << dp.out;
+  EXPECT_NE(dp.out.find("# placement (--layout dp-inner), 2 host(s): 2 of 2 pipeline neighbour "
+                        "pairs and 0 of 2 data-parallel groups cross hosts\n"),
+            std::string::npos)
+      << dp.out;
+  EXPECT_EQ(dp.out.find("group spans hosts"), std::string::npos);
+  // pp-inner: the replicas are on different hosts, only the all-reduces cross.
+  const Result pp = pipevm(gpipe + "--layout pp-inner --format json");
+  ASSERT_EQ(pp.status, 0) << pp.err;
+  const auto j = nlohmann::json::parse(pp.out);
+  int crossing = 0;
+  for (const auto& rank : j["ranks"]) {
+    EXPECT_EQ(rank["host"], rank["rank"].get<int>() < 2 ? "h1" : "h2");
+    for (const auto& in : rank["instructions"]) {
+      if (!in.contains("across_hosts")) continue;
+      ++crossing;
+      EXPECT_EQ(in["op"], "BwdAllReduce");
+    }
+  }
+  EXPECT_EQ(crossing, 4);
+  // The marked text is still a schedule that checks (one replica: stages on two hosts).
+  const std::string path =
+      std::string(PIPEVM_BINARY_DIR) + "/dsl_cli_hosts." + std::to_string(getpid()) + ".pipe";
+  std::ofstream(path) << pipevm("expand " + kSchedules + "gpipe.pipe -p 2 -m 2 --hosts 2").out;
+  EXPECT_EQ(pipevm("check " + path + " -p 2 -m 2").status, 0);
+  std::remove(path.c_str());
+}
+
 TEST(cli, program_errors_exit_1_with_a_located_message) {
   const Result r = pipevm("expand " + kGolden + "unknown_opcode.pipe --stages 2 --micro-batches 2");
   EXPECT_EQ(r.status, 1);

@@ -96,6 +96,39 @@ TEST_F(cli, dualpipe_idle_is_the_published_figure) {
   }
 }
 
+TEST_F(cli, hosts_and_layout_decide_what_crosses_hosts) {
+  // gpipe, 2 stages x dp 2 on 2 hosts; default model, batch 128: rows 16,
+  // an activation 128 x 16 x 4 = 8,192 bytes, 8 per replica and step.
+  const std::string args =
+      "schedules/gpipe.pipe -p 2 -m 4 --dp 2 --hosts 2 --format json "
+      "--cost fwd=1,bwd=2,cross-host-send=1,cross-host-bandwidth=8192 --layout ";
+  const Outcome pp = simulate(args + "pp-inner");
+  const Outcome dp = simulate(args + "dp-inner");
+  ASSERT_EQ(pp.status, 0);
+  ASSERT_EQ(dp.status, 0);
+  const auto pp_json = nlohmann::json::parse(pp.out);
+  const auto dp_json = nlohmann::json::parse(dp.out);
+  EXPECT_EQ(pp_json.at("traffic").at("across_hosts").at("messages"), 0);
+  EXPECT_EQ(pp_json.at("traffic").at("across_hosts").at("all_reduces"), 2);
+  EXPECT_EQ(dp_json.at("traffic").at("across_hosts").at("messages"), 16);
+  EXPECT_DOUBLE_EQ(dp_json.at("traffic").at("across_hosts").at("message_bytes").get<double>(),
+                   16 * 8192.0);
+  EXPECT_EQ(dp_json.at("traffic").at("same_host").at("all_reduces"), 2);
+  // Free links give (m + p - 1)(F + B) = 15; each layout pays for what crosses.
+  EXPECT_GT(dp_json.at("makespan").get<double>(), 15);
+  EXPECT_GT(pp_json.at("makespan").get<double>(), 15);
+  EXPECT_FALSE(simulate("schedules/gpipe.pipe -p 2 -m 4 --format json").out.find("traffic") !=
+               std::string::npos);
+  // A hostfile with too few slots is bad input.
+  const fs::path hostfile = dir_ / "hosts";
+  std::ofstream(hostfile) << "a slots=1  # one slot\nb\n";
+  EXPECT_EQ(simulate("schedules/gpipe.pipe -p 2 -m 4 --dp 2 --hostfile '" + hostfile.string() + "'")
+                .status,
+            2);
+  EXPECT_EQ(
+      simulate("schedules/gpipe.pipe -p 2 -m 4 --hostfile '" + hostfile.string() + "'").status, 0);
+}
+
 TEST_F(cli, text_shows_the_grid_and_files_are_written) {
   const fs::path svg = dir_ / "gpipe.svg";
   const fs::path trace = dir_ / "gpipe.json";

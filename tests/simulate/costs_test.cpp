@@ -69,7 +69,7 @@ TEST(costs, yaml_round_trips_every_key) {
   ASSERT_TRUE(
       parse_cost_flags("fwd=1.25,bwd=2,bwd-input=1,bwd-weight=1,load=0.01,zero-grad=0.02,"
                        "optimizer=0.5,allreduce=3,send=0.1,bandwidth=1000,act-bytes=4096,"
-                       "grad-bytes=8192",
+                       "grad-bytes=8192,cross-host-send=2.5,cross-host-bandwidth=125",
                        costs, error))
       << error;
   std::ostringstream out;
@@ -85,6 +85,8 @@ TEST(costs, yaml_round_trips_every_key) {
   EXPECT_EQ(read.allreduce, 3);
   EXPECT_EQ(read.bandwidth, 1000);
   EXPECT_EQ(read.grad_bytes, 8192);
+  EXPECT_EQ(read.cross_host_send, 2.5);
+  EXPECT_EQ(read.cross_host_bandwidth, 125);
   EXPECT_DOUBLE_EQ(read.message_time(MessageKind::act), 0.1 + 4.096);
 }
 

@@ -1,0 +1,37 @@
+// The options that place a schedule's ranks on hosts for `expand` and
+// `simulate`: --hosts N or --hostfile FILE, and --layout (as `run` takes
+// it). MPI ranks fill the hosts slot by slot in order (mpirun's default
+// mapping); the layout then deals program ranks to them by
+// runtime/rank_layout.hpp's rule, the one `run` applies. Not here: what a
+// host's links cost (interpreter/links.hpp).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "program.hpp"
+
+namespace pipevm::cli {
+
+struct HostArguments {
+  int hosts = 0;  // 0: not given
+  std::string hostfile;
+  std::string layout = "mpi";
+};
+
+void add_host_options(CLI::App& app, HostArguments& args);
+
+struct HostPlacement {
+  std::vector<std::string> names;  // host names in order of first use
+  std::vector<int> host_of_rank;   // by program rank, into names; empty: no hosts given
+  std::vector<std::string> lines;  // the placement as `run` prints it
+};
+
+// False with `error` set when the hostfile cannot be read or has too few
+// slots for the configuration's ranks.
+bool place_on_hosts(const HostArguments& args, const Config& config, HostPlacement& placement,
+                    std::string& error);
+
+}  // namespace pipevm::cli
