@@ -76,12 +76,25 @@ class RankBuilder {
   int chunk(const Action& a) const { return layout_.chunk_of(a.stage); }
   bool local(int stage) const { return layout_.rank_of(stage) == rank_; }
 
-  // OVERLAP_F_B, the one place that says what it is in pipevm: until the
-  // overlapped instruction (FwdBwd) lands, its forward then its backward,
-  // each with its own waits and hand-overs. The order is the one PyTorch's
-  // runtime uses for the sub-actions.
+  // OVERLAP_F_B, the one place that says what it is in pipevm: a forward
+  // and a backward become one FwdBwd, started when both inputs are there
+  // (their receives waited first), their outputs handed on after it. A pair
+  // of another shape runs its sub-actions one after the other.
   void overlap(const Action& pair) {
-    for (const Action& sub : pair.sub_actions) action(sub);
+    const auto& sub = pair.sub_actions;
+    if (sub.size() != 2 || sub[0].type != ActionType::F || sub[1].type != ActionType::B) {
+      for (const Action& a : sub) action(a);
+      return;
+    }
+    const Action& f = sub[0];
+    const Action& b = sub[1];
+    forward_input(f);
+    backward_input(b);
+    emit(Opcode::FwdBwd, pair.range, f.micro_batch, chunk(f));
+    set_second_cell(program_.code.back(), Cell{static_cast<std::uint32_t>(b.micro_batch),
+                                                static_cast<std::uint16_t>(chunk(b))});
+    forward_output(f);
+    backward_output(b);
   }
 
   void post_receive(const Action& a, MessageKind kind) {
@@ -103,28 +116,42 @@ class RankBuilder {
     emit(Opcode::Wait, a.range, a.micro_batch, c, kind, WaitDirection::recv);
   }
 
-  void forward(const Action& a) {
-    const int c = chunk(a);
+  void forward_input(const Action& a) {
     if (a.stage == 0) {
-      emit(Opcode::LoadInput, a.range, a.micro_batch, c);
+      emit(Opcode::LoadInput, a.range, a.micro_batch, chunk(a));
     } else {
       take(a, MessageKind::act, a.stage - 1);
     }
-    emit(Opcode::Fwd, a.range, a.micro_batch, c);
+  }
+
+  void forward_output(const Action& a) {
     if (a.stage == layout_.stages - 1) {
-      emit(Opcode::LoadTarget, a.range, a.micro_batch, c);
+      emit(Opcode::LoadTarget, a.range, a.micro_batch, chunk(a));
     } else if (local(a.stage + 1)) {
-      emit(Opcode::ISend, a.range, a.micro_batch, c, MessageKind::act);
+      emit(Opcode::ISend, a.range, a.micro_batch, chunk(a), MessageKind::act);
+    }
+  }
+
+  void forward(const Action& a) {
+    forward_input(a);
+    emit(Opcode::Fwd, a.range, a.micro_batch, chunk(a));
+    forward_output(a);
+  }
+
+  void backward_input(const Action& a) {
+    if (a.stage != layout_.stages - 1) take(a, MessageKind::grad, a.stage + 1);
+  }
+
+  void backward_output(const Action& a) {
+    if (a.stage > 0 && local(a.stage - 1)) {
+      emit(Opcode::ISend, a.range, a.micro_batch, chunk(a), MessageKind::grad);
     }
   }
 
   void backward(const Action& a, Opcode op) {
-    const int c = chunk(a);
-    if (a.stage != layout_.stages - 1) take(a, MessageKind::grad, a.stage + 1);
-    emit(op, a.range, a.micro_batch, c);
-    if (a.stage > 0 && local(a.stage - 1)) {
-      emit(Opcode::ISend, a.range, a.micro_batch, c, MessageKind::grad);
-    }
+    backward_input(a);
+    emit(op, a.range, a.micro_batch, chunk(a));
+    backward_output(a);
   }
 
   Program& program_;
@@ -188,7 +215,11 @@ std::optional<Table> to_table(const Program& program, bool with_comms, std::stri
   Table table;
   for (int r = 0; r < program.ranks(); ++r) {
     std::vector<std::optional<Action>> row;
-    for (const Instruction& in : program.rank(r)) {
+    for (const Instruction& whole : program.rank(r)) {
+      // A FwdBwd is written as its forward then its backward (the same order;
+      // PyTorch's lowering of compute-only tables knows no OVERLAP_F_B).
+      for (int which = 0; which < half_count(whole); ++which) {
+      const Instruction in = half(whole, which);
       const int stage = layout.stage_of(r, in.chunk);
       const auto add = [&](ActionType type) {
         Action a;
@@ -219,6 +250,7 @@ std::optional<Table> to_table(const Program& program, bool with_comms, std::stri
         case OpClass::wait:
         case OpClass::optimizer:
           break;
+      }
       }
     }
     table.rows.push_back(std::move(row));

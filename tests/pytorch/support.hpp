@@ -58,7 +58,9 @@ inline std::vector<std::vector<std::string>> compute_order(const Program& progra
                                                            bool merge_backwards = false) {
   std::vector<std::vector<std::string>> order(static_cast<std::size_t>(program.ranks()));
   for (int r = 0; r < program.ranks(); ++r) {
-    for (const Instruction& in : program.rank(r)) {
+    for (const Instruction& whole : program.rank(r)) {
+      for (int which = 0; which < half_count(whole); ++which) {
+      const Instruction in = half(whole, which);  // a FwdBwd counts as its Fwd and its Bwd
       if (in.op != Opcode::Fwd && in.op != Opcode::Bwd && in.op != Opcode::BwdInput &&
           in.op != Opcode::BwdWeight && in.op != Opcode::BwdAllReduce) {
         continue;
@@ -73,6 +75,7 @@ inline std::vector<std::vector<std::string>> compute_order(const Program& progra
         continue;
       }
       row.push_back(op + cell);
+      }
     }
   }
   return order;
