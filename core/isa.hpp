@@ -19,8 +19,8 @@
 namespace pipevm {
 
 enum class Opcode : std::uint8_t {
-#define PIPEVM_OPCODE(name, operands, cls, direction, completion, group, over, consumes, \
-                      produces, cost, doc)                                                \
+#define PIPEVM_OPCODE(name, operands, cls, direction, completion, group, over, consumes, produces, \
+                      cost, doc)                                                                   \
   name,
 #include "isa.def"
 };
@@ -33,7 +33,7 @@ inline constexpr std::size_t kOpcodeCount = 0
     ;
 
 // What follows the opcode's name; see isa.def.
-enum class OperandSyntax : std::uint8_t { none, cell, message, wait };
+enum class OperandSyntax : std::uint8_t { none, cell, message, wait, piece };
 
 // What kind of step an instruction is.
 enum class OpClass : std::uint8_t { data, compute, p2p, wait, collective, optimizer };
@@ -61,6 +61,7 @@ inline constexpr std::size_t kGroupCount = 0
 // input, target, activation, output_gradient, input_gradient,
 // weight_gradient; `message` is the value a message's act|grad operand
 // names. Per rank: gradient (the accumulated gradients), reduced_gradient.
+// Per chunk: weights (the gathered whole copy of a sharded chunk).
 enum class Value : std::uint8_t {
   input,
   target,
@@ -71,8 +72,9 @@ enum class Value : std::uint8_t {
   message,
   gradient,
   reduced_gradient,
+  weights,
 };
-inline constexpr std::size_t kValueCount = 9;
+inline constexpr std::size_t kValueCount = 10;
 
 // The simulator's cost of an instruction (costs.hpp turns it into time).
 enum class CostKind : std::uint8_t {
@@ -84,6 +86,9 @@ enum class CostKind : std::uint8_t {
   bwd_weight,
   bwd_allreduce,  // a backward's compute, then an all-reduce
   allreduce,
+  allgather,           // gathers a chunk's weight shards
+  reduce_scatter,      // sums the gradients, each member keeping its shard
+  bwd_reduce_scatter,  // a backward's compute, then a reduce-scatter
   message,
   zero_grad,
   optimizer,
@@ -123,8 +128,8 @@ struct OpcodeInfo {
   OpClass cls;
   Direction direction;
   Completion completion;
-  Group group;     // the group it talks to when the source names none
-  GroupSet over;   // the groups `over G` may name; empty when it takes no `over`
+  Group group;    // the group it talks to when the source names none
+  GroupSet over;  // the groups `over G` may name; empty when it takes no `over`
   ValueSet consumes;
   ValueSet produces;
   CostKind cost;
@@ -157,8 +162,12 @@ inline constexpr std::array<OpcodeInfo, kOpcodeCount> kOpcodeInfo = {{
 #include "isa.def"
 }};
 
-constexpr const OpcodeInfo& info(Opcode op) { return kOpcodeInfo[static_cast<std::size_t>(op)]; }
-constexpr std::string_view name(Opcode op) { return info(op).name; }
+constexpr const OpcodeInfo& info(Opcode op) {
+  return kOpcodeInfo[static_cast<std::size_t>(op)];
+}
+constexpr std::string_view name(Opcode op) {
+  return info(op).name;
+}
 std::string_view name(OpClass cls);
 std::string_view name(Group group);
 std::string_view describe(Group group);  // the line of groups.def
@@ -187,10 +196,16 @@ constexpr bool is_recv(Opcode op) {
   return info(op).cls == OpClass::p2p && info(op).direction == Direction::recv;
 }
 // Posts a request that a wait-class instruction completes.
-constexpr bool posts_request(Opcode op) { return info(op).completion == Completion::request; }
-constexpr bool is_collective(Opcode op) { return info(op).cls == OpClass::collective; }
+constexpr bool posts_request(Opcode op) {
+  return info(op).completion == Completion::request;
+}
+constexpr bool is_collective(Opcode op) {
+  return info(op).cls == OpClass::collective;
+}
 // Applies the reduced gradients to the parameters (an optimizer step).
-constexpr bool is_step(Opcode op) { return info(op).consumes.contains(Value::reduced_gradient); }
+constexpr bool is_step(Opcode op) {
+  return info(op).consumes.contains(Value::reduced_gradient);
+}
 // Computes a backward (an input or a weight gradient).
 constexpr bool is_backward(Opcode op) {
   return info(op).produces.contains(Value::input_gradient) ||
@@ -219,13 +234,19 @@ struct OperandParts {
 constexpr OperandParts operand_parts_of(const OpcodeInfo& row) {
   OperandParts parts;
   switch (row.operands) {
-    case OperandSyntax::none: break;
-    case OperandSyntax::cell: parts.micro_batch = parts.chunk = true; break;
+    case OperandSyntax::none:
+      break;
+    case OperandSyntax::cell:
+      parts.micro_batch = parts.chunk = true;
+      break;
     case OperandSyntax::message:
       parts.kind = parts.micro_batch = parts.chunk = parts.peer = true;
       break;
     case OperandSyntax::wait:
       parts.direction = parts.kind = parts.micro_batch = parts.chunk = true;
+      break;
+    case OperandSyntax::piece:
+      parts.chunk = true;
       break;
   }
   parts.group = !row.over.empty();
@@ -250,7 +271,7 @@ struct Instruction {
   Opcode op = Opcode::WaitAll;
   MessageKind kind = MessageKind::none;           // act|grad operand
   WaitDirection direction = WaitDirection::none;  // send|recv operand
-  Group group = Group::none;  // `over G`; none: the row's group (group_of)
+  Group group = Group::none;                      // `over G`; none: the row's group (group_of)
   std::uint32_t micro_batch = 0;
   std::int16_t peer = -1;  // p2p: the partner stage, resolved (may be out of range)
   std::uint16_t chunk = 0;

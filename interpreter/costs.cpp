@@ -34,6 +34,10 @@ const std::vector<KeyField>& key_fields() {
       {{"optimizer", "OptimizerStep"}, &Costs::optimizer},
       {{"allreduce", "AllReduce over the data-parallel group (free when dp = 1)"},
        &Costs::allreduce},
+      {{"allgather", "AllGather of one chunk's weight shards (free over a group of one)"},
+       &Costs::allgather},
+      {{"reduce-scatter", "ReduceScatter of the gradients over the group (free over one rank)"},
+       &Costs::reduce_scatter},
       {{"send", "latency of one point-to-point message"}, &Costs::send},
       {{"bandwidth", "bytes per time unit of a message; 0 means infinite"}, &Costs::bandwidth},
       {{"act-bytes", "bytes of one activation message"}, &Costs::act_bytes},
@@ -70,18 +74,29 @@ double median(std::vector<double> values) {
 
 double Costs::duration(CostKind kind) const {
   switch (kind) {
-    case CostKind::load: return load;
-    case CostKind::fwd: return fwd;
+    case CostKind::load:
+      return load;
+    case CostKind::fwd:
+      return fwd;
     case CostKind::bwd:
-    case CostKind::bwd_allreduce: return backward();
-    case CostKind::bwd_input: return bwd_input;
-    case CostKind::bwd_weight: return bwd_weight;
-    case CostKind::zero_grad: return zero_grad;
-    case CostKind::optimizer: return optimizer;
+    case CostKind::bwd_allreduce:
+    case CostKind::bwd_reduce_scatter:
+      return backward();
+    case CostKind::bwd_input:
+      return bwd_input;
+    case CostKind::bwd_weight:
+      return bwd_weight;
+    case CostKind::zero_grad:
+      return zero_grad;
+    case CostKind::optimizer:
+      return optimizer;
     // Communication: timed by its partners, not by the rank alone.
     case CostKind::none:
     case CostKind::allreduce:
-    case CostKind::message: return 0;
+    case CostKind::allgather:
+    case CostKind::reduce_scatter:
+    case CostKind::message:
+      return 0;
   }
   return 0;
 }
@@ -90,7 +105,13 @@ double Costs::reduction(CostKind kind, int members) const {
   if (members <= 1) return 0;
   switch (kind) {
     case CostKind::allreduce:
-    case CostKind::bwd_allreduce: return allreduce;
+    case CostKind::bwd_allreduce:
+      return allreduce;
+    case CostKind::allgather:
+      return allgather;
+    case CostKind::reduce_scatter:
+    case CostKind::bwd_reduce_scatter:
+      return reduce_scatter;
     case CostKind::none:
     case CostKind::load:
     case CostKind::fwd:
@@ -99,7 +120,8 @@ double Costs::reduction(CostKind kind, int members) const {
     case CostKind::bwd_weight:
     case CostKind::message:
     case CostKind::zero_grad:
-    case CostKind::optimizer: return 0;
+    case CostKind::optimizer:
+      return 0;
   }
   return 0;
 }
@@ -257,6 +279,8 @@ Costs costs_from_measurements(const Program& program,
   costs.zero_grad = median_of({CostKind::zero_grad});
   costs.optimizer = median_of({CostKind::optimizer});
   costs.allreduce = median_of({CostKind::allreduce});
+  costs.allgather = median_of({CostKind::allgather});
+  costs.reduce_scatter = median_of({CostKind::reduce_scatter});
   return costs;
 }
 
