@@ -41,23 +41,16 @@ struct PieceEnds {
 // message_value() resolves first.
 constexpr std::uint16_t present(Value value, PieceEnds ends) {
   switch (value) {
-    case Value::input:
-      return ends.first ? input_loaded : input_received;
-    case Value::target:
-      return target_loaded;
-    case Value::activation:
-      return forwarded;
-    case Value::output_gradient:
-      return ends.last ? target_loaded : output_gradient_received;
-    case Value::input_gradient:
-      return input_gradient_done;
-    case Value::weight_gradient:
-      return weight_gradient_done;
+    case Value::input: return ends.first ? input_loaded : input_received;
+    case Value::target: return target_loaded;
+    case Value::activation: return forwarded;
+    case Value::output_gradient: return ends.last ? target_loaded : output_gradient_received;
+    case Value::input_gradient: return input_gradient_done;
+    case Value::weight_gradient: return weight_gradient_done;
     case Value::message:
     case Value::gradient:
     case Value::reduced_gradient:
-    case Value::weights:
-      return 0;
+    case Value::weights: return 0;
   }
   return 0;
 }
@@ -66,10 +59,8 @@ constexpr std::uint16_t present(Value value, PieceEnds ends) {
 // for values that are never received.
 constexpr std::uint16_t pending(Value value) {
   switch (value) {
-    case Value::input:
-      return input_pending;
-    case Value::output_gradient:
-      return output_gradient_pending;
+    case Value::input: return input_pending;
+    case Value::output_gradient: return output_gradient_pending;
     case Value::target:
     case Value::activation:
     case Value::input_gradient:
@@ -77,8 +68,7 @@ constexpr std::uint16_t pending(Value value) {
     case Value::message:
     case Value::gradient:
     case Value::reduced_gradient:
-    case Value::weights:
-      return 0;
+    case Value::weights: return 0;
   }
   return 0;
 }
@@ -88,20 +78,16 @@ constexpr std::uint16_t pending(Value value) {
 // LoadInput does not stand in for a receive.
 constexpr std::uint16_t produced(Value value, OpClass cls) {
   switch (value) {
-    case Value::input:
-      return cls == OpClass::data ? input_loaded : input_received;
-    case Value::output_gradient:
-      return output_gradient_received;
+    case Value::input: return cls == OpClass::data ? input_loaded : input_received;
+    case Value::output_gradient: return output_gradient_received;
     case Value::target:
     case Value::activation:
     case Value::input_gradient:
-    case Value::weight_gradient:
-      return present(value, {});
+    case Value::weight_gradient: return present(value, {});
     case Value::message:
     case Value::gradient:
     case Value::reduced_gradient:
-    case Value::weights:
-      return 0;
+    case Value::weights: return 0;
   }
   return 0;
 }
@@ -125,9 +111,9 @@ inline constexpr auto kPendingBits = [] {
 
 // The per-cell values, in the order a consumer checks them (their order in
 // Value): the first one missing is the one reported.
-inline constexpr Value kCellValues[] = {Value::input,          Value::target,
-                                        Value::activation,     Value::output_gradient,
-                                        Value::input_gradient, Value::weight_gradient};
+inline constexpr Value kCellValues[] = {Value::input,           Value::target,
+                                        Value::activation,      Value::output_gradient,
+                                        Value::input_gradient,  Value::weight_gradient};
 inline constexpr ValueSet kCellValueSet =
     ValueSet::of(Value::input, Value::target, Value::activation, Value::output_gradient,
                  Value::input_gradient, Value::weight_gradient);
@@ -135,14 +121,14 @@ inline constexpr ValueSet kCellValueSet =
 // An opcode's row of isa.def, folded once into what a walk over cells needs
 // at every instruction (the checker runs this for tens of millions).
 struct CellPlan {
-  std::uint32_t reads = 0;  // ValueSet bits of the cell values it reads (message apart)
-  std::uint16_t makes = 0;  // state bits it sets (a received message apart)
-  std::uint16_t again = 0;  // state bits that, set already, mean it makes a value twice
+  std::uint32_t reads = 0;   // ValueSet bits of the cell values it reads (message apart)
+  std::uint16_t makes = 0;   // state bits it sets (a received message apart)
+  std::uint16_t again = 0;   // state bits that, set already, mean it makes a value twice
   bool reads_message = false;
   bool makes_message = false;
-  bool stashes = false;     // makes the activation: held until its weight gradient
-  bool unstashes = false;   // makes the weight gradient: frees the activation
-  bool rank_level = false;  // reads or makes the accumulated or reduced gradients
+  bool stashes = false;    // makes the activation: held until its weight gradient
+  bool unstashes = false;  // makes the weight gradient: frees the activation
+  bool rank_level = false; // reads or makes the accumulated or reduced gradients
 };
 
 constexpr CellPlan cell_plan(const OpcodeInfo& row) {
@@ -158,10 +144,11 @@ constexpr CellPlan cell_plan(const OpcodeInfo& row) {
   }
   plan.stashes = row.produces.contains(Value::activation);
   plan.unstashes = row.produces.contains(Value::weight_gradient);
-  plan.rank_level =
-      row.consumes.contains(Value::gradient) || row.consumes.contains(Value::reduced_gradient) ||
-      row.produces.contains(Value::gradient) || row.produces.contains(Value::reduced_gradient) ||
-      plan.unstashes || row.produces.contains(Value::input_gradient);
+  plan.rank_level = row.consumes.contains(Value::gradient) ||
+                    row.consumes.contains(Value::reduced_gradient) ||
+                    row.produces.contains(Value::gradient) ||
+                    row.produces.contains(Value::reduced_gradient) || plan.unstashes ||
+                    row.produces.contains(Value::input_gradient);
   return plan;
 }
 

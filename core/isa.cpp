@@ -11,18 +11,12 @@ namespace pipevm {
 
 std::string_view name(OpClass cls) {
   switch (cls) {
-    case OpClass::data:
-      return "data";
-    case OpClass::compute:
-      return "compute";
-    case OpClass::p2p:
-      return "point-to-point";
-    case OpClass::wait:
-      return "waits";
-    case OpClass::collective:
-      return "collective";
-    case OpClass::optimizer:
-      return "optimizer";
+    case OpClass::data: return "data";
+    case OpClass::compute: return "compute";
+    case OpClass::p2p: return "point-to-point";
+    case OpClass::wait: return "waits";
+    case OpClass::collective: return "collective";
+    case OpClass::optimizer: return "optimizer";
   }
   return "?";
 }
@@ -38,12 +32,8 @@ constexpr std::array<GroupInfo, kGroupCount> kGroupInfo = {{
 }};
 }  // namespace
 
-std::string_view name(Group group) {
-  return kGroupInfo[static_cast<std::size_t>(group)].name;
-}
-std::string_view describe(Group group) {
-  return kGroupInfo[static_cast<std::size_t>(group)].doc;
-}
+std::string_view name(Group group) { return kGroupInfo[static_cast<std::size_t>(group)].name; }
+std::string_view describe(Group group) { return kGroupInfo[static_cast<std::size_t>(group)].doc; }
 
 std::optional<Group> group_from_name(std::string_view word) {
   for (std::size_t g = 0; g < kGroupCount; ++g) {
@@ -54,84 +44,54 @@ std::optional<Group> group_from_name(std::string_view word) {
 
 std::string_view name(Value value) {
   switch (value) {
-    case Value::input:
-      return "input";
-    case Value::target:
-      return "target";
-    case Value::activation:
-      return "activation";
-    case Value::output_gradient:
-      return "output gradient";
-    case Value::input_gradient:
-      return "input gradient";
-    case Value::weight_gradient:
-      return "weight gradient";
-    case Value::message:
-      return "the message's value";
-    case Value::gradient:
-      return "accumulated gradients";
-    case Value::reduced_gradient:
-      return "reduced gradients";
-    case Value::weights:
-      return "gathered weights";
+    case Value::input: return "input";
+    case Value::target: return "target";
+    case Value::activation: return "activation";
+    case Value::output_gradient: return "output gradient";
+    case Value::input_gradient: return "input gradient";
+    case Value::weight_gradient: return "weight gradient";
+    case Value::message: return "the message's value";
+    case Value::gradient: return "accumulated gradients";
+    case Value::reduced_gradient: return "reduced gradients";
+    case Value::weights: return "gathered weights";
   }
   return "?";
 }
 
 std::string_view name(CostKind cost) {
   switch (cost) {
-    case CostKind::none:
-      return "";
-    case CostKind::load:
-      return "load";
-    case CostKind::fwd:
-      return "fwd";
-    case CostKind::bwd:
-      return "bwd";
-    case CostKind::bwd_input:
-      return "bwd-input";
-    case CostKind::bwd_weight:
-      return "bwd-weight";
-    case CostKind::bwd_allreduce:
-      return "bwd + allreduce";
-    case CostKind::allreduce:
-      return "allreduce";
-    case CostKind::allgather:
-      return "allgather";
-    case CostKind::reduce_scatter:
-      return "reduce-scatter";
-    case CostKind::bwd_reduce_scatter:
-      return "bwd + reduce-scatter";
-    case CostKind::message:
-      return "send + bytes / bandwidth";
-    case CostKind::zero_grad:
-      return "zero-grad";
-    case CostKind::optimizer:
-      return "optimizer";
+    case CostKind::none: return "";
+    case CostKind::load: return "load";
+    case CostKind::fwd: return "fwd";
+    case CostKind::bwd: return "bwd";
+    case CostKind::bwd_input: return "bwd-input";
+    case CostKind::bwd_weight: return "bwd-weight";
+    case CostKind::bwd_allreduce: return "bwd + allreduce";
+    case CostKind::allreduce: return "allreduce";
+    case CostKind::allgather: return "allgather";
+    case CostKind::reduce_scatter: return "reduce-scatter";
+    case CostKind::bwd_reduce_scatter: return "bwd + reduce-scatter";
+    case CostKind::message: return "send + bytes / bandwidth";
+    case CostKind::zero_grad: return "zero-grad";
+    case CostKind::optimizer: return "optimizer";
   }
   return "?";
 }
 
 std::string_view name(MessageKind kind) {
   switch (kind) {
-    case MessageKind::none:
-      return "";
-    case MessageKind::act:
-      return "act";
-    case MessageKind::grad:
-      return "grad";
+    case MessageKind::none: return "";
+    case MessageKind::act: return "act";
+    case MessageKind::grad: return "grad";
   }
   return "?";
 }
 
 std::string_view name(WaitDirection direction) {
   switch (direction) {
-    case WaitDirection::none:
-      return "";
-    case WaitDirection::send:
-      return "send";
-    case WaitDirection::recv:
-      return "recv";
+    case WaitDirection::none: return "";
+    case WaitDirection::send: return "send";
+    case WaitDirection::recv: return "recv";
   }
   return "?";
 }

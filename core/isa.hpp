@@ -19,8 +19,8 @@
 namespace pipevm {
 
 enum class Opcode : std::uint8_t {
-#define PIPEVM_OPCODE(name, operands, cls, direction, completion, group, over, consumes, produces, \
-                      cost, doc)                                                                   \
+#define PIPEVM_OPCODE(name, operands, cls, direction, completion, group, over, consumes, \
+                      produces, cost, doc)                                                \
   name,
 #include "isa.def"
 };
@@ -128,8 +128,8 @@ struct OpcodeInfo {
   OpClass cls;
   Direction direction;
   Completion completion;
-  Group group;    // the group it talks to when the source names none
-  GroupSet over;  // the groups `over G` may name; empty when it takes no `over`
+  Group group;     // the group it talks to when the source names none
+  GroupSet over;   // the groups `over G` may name; empty when it takes no `over`
   ValueSet consumes;
   ValueSet produces;
   CostKind cost;
@@ -162,12 +162,8 @@ inline constexpr std::array<OpcodeInfo, kOpcodeCount> kOpcodeInfo = {{
 #include "isa.def"
 }};
 
-constexpr const OpcodeInfo& info(Opcode op) {
-  return kOpcodeInfo[static_cast<std::size_t>(op)];
-}
-constexpr std::string_view name(Opcode op) {
-  return info(op).name;
-}
+constexpr const OpcodeInfo& info(Opcode op) { return kOpcodeInfo[static_cast<std::size_t>(op)]; }
+constexpr std::string_view name(Opcode op) { return info(op).name; }
 std::string_view name(OpClass cls);
 std::string_view name(Group group);
 std::string_view describe(Group group);  // the line of groups.def
@@ -196,16 +192,10 @@ constexpr bool is_recv(Opcode op) {
   return info(op).cls == OpClass::p2p && info(op).direction == Direction::recv;
 }
 // Posts a request that a wait-class instruction completes.
-constexpr bool posts_request(Opcode op) {
-  return info(op).completion == Completion::request;
-}
-constexpr bool is_collective(Opcode op) {
-  return info(op).cls == OpClass::collective;
-}
+constexpr bool posts_request(Opcode op) { return info(op).completion == Completion::request; }
+constexpr bool is_collective(Opcode op) { return info(op).cls == OpClass::collective; }
 // Applies the reduced gradients to the parameters (an optimizer step).
-constexpr bool is_step(Opcode op) {
-  return info(op).consumes.contains(Value::reduced_gradient);
-}
+constexpr bool is_step(Opcode op) { return info(op).consumes.contains(Value::reduced_gradient); }
 // Computes a backward (an input or a weight gradient).
 constexpr bool is_backward(Opcode op) {
   return info(op).produces.contains(Value::input_gradient) ||
@@ -234,20 +224,15 @@ struct OperandParts {
 constexpr OperandParts operand_parts_of(const OpcodeInfo& row) {
   OperandParts parts;
   switch (row.operands) {
-    case OperandSyntax::none:
-      break;
-    case OperandSyntax::cell:
-      parts.micro_batch = parts.chunk = true;
-      break;
+    case OperandSyntax::none: break;
+    case OperandSyntax::cell: parts.micro_batch = parts.chunk = true; break;
     case OperandSyntax::message:
       parts.kind = parts.micro_batch = parts.chunk = parts.peer = true;
       break;
     case OperandSyntax::wait:
       parts.direction = parts.kind = parts.micro_batch = parts.chunk = true;
       break;
-    case OperandSyntax::piece:
-      parts.chunk = true;
-      break;
+    case OperandSyntax::piece: parts.chunk = true; break;
   }
   parts.group = !row.over.empty();
   return parts;
@@ -271,7 +256,7 @@ struct Instruction {
   Opcode op = Opcode::WaitAll;
   MessageKind kind = MessageKind::none;           // act|grad operand
   WaitDirection direction = WaitDirection::none;  // send|recv operand
-  Group group = Group::none;                      // `over G`; none: the row's group (group_of)
+  Group group = Group::none;  // `over G`; none: the row's group (group_of)
   std::uint32_t micro_batch = 0;
   std::int16_t peer = -1;  // p2p: the partner stage, resolved (may be out of range)
   std::uint16_t chunk = 0;

@@ -9,12 +9,9 @@ namespace pipevm {
 
 std::string_view name(Placement placement) {
   switch (placement) {
-    case Placement::looped:
-      return "looped";
-    case Placement::v:
-      return "v";
-    case Placement::mirror:
-      return "mirror";
+    case Placement::looped: return "looped";
+    case Placement::v: return "v";
+    case Placement::mirror: return "mirror";
   }
   return "?";
 }
@@ -22,31 +19,23 @@ std::string_view name(Placement placement) {
 PipelinePosition position_of(Placement placement, const Config& config, int stage, int chunk) {
   const int p = config.stages;
   switch (placement) {
-    case Placement::looped:
-      return {0, chunk * p + stage};
-    case Placement::v:
-      return {0, chunk == 0 ? stage : 2 * p - 1 - stage};
-    case Placement::mirror:
-      return {chunk, chunk == 0 ? stage : p - 1 - stage};
+    case Placement::looped: return {0, chunk * p + stage};
+    case Placement::v: return {0, chunk == 0 ? stage : 2 * p - 1 - stage};
+    case Placement::mirror: return {chunk, chunk == 0 ? stage : p - 1 - stage};
   }
   return {};
 }
 
 int lane_length(Placement placement, const Config& config) {
   switch (placement) {
-    case Placement::looped:
-      return config.stages * config.chunks;
-    case Placement::v:
-      return 2 * config.stages;
-    case Placement::mirror:
-      return config.stages;
+    case Placement::looped: return config.stages * config.chunks;
+    case Placement::v: return 2 * config.stages;
+    case Placement::mirror: return config.stages;
   }
   return 0;
 }
 
-int lane_count(Placement placement) {
-  return placement == Placement::mirror ? 2 : 1;
-}
+int lane_count(Placement placement) { return placement == Placement::mirror ? 2 : 1; }
 
 int model_pieces(Placement placement, const Config& config) {
   return lane_length(placement, config);
@@ -56,12 +45,9 @@ int stage_at(Placement placement, const Config& config, PipelinePosition where) 
   const int p = config.stages;
   if (where.position < 0 || where.position >= lane_length(placement, config)) return -1;
   switch (placement) {
-    case Placement::looped:
-      return where.position % p;
-    case Placement::v:
-      return where.position < p ? where.position : 2 * p - 1 - where.position;
-    case Placement::mirror:
-      return where.lane == 0 ? where.position : p - 1 - where.position;
+    case Placement::looped: return where.position % p;
+    case Placement::v: return where.position < p ? where.position : 2 * p - 1 - where.position;
+    case Placement::mirror: return where.lane == 0 ? where.position : p - 1 - where.position;
   }
   return -1;
 }
@@ -74,8 +60,8 @@ MessageKey message_key(Placement placement, const Config& config, int stage,
   return key;
 }
 
-int default_peer(Placement placement, const Config& config, int stage, MessageKind kind, int chunk,
-                 bool sending) {
+int default_peer(Placement placement, const Config& config, int stage, MessageKind kind,
+                 int chunk, bool sending) {
   PipelinePosition where = position_of(placement, config, stage, chunk);
   // Activations flow to higher positions, gradients to lower ones.
   const int downstream = kind == MessageKind::act ? 1 : -1;
@@ -83,7 +69,8 @@ int default_peer(Placement placement, const Config& config, int stage, MessageKi
   return stage_at(placement, config, where);
 }
 
-bool peer_in_pipeline(Placement placement, const Config& config, int stage, const Instruction& in) {
+bool peer_in_pipeline(Placement placement, const Config& config, int stage,
+                      const Instruction& in) {
   if (in.peer == stage) {
     return default_peer(placement, config, stage, in.kind, in.chunk, is_send(in.op)) == stage;
   }
@@ -92,42 +79,32 @@ bool peer_in_pipeline(Placement placement, const Config& config, int stage, cons
 
 namespace {
 // The lower of the two stages that hold stage s's pieces under mirror placement.
-int mirror_pair(const Config& config, int stage) {
-  return std::min(stage, config.stages - 1 - stage);
-}
+int mirror_pair(const Config& config, int stage) { return std::min(stage, config.stages - 1 - stage); }
 }  // namespace
 
 int group_instance(Group group, Placement placement, const Config& config, int rank) {
   switch (group) {
-    case Group::none:
-      return -1;
-    case Group::pipeline:
-      return dp_rank_of(config, rank);
-    case Group::dp:
-      return stage_of(config, rank);
+    case Group::none: return -1;
+    case Group::pipeline: return dp_rank_of(config, rank);
+    case Group::dp: return stage_of(config, rank);
     case Group::mirror:
       if (placement != Placement::mirror) return rank;
       return dp_rank_of(config, rank) * ((config.stages + 1) / 2) +
              mirror_pair(config, stage_of(config, rank));
-    case Group::world:
-      return 0;
+    case Group::world: return 0;
   }
   return -1;
 }
 
 int group_instance_count(Group group, Placement placement, const Config& config) {
   switch (group) {
-    case Group::none:
-      return 0;
-    case Group::pipeline:
-      return config.dp;
-    case Group::dp:
-      return config.stages;
+    case Group::none: return 0;
+    case Group::pipeline: return config.dp;
+    case Group::dp: return config.stages;
     case Group::mirror:
       return placement == Placement::mirror ? config.dp * ((config.stages + 1) / 2)
                                             : config.ranks();
-    case Group::world:
-      return 1;
+    case Group::world: return 1;
   }
   return 0;
 }
@@ -136,8 +113,7 @@ void group_members(Group group, Placement placement, const Config& config, int i
                    std::vector<int>& members) {
   members.clear();
   switch (group) {
-    case Group::none:
-      return;
+    case Group::none: return;
     case Group::pipeline:
       for (int s = 0; s < config.stages; ++s) members.push_back(rank_of(config, instance, s));
       return;

@@ -78,7 +78,8 @@ std::string Reporter::describe(std::size_t index) const {
   std::string out = rank_name(where.rank) + " ";
   if (where.file) {
     const LineColumn p = where.file->position(where.range.begin);
-    out += where.file->name() + ":" + std::to_string(p.line) + ":" + std::to_string(p.column) + " ";
+    out += where.file->name() + ":" + std::to_string(p.line) + ":" + std::to_string(p.column) +
+           " ";
   }
   return out + "`" + disassemble(program_.code[index]) + "`";
 }
@@ -95,9 +96,10 @@ CheckResult check(const Program& program, const CheckOptions& options) {
   result.instructions = program.code.size();
   Reporter reporter(program, options.max_diagnostics_per_kind);
   const std::vector<int> widths =
-      options.split.empty() ? piece_boundary_widths(options.layer_widths,
-                                                    model_pieces(program.placement, program.config))
-                            : piece_boundary_widths(options.layer_widths, options.split);
+      options.split.empty()
+          ? piece_boundary_widths(options.layer_widths,
+                                  model_pieces(program.placement, program.config))
+          : piece_boundary_widths(options.layer_widths, options.split);
   const Link linked = link(program, LinkOptions{widths});
 
   report_messages(program, linked, widths, reporter);
@@ -127,8 +129,8 @@ std::string memory_to_text(const std::vector<StageMemory>& memory) {
   for (const StageMemory& m : memory) {
     out += "stage " + std::to_string(m.stage) + ": peak " + std::to_string(m.peak_activations) +
            (m.peak_activations == 1 ? " activation" : " activations") + " held, " +
-           std::to_string(m.peak_in_flight) + (m.peak_in_flight == 1 ? " message" : " messages") +
-           " in flight\n";
+           std::to_string(m.peak_in_flight) +
+           (m.peak_in_flight == 1 ? " message" : " messages") + " in flight\n";
   }
   return out;
 }
@@ -137,20 +139,15 @@ namespace {
 
 std::string_view describe_class(DiagnosticClass cls) {
   switch (cls) {
-    case DiagnosticClass::parse:
-      return "The text is not a program.";
-    case DiagnosticClass::require:
-      return "A require of the schedule is false for this configuration.";
-    case DiagnosticClass::deadlock:
-      return "Ranks wait for each other in a cycle under any buffering.";
+    case DiagnosticClass::parse: return "The text is not a program.";
+    case DiagnosticClass::require: return "A require of the schedule is false for this configuration.";
+    case DiagnosticClass::deadlock: return "Ranks wait for each other in a cycle under any buffering.";
     case DiagnosticClass::buffering_hazard:
       return "The schedule finishes only if MPI buffers some blocking sends.";
-    case DiagnosticClass::unmatched:
-      return "A message is sent and never received, or the reverse.";
+    case DiagnosticClass::unmatched: return "A message is sent and never received, or the reverse.";
     case DiagnosticClass::wrong_peer:
       return "A peer is outside the pipeline, the rank itself, or not the neighbouring stage.";
-    case DiagnosticClass::size_mismatch:
-      return "Sender and receiver disagree on a message's size.";
+    case DiagnosticClass::size_mismatch: return "Sender and receiver disagree on a message's size.";
     case DiagnosticClass::collective_order:
       return "Members of a group issue collectives in different orders, or wait in a cycle.";
     case DiagnosticClass::collective_missing:
@@ -159,8 +156,7 @@ std::string_view describe_class(DiagnosticClass cls) {
       return "A request is never waited, waited twice, or its buffer used while pending.";
     case DiagnosticClass::dataflow:
       return "A stage uses a value before it is computed, or computes it not exactly once.";
-    case DiagnosticClass::runtime:
-      return "Running the program failed.";
+    case DiagnosticClass::runtime: return "Running the program failed.";
   }
   return "";
 }
@@ -197,12 +193,11 @@ nlohmann::json to_sarif(const std::vector<Diagnostic>& diagnostics, const std::s
   }
   nlohmann::json results = nlohmann::json::array();
   for (const Diagnostic& d : diagnostics) {
-    nlohmann::json result = {
-        {"ruleId", code(d.kind)},
-        {"ruleIndex", rule_index[code_number(d.kind)]},
-        {"level", d.severity == Severity::error ? "error" : "warning"},
-        {"message", {{"text", d.message}}},
-        {"locations", nlohmann::json::array({sarif_location(d.location, "")})}};
+    nlohmann::json result = {{"ruleId", code(d.kind)},
+                             {"ruleIndex", rule_index[code_number(d.kind)]},
+                             {"level", d.severity == Severity::error ? "error" : "warning"},
+                             {"message", {{"text", d.message}}},
+                             {"locations", nlohmann::json::array({sarif_location(d.location, "")})}};
     if (!d.notes.empty()) {
       nlohmann::json related = nlohmann::json::array();
       for (std::size_t i = 0; i < d.notes.size(); ++i) {
@@ -214,11 +209,13 @@ nlohmann::json to_sarif(const std::vector<Diagnostic>& diagnostics, const std::s
     }
     results.push_back(std::move(result));
   }
-  nlohmann::json driver = {{"name", "pipevm"}, {"version", version}, {"rules", std::move(rules)}};
+  nlohmann::json driver = {{"name", "pipevm"},
+                           {"version", version},
+                           {"rules", std::move(rules)}};
   return {{"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
           {"version", "2.1.0"},
           {"runs", nlohmann::json::array({{{"tool", {{"driver", std::move(driver)}}},
-                                           {"results", std::move(results)}}})}};
+                                            {"results", std::move(results)}}})}};
 }
 
 }  // namespace pipevm

@@ -22,8 +22,9 @@ namespace {
 using namespace dataflow;
 
 bool is_training(const Program& program) {
-  return std::any_of(program.code.begin(), program.code.end(),
-                     [](const Instruction& in) { return is_backward(in.op) || is_step(in.op); });
+  return std::any_of(program.code.begin(), program.code.end(), [](const Instruction& in) {
+    return is_backward(in.op) || is_step(in.op);
+  });
 }
 
 std::string list_micro_batches(const std::vector<std::uint32_t>& mbs) {
@@ -131,8 +132,8 @@ void RankWalker::complete(std::uint32_t local) {
   const std::size_t c = cell(in);
   if (c == cells_ || !info(in.op).produces.contains(Value::message)) return;
   const Value value = message_value(in.kind, false);
-  flags_[c] =
-      static_cast<std::uint16_t>((flags_[c] & ~pending(value)) | produced(value, info(in.op).cls));
+  flags_[c] = static_cast<std::uint16_t>((flags_[c] & ~pending(value)) |
+                                         produced(value, info(in.op).cls));
 }
 
 bool RankWalker::request_failure(LinkFailureKind kind, std::size_t index) {
@@ -182,9 +183,8 @@ StageMemory RankWalker::walk(int rank, bool loud) {
       case OpClass::wait: {
         if (request_failure(LinkFailureKind::wait_without_request, begin_ + local)) {
           report(DiagnosticKind::WaitWithoutRequest,
-                 what(local) +
-                     " has no pending request to complete (never posted, or already "
-                     "completed)",
+                 what(local) + " has no pending request to complete (never posted, or already "
+                               "completed)",
                  local);
         }
         const std::uint32_t w = link_.to[begin_ + local];
@@ -362,10 +362,8 @@ void RankWalker::report_missing(std::size_t local, OpClass reader, Value value, 
 std::string RankWalker::twice(Value value, std::uint32_t micro_batch) {
   const std::string mb = std::to_string(micro_batch);
   switch (value) {
-    case Value::activation:
-      return " forwards micro-batch " + mb + " a second time";
-    case Value::input_gradient:
-      return " backwards micro-batch " + mb + " a second time";
+    case Value::activation: return " forwards micro-batch " + mb + " a second time";
+    case Value::input_gradient: return " backwards micro-batch " + mb + " a second time";
     case Value::weight_gradient:
       return " computes the weight gradient of micro-batch " + mb + " a second time";
     case Value::input:
@@ -374,8 +372,7 @@ std::string RankWalker::twice(Value value, std::uint32_t micro_batch) {
     case Value::message:
     case Value::gradient:
     case Value::reduced_gradient:
-    case Value::weights:
-      break;
+    case Value::weights: break;
   }
   return " makes its " + std::string(name(value)) + " of micro-batch " + mb + " a second time";
 }
@@ -415,8 +412,7 @@ std::string RankWalker::unreduced_step(Group group) {
              "model piece (no AllReduce over mirror after the last backward)";
     case Group::none:
     case Group::pipeline:
-    case Group::world:
-      break;
+    case Group::world: break;
   }
   return "OptimizerStep applies gradients that were not summed over the " +
          std::string(name(group)) + " group";
@@ -456,14 +452,14 @@ void RankWalker::finish() {
       }
     }
     const std::string of_chunk = one_lane_each ? " in either chunk"
-                                 : chunks_ > 1 ? " of chunk " + std::to_string(chunk)
-                                               : "";
+                                 : chunks_ > 1  ? " of chunk " + std::to_string(chunk)
+                                                : "";
     const auto say = [&](const std::vector<std::uint32_t>& mbs, const std::string& verb) {
       if (mbs.empty()) return;
-      reporter_.report(
-          DiagnosticKind::DataflowNotExactlyOnce,
-          reporter_.rank_name(rank_) + " never " + verb + " " + list_micro_batches(mbs) + of_chunk,
-          reporter_.end_of(rank_));
+      reporter_.report(DiagnosticKind::DataflowNotExactlyOnce,
+                       reporter_.rank_name(rank_) + " never " + verb + " " +
+                           list_micro_batches(mbs) + of_chunk,
+                       reporter_.end_of(rank_));
     };
     say(unforwarded, "forwards");
     if (!twice.empty()) {

@@ -21,16 +21,14 @@ std::string instance_phrase(const Program& program, Group group, int rank) {
     case Group::none:
     case Group::pipeline:
       return "the pipeline of dp rank " + std::to_string(dp_rank_of(c, rank));
-    case Group::dp:
-      return "the data-parallel group of stage " + std::to_string(stage_of(c, rank));
+    case Group::dp: return "the data-parallel group of stage " + std::to_string(stage_of(c, rank));
     case Group::mirror: {
       const int stage = stage_of(c, rank);
       const int low = std::min(stage, c.stages - 1 - stage);
       return "the mirror pair of stages " + std::to_string(low) + " and " +
              std::to_string(c.stages - 1 - low);
     }
-    case Group::world:
-      return "the world (every rank)";
+    case Group::world: return "the world (every rank)";
   }
   return {};
 }
@@ -39,14 +37,10 @@ std::string instance_phrase(const Program& program, Group group, int rank) {
 std::string group_noun(Group group) {
   switch (group) {
     case Group::none:
-    case Group::pipeline:
-      return "pipeline";
-    case Group::dp:
-      return "data-parallel group";
-    case Group::mirror:
-      return "mirror pair";
-    case Group::world:
-      return "world";
+    case Group::pipeline: return "pipeline";
+    case Group::dp: return "data-parallel group";
+    case Group::mirror: return "mirror pair";
+    case Group::world: return "world";
   }
   return {};
 }
@@ -61,17 +55,18 @@ void report_collective(const Program& program, const LinkFailure& failure, Repor
         DiagnosticKind::CollectiveOrder,
         "collectives out of order in " + instance_phrase(program, group, rank) + ": " +
             reporter.rank_name(rank) + " issues `" + disassemble(in) + "` where " +
-            reporter.rank_name(base) + " issues `" + disassemble(program.code[failure.other]) + "`",
+            reporter.rank_name(base) + " issues `" + disassemble(program.code[failure.other]) +
+            "`",
         reporter.at(failure.index));
     reporter.note(d, "the collective of " + reporter.rank_name(base), reporter.at(failure.other));
     return;
   }
   const auto missing = static_cast<int>(failure.other);
-  Diagnostic* d = reporter.report(DiagnosticKind::CollectiveMissing,
-                                  "`" + disassemble(in) + "` of " + reporter.rank_name(rank) +
-                                      " is never issued by " + reporter.rank_name(missing) +
-                                      ", a member of the same " + group_noun(group),
-                                  reporter.at(failure.index));
+  Diagnostic* d = reporter.report(
+      DiagnosticKind::CollectiveMissing,
+      "`" + disassemble(in) + "` of " + reporter.rank_name(rank) + " is never issued by " +
+          reporter.rank_name(missing) + ", a member of the same " + group_noun(group),
+      reporter.at(failure.index));
   reporter.note(d, reporter.rank_name(missing) + " ends here", reporter.end_of(missing));
 }
 
@@ -117,11 +112,11 @@ bool same_work(const Program& program, int base, int other, Reporter& reporter) 
       b < other_end ? "`" + disassemble(program.code[b]) + "`" : "the end of its stream";
   const std::string ours =
       a < base_end ? "`" + disassemble(program.code[a]) + "`" : "the end of its stream";
-  Diagnostic* d =
-      reporter.report(DiagnosticKind::DataflowReplicasDiffer,
-                      "data-parallel replicas differ: " + reporter.rank_name(other) + " has " +
-                          theirs + " where " + reporter.rank_name(base) + " has " + ours,
-                      b < other_end ? reporter.at(b) : reporter.end_of(other));
+  Diagnostic* d = reporter.report(
+      DiagnosticKind::DataflowReplicasDiffer,
+      "data-parallel replicas differ: " + reporter.rank_name(other) + " has " + theirs +
+          " where " + reporter.rank_name(base) + " has " + ours,
+      b < other_end ? reporter.at(b) : reporter.end_of(other));
   reporter.note(d, "the first difference in " + reporter.rank_name(base),
                 a < base_end ? reporter.at(a) : reporter.end_of(base));
   return false;

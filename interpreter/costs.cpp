@@ -74,29 +74,21 @@ double median(std::vector<double> values) {
 
 double Costs::duration(CostKind kind) const {
   switch (kind) {
-    case CostKind::load:
-      return load;
-    case CostKind::fwd:
-      return fwd;
+    case CostKind::load: return load;
+    case CostKind::fwd: return fwd;
     case CostKind::bwd:
     case CostKind::bwd_allreduce:
-    case CostKind::bwd_reduce_scatter:
-      return backward();
-    case CostKind::bwd_input:
-      return bwd_input;
-    case CostKind::bwd_weight:
-      return bwd_weight;
-    case CostKind::zero_grad:
-      return zero_grad;
-    case CostKind::optimizer:
-      return optimizer;
+    case CostKind::bwd_reduce_scatter: return backward();
+    case CostKind::bwd_input: return bwd_input;
+    case CostKind::bwd_weight: return bwd_weight;
+    case CostKind::zero_grad: return zero_grad;
+    case CostKind::optimizer: return optimizer;
     // Communication: timed by its partners, not by the rank alone.
     case CostKind::none:
     case CostKind::allreduce:
     case CostKind::allgather:
     case CostKind::reduce_scatter:
-    case CostKind::message:
-      return 0;
+    case CostKind::message: return 0;
   }
   return 0;
 }
@@ -105,13 +97,10 @@ double Costs::reduction(CostKind kind, int members) const {
   if (members <= 1) return 0;
   switch (kind) {
     case CostKind::allreduce:
-    case CostKind::bwd_allreduce:
-      return allreduce;
-    case CostKind::allgather:
-      return allgather;
+    case CostKind::bwd_allreduce: return allreduce;
+    case CostKind::allgather: return allgather;
     case CostKind::reduce_scatter:
-    case CostKind::bwd_reduce_scatter:
-      return reduce_scatter;
+    case CostKind::bwd_reduce_scatter: return reduce_scatter;
     case CostKind::none:
     case CostKind::load:
     case CostKind::fwd:
@@ -120,8 +109,7 @@ double Costs::reduction(CostKind kind, int members) const {
     case CostKind::bwd_weight:
     case CostKind::message:
     case CostKind::zero_grad:
-    case CostKind::optimizer:
-      return 0;
+    case CostKind::optimizer: return 0;
   }
   return 0;
 }

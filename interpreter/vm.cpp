@@ -42,8 +42,7 @@ Diagnostic to_diagnostic(const VmError& error, const Program& program, int rank)
   return diagnostic;
 }
 
-std::vector<runtime::LayerRange> model_split(const Program& program,
-                                             const MachineOptions& options) {
+std::vector<runtime::LayerRange> model_split(const Program& program, const MachineOptions& options) {
   const int pieces = model_pieces(program.placement, program.config);
   if (!options.split.empty()) {
     if (static_cast<int>(options.split.size()) != pieces) {
@@ -120,8 +119,7 @@ Machine::Machine(const Program& program, int rank, runtime::Comm& comm,
   // Every rank splits, in the same order, or MPI waits forever: the groups
   // a placement implies are made whether this rank's program uses them or not.
   if (program.placement == Placement::mirror) {
-    mirror_group_ =
-        comm.split(group_instance(Group::mirror, program.placement, config, rank), rank);
+    mirror_group_ = comm.split(group_instance(Group::mirror, program.placement, config, rank), rank);
   }
 }
 
@@ -396,8 +394,7 @@ void VmStep::backward_input(const Instruction& in) {
     if (flags & dataflow::output_gradient_pending) {
       unsupported("its output gradient is still being received: wait for the IRecv first");
     }
-    if (!(flags & dataflow::output_gradient_received))
-      unsupported("its output gradient was not received");
+    if (!(flags & dataflow::output_gradient_received)) unsupported("its output gradient was not received");
     grad_output = m_.output_grad_buffer(chunk, in.micro_batch);
   }
   chunk.input_grads[in.micro_batch] = chunk.piece.backward_input(slot, grad_output);
@@ -409,8 +406,7 @@ void VmStep::backward_weight(const Instruction& in, bool reduce_per_layer) {
   Chunk& chunk = weights_of(in);
   std::uint16_t& flags = chunk.flags[in.micro_batch];
   if (!(flags & dataflow::input_gradient_done)) unsupported("BwdWeight before BwdInput");
-  if (flags & dataflow::weight_gradient_done)
-    unsupported("the weight gradients were already accumulated");
+  if (flags & dataflow::weight_gradient_done) unsupported("the weight gradients were already accumulated");
   const int slot = static_cast<int>(in.micro_batch);
   if (reduce_per_layer) {
     Machine* machine = &m_;

@@ -135,7 +135,7 @@ class Machine {
     std::vector<float> output_grads;                  // micro_batches x rows x output width
     std::vector<std::uint8_t> labels;                 // micro_batches x rows (last piece only)
     std::vector<std::span<const float>> input_grads;  // per micro-batch, from backward_input
-    std::vector<std::uint16_t> flags;                 // per micro-batch: dataflow::CellState bits
+    std::vector<std::uint16_t> flags;  // per micro-batch: dataflow::CellState bits
     Shard shard;
   };
 

@@ -31,8 +31,9 @@ std::uint64_t fnv1a(std::span<const float> values, std::uint64_t hash) {
 
 bool needs_data(const Program& program, int rank) {
   const auto stream = program.rank(rank);
-  return std::any_of(stream.begin(), stream.end(),
-                     [](const Instruction& in) { return info(in.op).cls == OpClass::data; });
+  return std::any_of(stream.begin(), stream.end(), [](const Instruction& in) {
+    return info(in.op).cls == OpClass::data;
+  });
 }
 
 bool loads_inputs(const Program& program, int rank) {
