@@ -56,6 +56,9 @@ const std::vector<Entry>& library() {
       {"inference", 1, [](int, int m, int, int) { return m; }},
       {"dp", 1, [](int, int, int, int) { return 1; }},
       {"gpipe-allreduce", 1, [](int, int m, int, int) { return m; }},
+      {"fsdp", 1, [](int, int, int, int) { return 1; }},
+      {"wsdp", 1, [](int, int, int, int) { return 1; }},
+      {"pp-fsdp", 1, [](int, int m, int, int) { return m; }},
   };
   return entries;
 }
@@ -145,6 +148,9 @@ TEST(library, memory_dualpipe) { expect_memory_formula(entry("dualpipe")); }
 TEST(library, memory_inference) { expect_memory_formula(entry("inference")); }
 TEST(library, memory_dp) { expect_memory_formula(entry("dp")); }
 TEST(library, memory_gpipe_allreduce) { expect_memory_formula(entry("gpipe-allreduce")); }
+TEST(library, memory_fsdp) { expect_memory_formula(entry("fsdp")); }
+TEST(library, memory_wsdp) { expect_memory_formula(entry("wsdp")); }
+TEST(library, memory_pp_fsdp) { expect_memory_formula(entry("pp-fsdp")); }
 
 TEST(library, interleaved_memory_with_three_chunks) {
   Entry three = entry("interleaved-1f1b");
