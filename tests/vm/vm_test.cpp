@@ -122,7 +122,7 @@ void shipped_schedule_trains_the_sequential_weights(const std::string& schedule)
         training_options(kGlobalBatch, kSteps, vm_test::sgd(), vm_test::deep_model());
     const bool trains =
         std::any_of(program->code.begin(), program->code.end(),
-                    [](const Instruction& in) { return in.op == Opcode::OptimizerStep; });
+                    [](const Instruction& in) { return is_step(in.op); });
     TrainingOptions expected_options = options;
     if (!trains) expected_options.max_steps_per_epoch = 0;
     const std::vector<float> trained = train_in_process(*program, options);
