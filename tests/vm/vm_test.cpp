@@ -279,6 +279,21 @@ TEST(machine, backward_without_target_is_reported) {
   EXPECT_NE(std::string(error->what()).find("LoadTarget"), std::string::npos) << error->what();
 }
 
+TEST(machine, compute_after_release_is_refused) {
+  const auto error = first_error("ZeroGrad\nAllGather\nLoadInput 0\nRelease\nFwd 0\n");
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(error->instruction(), 4U);
+  EXPECT_NE(std::string(error->what()).find("not gathered"), std::string::npos) << error->what();
+}
+
+TEST(machine, shard_step_on_an_unsharded_chunk_is_refused) {
+  const auto error = first_error(
+      "ZeroGrad\nLoadInput 0\nFwd 0\nLoadTarget 0\nBwd 0\nReduceScatter\nShardStep\n");
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(error->instruction(), 6U);
+  EXPECT_NE(std::string(error->what()).find("not sharded"), std::string::npos) << error->what();
+}
+
 TEST(machine, send_to_itself_is_reported) {
   const auto error = first_error("ZeroGrad\nLoadInput 0\nFwd 0\nSend act 0 to 0\n");
   ASSERT_TRUE(error.has_value());
