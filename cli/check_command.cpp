@@ -23,6 +23,7 @@
 #include "check_output.hpp"
 #include "commands.hpp"
 #include "compile.hpp"
+#include "memory_config.hpp"
 #include "options.hpp"
 
 #ifndef PIPEVM_VERSION
@@ -81,6 +82,7 @@ struct CheckArguments {
   std::string format = "text";
   bool skip_unsupported = false;
   std::uint64_t max_configurations = 100'000;
+  std::string config_file;  // --config: the model whose bytes are counted
 };
 
 std::uint64_t count_of(const ValueRange& range) {
@@ -106,7 +108,7 @@ std::string range_text(const ValueRange& range) {
 }
 
 ConfigurationResult check_one(const Schedule& schedule, const Config& config,
-                              bool skip_unsupported) {
+                              bool skip_unsupported, const RunConfig& model) {
   ConfigurationResult out;
   out.config = config;
   Diagnostics diagnostics;
@@ -123,6 +125,7 @@ ConfigurationResult check_one(const Schedule& schedule, const Config& config,
   CheckResult result = check(*program);
   for (Diagnostic& d : result.diagnostics) out.diagnostics.push_back(std::move(d));
   out.memory = std::move(result.memory);
+  out.bytes = peak_bytes(*program, memory_shape(model, config));
   out.suppressed = result.suppressed;
   out.instructions = result.instructions;
   const bool errors =
@@ -181,6 +184,13 @@ int run_check(const CheckArguments& args) {
     print_parse_failure(args, diagnostics);
     return 1;
   }
+  RunConfig model;
+  try {
+    model = read_memory_config(args.config_file);
+  } catch (const ConfigError& error) {
+    std::cerr << "pipevm check: " << error.what() << '\n';
+    return 2;
+  }
 
   // Each configuration is printed as soon as it is checked, and forgotten.
   const std::unique_ptr<ResultStream> out = make_result_stream(args.format, args.file, size > 1);
@@ -190,7 +200,8 @@ int run_check(const CheckArguments& args) {
       for (int d = dp.first; d <= dp.last; ++d) {
         for (int v = chunks.first; v <= chunks.last; ++v) {
           const Config config{.stages = p, .micro_batches = m, .chunks = v, .dp = d};
-          const ConfigurationResult result = check_one(*schedule, config, args.skip_unsupported);
+          const ConfigurationResult result =
+              check_one(*schedule, config, args.skip_unsupported, model);
           failed = failed || result.verdict == Verdict::error;
           out->add(result);
         }
@@ -238,6 +249,7 @@ Command add_check_command(CLI::App& root) {
                  "Refuse a sweep of more configurations than this")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  add_memory_config_option(app, args->config_file);
   command.run = [args] { return run_check(*args); };
   return command;
 }

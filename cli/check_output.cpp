@@ -122,7 +122,8 @@ class JsonStream final : public ResultStream {
                               {"chunks", r.config.chunks}}},
                             {"verdict", verdict_name(r.verdict)},
                             {"diagnostics", std::move(diagnostics)},
-                            {"memory", memory_to_json(r.memory)}};
+                            {"memory", memory_to_json(r.memory)},
+                            {"per_rank", bytes_to_json(r.bytes)}};
     if (r.suppressed > 0) entry["suppressed"] = r.suppressed;
     std::cout << (first_ ? "\n" : ",\n") << entry.dump() << std::flush;
     first_ = false;

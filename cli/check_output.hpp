@@ -15,6 +15,7 @@
 
 #include "check.hpp"
 #include "diagnostics.hpp"
+#include "memory_bytes.hpp"
 #include "program.hpp"
 
 namespace pipevm::cli {
@@ -26,6 +27,7 @@ struct ConfigurationResult {
   Verdict verdict = Verdict::ok;
   std::vector<Diagnostic> diagnostics;  // expansion's, then the checker's
   std::vector<StageMemory> memory;
+  std::vector<RankBytes> bytes;  // per rank, at its peak (memory_bytes.hpp)
   std::size_t suppressed = 0;
   std::uint64_t instructions = 0;
 };

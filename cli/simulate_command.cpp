@@ -15,6 +15,7 @@
 #include "commands.hpp"
 #include "compile.hpp"
 #include "costs.hpp"
+#include "memory_config.hpp"
 #include "options.hpp"
 #include "simulate.hpp"
 #include "svg.hpp"
@@ -29,6 +30,7 @@ struct SimulateArguments {
   Config config;
   std::string cost_flags;
   std::string cost_file;
+  std::string config_file;  // --config: the model whose bytes are counted
   std::string format = "text";
   std::string svg;
   std::string trace;
@@ -81,6 +83,13 @@ std::string title_of(const Program& program, const Simulation& simulation) {
 int run_simulate(const SimulateArguments& args) {
   Costs costs;
   if (!costs_of(args, costs)) return 2;
+  RunConfig model;
+  try {
+    model = read_memory_config(args.config_file);
+  } catch (const ConfigError& error) {
+    std::cerr << "pipevm simulate: " << error.what() << '\n';
+    return 2;
+  }
   Diagnostics diagnostics;
   const auto file = read_source(args.file, diagnostics);
   if (!file) {
@@ -102,7 +111,9 @@ int run_simulate(const SimulateArguments& args) {
   }
 
   if (args.format == "json") {
-    std::cout << to_json(*simulation).dump(2) << '\n';
+    nlohmann::json json = to_json(*simulation);
+    json["per_rank"] = bytes_to_json(peak_bytes(*program, memory_shape(model, program->config)));
+    std::cout << json.dump(2) << '\n';
   } else {
     std::cout << render_text(*program, *simulation, costs, args.width);
   }
@@ -147,6 +158,7 @@ Command add_simulate_command(CLI::App& root) {
       "file, usage, or costs whose sum overflows.");
   app.add_option("file", args->file, "The schedule (.pipe)")->required();
   add_config_options(app, args->config);
+  add_memory_config_option(app, args->config_file);
   app.add_option("--cost", args->cost_flags, "Costs as key=value pairs, e.g. fwd=1,bwd=2,send=0.1");
   app.add_option("--costs", args->cost_file,
                  "A YAML file of costs (key: value); --cost overrides it");
