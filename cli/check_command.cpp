@@ -107,8 +107,8 @@ std::string range_text(const ValueRange& range) {
              : std::to_string(range.first) + ".." + std::to_string(range.last);
 }
 
-ConfigurationResult check_one(const Schedule& schedule, const Config& config,
-                              bool skip_unsupported, const RunConfig& model) {
+ConfigurationResult check_one(const Schedule& schedule, const Config& config, bool skip_unsupported,
+                              const RunConfig& model) {
   ConfigurationResult out;
   out.config = config;
   Diagnostics diagnostics;

@@ -123,7 +123,8 @@ RankBytes RankBytesWalk::walk(int rank) {
   micro_batches_ = static_cast<std::size_t>(std::max(0, config.micro_batches));
   rows_ = static_cast<std::uint64_t>(std::max(1, shape_.rows));
   for (std::size_t c = 0; c < chunks_.size(); ++c) {
-    const PipelinePosition where = position_of(program_.placement, config, stage, static_cast<int>(c));
+    const PipelinePosition where =
+        position_of(program_.placement, config, stage, static_cast<int>(c));
     const LayerRange layers = split_[static_cast<std::size_t>(piece_at(where))];
     ChunkShape& s = chunks_[c];
     s = ChunkShape{};
@@ -131,8 +132,10 @@ RankBytes RankBytesWalk::walk(int rank) {
     for (int l = layers.begin; l <= layers.end; ++l) {
       s.boundaries += static_cast<std::uint64_t>(shape_.layer_widths[static_cast<std::size_t>(l)]);
     }
-    s.input = static_cast<std::uint64_t>(shape_.layer_widths[static_cast<std::size_t>(layers.begin)]);
-    s.output = static_cast<std::uint64_t>(shape_.layer_widths[static_cast<std::size_t>(layers.end)]);
+    s.input =
+        static_cast<std::uint64_t>(shape_.layer_widths[static_cast<std::size_t>(layers.begin)]);
+    s.output =
+        static_cast<std::uint64_t>(shape_.layer_widths[static_cast<std::size_t>(layers.end)]);
   }
   const std::span<const Instruction> stream = program_.rank(rank);
   members_.assign(chunks_.size(), 0);
@@ -190,10 +193,10 @@ RankBytes RankBytesWalk::walk(int rank) {
     if (in.op == Opcode::Wait || in.op == Opcode::WaitAll) {
       for (auto it = pending_.begin(); it != pending_.end();) {
         const Instruction& p = it->in;
-        const bool match = in.op == Opcode::WaitAll ||
-                           (p.kind == in.kind && p.micro_batch == in.micro_batch &&
-                            p.chunk == in.chunk &&
-                            (in.direction == WaitDirection::send) == is_send(p.op));
+        const bool match =
+            in.op == Opcode::WaitAll ||
+            (p.kind == in.kind && p.micro_batch == in.micro_batch && p.chunk == in.chunk &&
+             (in.direction == WaitDirection::send) == is_send(p.op));
         if (!match) {
           ++it;
           continue;

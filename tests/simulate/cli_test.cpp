@@ -146,9 +146,10 @@ TEST_F(cli, per_rank_bytes_follow_the_config_and_the_shards) {
   std::ofstream(config) << "model:\n  sizes: [8, 4, 2]\n  element_bytes: 2\n"
                            "training:\n  batch_size: 8\n  optimizer: adam\n";
   const auto peak = [&](const std::string& schedule) {
-    const Outcome o = simulate("schedules/" + schedule +
-                               ".pipe --stages 1 --micro-batches 2 --dp 2 --format json --config '" +
-                               config.string() + "'");
+    const Outcome o =
+        simulate("schedules/" + schedule +
+                 ".pipe --stages 1 --micro-batches 2 --dp 2 --format json --config '" +
+                 config.string() + "'");
     EXPECT_EQ(o.status, 0) << schedule;
     const nlohmann::json json = nlohmann::json::parse(o.out);
     EXPECT_EQ(json.at("per_rank").size(), 2u);
@@ -171,8 +172,8 @@ TEST_F(cli, per_rank_bytes_follow_the_config_and_the_shards) {
 TEST_F(cli, a_bad_config_is_a_usage_error) {
   const fs::path config = dir_ / "bad.yaml";
   std::ofstream(config) << "model:\n  element_bytes: 0\n";
-  EXPECT_EQ(simulate("schedules/dp.pipe --stages 1 --micro-batches 2 --config '" +
-                     config.string() + "'")
-                .status,
-            2);
+  EXPECT_EQ(
+      simulate("schedules/dp.pipe --stages 1 --micro-batches 2 --config '" + config.string() + "'")
+          .status,
+      2);
 }
