@@ -20,6 +20,7 @@
 #include "check_run.hpp"
 #include "check_sarif.hpp"
 #include "commands.hpp"
+#include "memory_config.hpp"
 #include "options.hpp"
 
 namespace pipevm::cli {
@@ -65,8 +66,10 @@ struct CheckArguments {
   std::string format = "text";
   std::string stdin_name = "<stdin>";
   bool skip_unsupported = false;
+  std::string config_file;  // --config: the run YAML whose model the bytes count
   std::string p2p_order = "independent";
   std::uint64_t max_configurations = 100'000;
+  std::string config_file;  // --config: the model whose bytes are counted
 };
 
 std::optional<ValueRange> given(const std::string& text) {
@@ -82,6 +85,12 @@ int run_check(const CheckArguments& args) {
   request.chunks = given(args.chunks);
   request.skip_unsupported = args.skip_unsupported;
   request.p2p_posted_order = args.p2p_order == "posted";
+  try {
+    request.model = read_memory_config(args.config_file);
+  } catch (const ConfigError& error) {
+    std::cerr << "pipevm check: " << error.what() << '\n';
+    return 2;
+  }
   request.max_configurations = args.max_configurations;
 
   // The ranges given already count too many: refused before any file is read.
@@ -207,6 +216,7 @@ Command add_check_command(CLI::App& root) {
   app.add_option("--format", args->format, "Output format")
       ->check(CLI::IsMember({"text", "gcc", "json", "sarif"}))
       ->capture_default_str();
+  add_memory_config_option(app, args->config_file);
   app.add_option("--p2p-order", args->p2p_order,
                  "independent: each send and receive progresses on its own (MPI); posted: a "
                  "rank's sends and receives run one at a time in the order posted (NCCL)")
@@ -221,6 +231,7 @@ Command add_check_command(CLI::App& root) {
                  "Refuse a sweep of more configurations than this (per file)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  add_memory_config_option(app, args->config_file);
   command.run = [args] { return run_check(*args); };
   return command;
 }

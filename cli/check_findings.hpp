@@ -20,6 +20,7 @@
 
 #include "check.hpp"
 #include "diagnostics.hpp"
+#include "memory_bytes.hpp"
 #include "program.hpp"
 
 namespace pipevm::cli {
@@ -42,6 +43,7 @@ struct FileReport {
   std::size_t suppressed = 0;  // dropped past the checker's cap, never seen
   std::uint64_t instructions = 0;
   std::vector<StageMemory> memory;  // kept when exactly one configuration was checked
+  std::vector<RankBytes> bytes;     // the same: each rank's bytes at its peak
   bool sweep = false;               // more than one configuration planned
 
   std::size_t folded() const;

@@ -127,7 +127,10 @@ nlohmann::json reports_to_json(const std::vector<FileReport>& reports) {
         {"diagnostics", std::move(list)},
         {"folded", r.folded()},
         {"suppressed", r.suppressed}};
-    if (!r.sweep && r.checked == 1) file["memory"] = memory_to_json(r.memory);
+    if (!r.sweep && r.checked == 1) {
+      file["memory"] = memory_to_json(r.memory);
+      file["per_rank"] = bytes_to_json(r.bytes);
+    }
     files.push_back(std::move(file));
   }
   return {{"version", 2},

@@ -1,6 +1,8 @@
 // Planning a sweep and checking a file (check_run.hpp).
 #include "check_run.hpp"
 
+#include "memory_config.hpp"
+
 #include <algorithm>
 #include <iostream>
 #include <iterator>
@@ -176,6 +178,7 @@ FileReport check_table(std::shared_ptr<const SourceFile> file, const SweepReques
   report.suppressed = result.suppressed;
   if (!result.ok()) report.failing = 1;
   report.memory = result.memory;
+  report.bytes = peak_bytes(*program, memory_shape(request.model, program->config));
   std::vector<Diagnostic> found = diagnostics.all();
   found.insert(found.end(), result.diagnostics.begin(), result.diagnostics.end());
   folder.add(program->config, found);
@@ -240,7 +243,10 @@ FileReport check_file(std::shared_ptr<const SourceFile> file, const SweepRequest
     report.instructions += result.instructions;
     report.suppressed += result.suppressed;
     if (!result.ok()) ++report.failing;
-    if (plan.configurations.size() == 1) report.memory = std::move(result.memory);
+    if (plan.configurations.size() == 1) {
+      report.memory = std::move(result.memory);
+      report.bytes = peak_bytes(*program, memory_shape(request.model, config));
+    }
     folder.add(config, result.diagnostics);
   }
   if (!plan.configurations.empty() && report.checked == 0) {

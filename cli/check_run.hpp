@@ -14,6 +14,7 @@
 
 #include "check_findings.hpp"
 #include "compile.hpp"
+#include "run_config.hpp"
 
 namespace pipevm::cli {
 
@@ -22,7 +23,8 @@ namespace pipevm::cli {
 struct SweepRequest {
   std::optional<ValueRange> stages, micro_batches, dp, chunks;
   bool skip_unsupported = false;
-  bool p2p_posted_order = false;  // check_options.hpp's NCCL order (--p2p-order posted)
+  bool p2p_posted_order = false;
+  RunConfig model;  // whose bytes per rank are counted (--config; memory_bytes.hpp)  // check_options.hpp's NCCL order (--p2p-order posted)
   std::uint64_t max_configurations = 100'000;
 };
 

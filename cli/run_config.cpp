@@ -127,6 +127,7 @@ void apply_yaml_text(const std::string& text, const std::string& name, RunConfig
       s.read("sizes", config.model.sizes);
       s.read("loss", loss);
       s.read("seed", config.model.seed);
+      s.read("element_bytes", config.element_bytes);
       s.reject_unknown();
       try {
         config.model.loss = parse_loss(loss);
@@ -186,6 +187,7 @@ void validate(const RunConfig& config) {
   positive(config.epochs, "epochs");
   positive(config.batch_size, "the batch size");
   positive(config.micro_batches, "micro-batches");
+  positive(config.element_bytes, "model.element_bytes");
   positive(config.dp, "dp");
   positive(config.chunks, "chunks");
   if (config.model.sizes.size() < 2) {

@@ -2,7 +2,8 @@
 // top, command-line flags on top of that. The YAML has five sections, every
 // key optional, unknown keys an error:
 //
-//   model:    {sizes: [784, 128, ..., 10], loss: cross-entropy | softmax-mse, seed: 0}
+//   model:    {sizes: [784, 128, ..., 10], loss: cross-entropy | softmax-mse, seed: 0,
+//              element_bytes: 4 (memory figures of check and simulate only)}
 //   data:     {source: fashion-mnist | synthetic | DIR, synthetic_train: N, synthetic_test: N}
 //   training: {epochs, batch_size, micro_batches, optimizer: adam | sgd, lr, momentum, seed}
 //   parallel: {dp, chunks, layout: mpi | pp-inner | dp-inner, timeout: SECONDS}
@@ -28,6 +29,7 @@ class ConfigError : public std::runtime_error {
 
 struct RunConfig {
   runtime::ModelConfig model;
+  int element_bytes = 4;  // bytes per number in memory figures; the runtime computes in float
   std::string data = "fashion-mnist";  // fashion-mnist, synthetic, or a directory of IDX files
   int synthetic_train = 4096;
   int synthetic_test = 1024;

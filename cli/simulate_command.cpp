@@ -20,6 +20,7 @@
 #include "hosts_options.hpp"
 #include "links.hpp"
 #include "model_shape.hpp"
+#include "memory_config.hpp"
 #include "options.hpp"
 #include "run_config.hpp"
 #include "schedule_input.hpp"
@@ -36,12 +37,12 @@ struct SimulateArguments {
   Config config;
   std::string cost_flags;
   std::string cost_file;
+  std::string config_file;  // --config: the model whose bytes are counted
   std::string format = "text";
   std::string svg;
   std::string trace;
   int width = 100;
   HostArguments hosts;
-  std::string run_config;  // a `run` YAML: its model sizes and batch size
   int batch_size = 0;      // 0: the run configuration's (128 by default)
 };
 
@@ -89,15 +90,8 @@ std::string title_of(const Program& program, const Simulation& simulation) {
 }
 
 // The hosts and the model's sizes; false (after saying why) on bad input.
-bool network_of(const SimulateArguments& args, const Config& c, Network& network,
-                HostPlacement& placement) {
-  RunConfig run;
-  try {
-    if (!args.run_config.empty()) apply_yaml_file(args.run_config, run);
-  } catch (const ConfigError& e) {
-    std::cerr << "pipevm simulate: " << e.what() << '\n';
-    return false;
-  }
+bool network_of(const SimulateArguments& args, const RunConfig& run, const Config& c,
+                Network& network, HostPlacement& placement) {
   network.layer_widths = run.model.sizes;
   network.micro_batch_rows =
       static_cast<double>(args.batch_size > 0 ? args.batch_size : run.batch_size) /
@@ -142,6 +136,13 @@ int run_simulate(const CLI::App& app, const SimulateArguments& args) {
   if (!costs_of(args, costs)) return 2;
   Network network;
   HostPlacement placement;
+  RunConfig model;
+  try {
+    model = read_memory_config(args.config_file);
+  } catch (const ConfigError& error) {
+    std::cerr << "pipevm simulate: " << error.what() << '\n';
+    return 2;
+  }
   Diagnostics diagnostics;
   const ProgramInput input = load_program(app, args.file, args.config, diagnostics);
   if (!input.program) {
@@ -149,7 +150,7 @@ int run_simulate(const CLI::App& app, const SimulateArguments& args) {
     return input.status;
   }
   const auto& program = input.program;
-  if (!network_of(args, program->config, network, placement)) return 2;
+  if (!network_of(args, model, program->config, network, placement)) return 2;
   const Link linked =
       link(*program, {piece_boundary_widths(network.layer_widths,
                                             model_pieces(program->placement, program->config))});
@@ -167,6 +168,7 @@ int run_simulate(const CLI::App& app, const SimulateArguments& args) {
       link_traffic(*program, linked, LinkCosts(*program, linked, costs, network));
   if (args.format == "json") {
     nlohmann::json j = to_json(*simulation);
+    j["per_rank"] = bytes_to_json(peak_bytes(*program, memory_shape(model, program->config)));
     if (on_hosts) j["traffic"] = traffic_json(traffic);
     std::cout << j.dump(2) << '\n';
   } else {
@@ -214,6 +216,7 @@ Command add_simulate_command(CLI::App& root) {
       "file, usage, or costs whose sum overflows.");
   app.add_option("file", args->file, "The schedule (.pipe, or a PyTorch table .csv)")->required();
   add_config_options(app, args->config, false);
+  add_memory_config_option(app, args->config_file);
   app.add_option("--cost", args->cost_flags, "Costs as key=value pairs, e.g. fwd=1,bwd=2,send=0.1");
   app.add_option("--costs", args->cost_file,
                  "A YAML file of costs (key: value); --cost overrides it");
@@ -227,10 +230,6 @@ Command add_simulate_command(CLI::App& root) {
       ->check(CLI::Range(10, 100000))
       ->capture_default_str();
   add_host_options(app, args->hosts);
-  app.add_option("--config", args->run_config,
-                 "A run configuration (YAML, as for run): its model sizes and batch size give "
-                 "the messages' and all-reduces' bytes")
-      ->type_name("FILE");
   app.add_option("--batch-size", args->batch_size,
                  "Global batch size (default: the configuration's, 128): micro-batch rows = "
                  "batch / (dp x micro-batches)")

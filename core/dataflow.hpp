@@ -49,7 +49,8 @@ constexpr std::uint16_t present(Value value, PieceEnds ends) {
     case Value::weight_gradient: return weight_gradient_done;
     case Value::message:
     case Value::gradient:
-    case Value::reduced_gradient: return 0;
+    case Value::reduced_gradient:
+    case Value::weights: return 0;
   }
   return 0;
 }
@@ -66,7 +67,8 @@ constexpr std::uint16_t pending(Value value) {
     case Value::weight_gradient:
     case Value::message:
     case Value::gradient:
-    case Value::reduced_gradient: return 0;
+    case Value::reduced_gradient:
+    case Value::weights: return 0;
   }
   return 0;
 }
@@ -84,7 +86,8 @@ constexpr std::uint16_t produced(Value value, OpClass cls) {
     case Value::weight_gradient: return present(value, {});
     case Value::message:
     case Value::gradient:
-    case Value::reduced_gradient: return 0;
+    case Value::reduced_gradient:
+    case Value::weights: return 0;
   }
   return 0;
 }

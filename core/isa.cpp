@@ -53,6 +53,7 @@ std::string_view name(Value value) {
     case Value::message: return "the message's value";
     case Value::gradient: return "accumulated gradients";
     case Value::reduced_gradient: return "reduced gradients";
+    case Value::weights: return "gathered weights";
   }
   return "?";
 }
@@ -68,6 +69,9 @@ std::string_view name(CostKind cost) {
     case CostKind::bwd_allreduce: return "bwd + allreduce";
     case CostKind::fwd_bwd: return "fwd-bwd";
     case CostKind::allreduce: return "allreduce";
+    case CostKind::allgather: return "allgather";
+    case CostKind::reduce_scatter: return "reduce-scatter";
+    case CostKind::bwd_reduce_scatter: return "bwd + reduce-scatter";
     case CostKind::message: return "send + bytes / bandwidth";
     case CostKind::zero_grad: return "zero-grad";
     case CostKind::optimizer: return "optimizer";

@@ -33,7 +33,7 @@ inline constexpr std::size_t kOpcodeCount = 0
     ;
 
 // What follows the opcode's name; see isa.def.
-enum class OperandSyntax : std::uint8_t { none, cell, message, wait, pair };
+enum class OperandSyntax : std::uint8_t { none, cell, message, wait, pair, piece };
 
 // What kind of step an instruction is.
 enum class OpClass : std::uint8_t { data, compute, p2p, wait, collective, optimizer };
@@ -61,6 +61,7 @@ inline constexpr std::size_t kGroupCount = 0
 // input, target, activation, output_gradient, input_gradient,
 // weight_gradient; `message` is the value a message's act|grad operand
 // names. Per rank: gradient (the accumulated gradients), reduced_gradient.
+// Per chunk: weights (the gathered whole copy of a sharded chunk).
 enum class Value : std::uint8_t {
   input,
   target,
@@ -71,8 +72,9 @@ enum class Value : std::uint8_t {
   message,
   gradient,
   reduced_gradient,
+  weights,
 };
-inline constexpr std::size_t kValueCount = 9;
+inline constexpr std::size_t kValueCount = 10;
 
 // The simulator's cost of an instruction (costs.hpp turns it into time).
 enum class CostKind : std::uint8_t {
@@ -84,6 +86,9 @@ enum class CostKind : std::uint8_t {
   bwd_weight,
   bwd_allreduce,  // a backward's compute, then an all-reduce
   allreduce,
+  allgather,           // gathers a chunk's weight shards
+  reduce_scatter,      // sums the gradients, each member keeping its shard
+  bwd_reduce_scatter,  // a backward's compute, then a reduce-scatter
   message,
   zero_grad,
   optimizer,
@@ -230,6 +235,7 @@ constexpr OperandParts operand_parts_of(const OpcodeInfo& row) {
       parts.direction = parts.kind = parts.micro_batch = parts.chunk = true;
       break;
     case OperandSyntax::pair: parts.micro_batch = parts.chunk = parts.second_cell = true; break;
+    case OperandSyntax::piece: parts.chunk = true; break;
   }
   parts.group = !row.over.empty();
   return parts;

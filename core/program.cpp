@@ -91,6 +91,7 @@ int group_instance(Group group, Placement placement, const Config& config, int r
       if (placement != Placement::mirror) return rank;
       return dp_rank_of(config, rank) * ((config.stages + 1) / 2) +
              mirror_pair(config, stage_of(config, rank));
+    case Group::world: return 0;
   }
   return -1;
 }
@@ -103,6 +104,7 @@ int group_instance_count(Group group, Placement placement, const Config& config)
     case Group::mirror:
       return placement == Placement::mirror ? config.dp * ((config.stages + 1) / 2)
                                             : config.ranks();
+    case Group::world: return 1;
   }
   return 0;
 }
@@ -132,6 +134,9 @@ void group_members(Group group, Placement placement, const Config& config, int i
       }
       return;
     }
+    case Group::world:
+      for (int r = 0; r < config.ranks(); ++r) members.push_back(r);
+      return;
   }
 }
 

@@ -106,6 +106,7 @@ CheckResult check(const Program& program, const CheckOptions& options) {
   const std::vector<bool> quiet = check_replicas(program, linked, reporter);
   report_collectives(program, linked, reporter);
   check_ranks(program, linked, reporter, quiet, result.memory);
+  check_shards(program, reporter, quiet);
   check_progress(program, linked, reporter, options.p2p_posted_order);
 
   result.diagnostics = reporter.take_diagnostics();

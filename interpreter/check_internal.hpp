@@ -65,6 +65,9 @@ void report_collectives(const Program& program, const Link& link, Reporter& repo
 // errors (not for `quiet` ranks), measures memory.
 void check_ranks(const Program& program, const Link& link, Reporter& reporter,
                  const std::vector<bool>& quiet, std::vector<StageMemory>& memory);
+// Sharded weights (AllGather, Release, ReduceScatter, ShardStep): compute
+// only on gathered chunks, every copy released, the right kind of step.
+void check_shards(const Program& program, Reporter& reporter, const std::vector<bool>& quiet);
 // Runs all ranks together under rendezvous semantics; reports deadlocks,
 // buffering hazards and collective cycles.
 void check_progress(const Program& program, const Link& link, Reporter& reporter,

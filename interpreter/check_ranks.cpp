@@ -295,7 +295,10 @@ void RankWalker::step_rank(std::size_t local, const Instruction& in) {
   }
   if (row.produces.contains(Value::weight_gradient)) reduced_ = GroupSet{};
   if (row.produces.contains(Value::gradient)) zeroed_ = true;
-  if (row.produces.contains(Value::reduced_gradient)) reduced_ = reduced_.with(group_of(in));
+  // A sum over every rank is a sum over every group that holds copies.
+  if (row.produces.contains(Value::reduced_gradient)) {
+    reduced_ = group_of(in) == Group::world ? all_groups() : reduced_.with(group_of(in));
+  }
   if (row.consumes.contains(Value::reduced_gradient)) step_optimizer(local);
 }
 
@@ -369,6 +372,7 @@ void RankWalker::report_missing(std::size_t local, OpClass reader, Value value, 
     case Value::message:
     case Value::gradient:
     case Value::reduced_gradient:
+    case Value::weights:
       report(DiagnosticKind::DataflowInputMissing,
              what(local) + " runs before its " + std::string(name(value)) + " exists", local);
       return;
@@ -388,7 +392,8 @@ std::string RankWalker::twice(Value value, std::uint32_t micro_batch) {
     case Value::output_gradient:
     case Value::message:
     case Value::gradient:
-    case Value::reduced_gradient: break;
+    case Value::reduced_gradient:
+    case Value::weights: break;
   }
   return " makes its " + std::string(name(value)) + " of micro-batch " + mb + " a second time";
 }
@@ -427,7 +432,8 @@ std::string RankWalker::unreduced_step(Group group) {
       return "OptimizerStep applies gradients that were not summed with the other copy of each "
              "model piece (no AllReduce over mirror after the last backward)";
     case Group::none:
-    case Group::pipeline: break;
+    case Group::pipeline:
+    case Group::world: break;
   }
   return "OptimizerStep applies gradients that were not summed over the " +
          std::string(name(group)) + " group";

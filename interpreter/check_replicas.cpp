@@ -28,6 +28,7 @@ std::string instance_phrase(const Program& program, Group group, int rank) {
       return "the mirror pair of stages " + std::to_string(low) + " and " +
              std::to_string(c.stages - 1 - low);
     }
+    case Group::world: return "the world (every rank)";
   }
   return {};
 }
@@ -39,6 +40,7 @@ std::string group_noun(Group group) {
     case Group::pipeline: return "pipeline";
     case Group::dp: return "data-parallel group";
     case Group::mirror: return "mirror pair";
+    case Group::world: return "world";
   }
   return {};
 }

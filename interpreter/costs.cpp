@@ -41,6 +41,10 @@ const std::vector<KeyField>& key_fields() {
       {{"optimizer", "OptimizerStep"}, &Costs::optimizer},
       {{"allreduce", "AllReduce over its group, added to the ring's transfer (free when dp = 1)"},
        &Costs::allreduce},
+      {{"allgather", "AllGather of one chunk's weight shards (free over a group of one)"},
+       &Costs::allgather},
+      {{"reduce-scatter", "ReduceScatter of the gradients over the group (free over one rank)"},
+       &Costs::reduce_scatter},
       {{"send", "latency of one message between ranks of one host"}, &Costs::send},
       {{"bandwidth", "bytes per time unit between ranks of one host; 0 means infinite"},
        &Costs::bandwidth},
@@ -87,7 +91,8 @@ double Costs::duration(CostKind kind) const {
     case CostKind::load: return load;
     case CostKind::fwd: return fwd;
     case CostKind::bwd:
-    case CostKind::bwd_allreduce: return backward();
+    case CostKind::bwd_allreduce:
+    case CostKind::bwd_reduce_scatter: return backward();
     case CostKind::bwd_input: return bwd_input;
     case CostKind::bwd_weight: return bwd_weight;
     case CostKind::fwd_bwd: return overlapped();
@@ -96,6 +101,8 @@ double Costs::duration(CostKind kind) const {
     // Communication: timed by its partners, not by the rank alone.
     case CostKind::none:
     case CostKind::allreduce:
+    case CostKind::allgather:
+    case CostKind::reduce_scatter:
     case CostKind::message: return 0;
   }
   return 0;
@@ -106,6 +113,9 @@ double Costs::reduction(CostKind kind, int members) const {
   switch (kind) {
     case CostKind::allreduce:
     case CostKind::bwd_allreduce: return allreduce;
+    case CostKind::allgather: return allgather;
+    case CostKind::reduce_scatter:
+    case CostKind::bwd_reduce_scatter: return reduce_scatter;
     case CostKind::none:
     case CostKind::load:
     case CostKind::fwd:
@@ -278,6 +288,8 @@ Costs costs_from_measurements(const Program& program,
   costs.zero_grad = median_of({CostKind::zero_grad});
   costs.optimizer = median_of({CostKind::optimizer});
   costs.allreduce = median_of({CostKind::allreduce});
+  costs.allgather = median_of({CostKind::allgather});
+  costs.reduce_scatter = median_of({CostKind::reduce_scatter});
   return costs;
 }
 

@@ -32,6 +32,8 @@ struct Costs {
   double zero_grad = 0;       // ZeroGrad
   double optimizer = 0;       // OptimizerStep
   double allreduce = 0;       // one data-parallel all-reduce of all gradients
+  double allgather = 0;       // one AllGather of a chunk's weight shards
+  double reduce_scatter = 0;  // one ReduceScatter of the gradients
   double send = 0;            // latency of one message between ranks of one host
   double bandwidth = 0;       // bytes per time unit between ranks of one host; 0: infinite
   double act_bytes = 0;       // size of one activation message; 0: from the model (links.hpp)

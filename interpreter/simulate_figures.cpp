@@ -13,7 +13,8 @@ Activity activity_of(Opcode op) {
   switch (info(op).cost) {
     case CostKind::fwd: return Activity::forward;
     case CostKind::bwd:
-    case CostKind::bwd_allreduce: return Activity::backward;
+    case CostKind::bwd_allreduce:
+    case CostKind::bwd_reduce_scatter: return Activity::backward;
     case CostKind::bwd_input: return Activity::backward_input;
     case CostKind::bwd_weight: return Activity::backward_weight;
     case CostKind::fwd_bwd: return Activity::overlapped;
@@ -22,6 +23,8 @@ Activity activity_of(Opcode op) {
     case CostKind::optimizer: return Activity::optimizer;
     case CostKind::none:
     case CostKind::allreduce:
+    case CostKind::allgather:
+    case CostKind::reduce_scatter:
     case CostKind::message: return Activity::communication;
   }
   return Activity::idle;

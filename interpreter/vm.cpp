@@ -94,10 +94,17 @@ Machine::Machine(const Program& program, int rank, runtime::Comm& comm,
   for (int c = 0; c < chunk_count; ++c) {
     const PipelinePosition where = position_of(program.placement, config, stage_, c);
     runtime::Piece piece(options.model, split_ranges[to_size(piece_at(where))]);
-    const std::size_t parameters = piece.parameters().size();
-    Chunk chunk{
-        where, std::move(piece), runtime::Optimizer(options.optimizer, parameters), {}, {}, {}, {},
-        {}};
+    const Shard shard = shard_of(c, piece.parameters().size());
+    const std::size_t parameters = shard.sharded ? shard.count : piece.parameters().size();
+    Chunk chunk{where,
+                std::move(piece),
+                runtime::Optimizer(options.optimizer, parameters),
+                {},
+                {},
+                {},
+                {},
+                {},
+                shard};
     chunk.piece.reserve(config.micro_batches, rows_);
     chunk.inputs.resize(micro_batches * to_size(rows_) * to_size(chunk.piece.input_width()));
     chunk.output_grads.resize(micro_batches * to_size(rows_) * to_size(chunk.piece.output_width()));
@@ -153,6 +160,9 @@ class VmStep {
 
   void execute(const Instruction& in);
   Chunk& chunk_of(const Instruction& in);
+  Chunk& chunk_at(const Instruction& in);  // a piece operand: the chunk alone
+  // A compute step's chunk: refuses a sharded chunk whose weights are not gathered.
+  Chunk& weights_of(const Instruction& in);
   static dataflow::PieceEnds ends(const Chunk& chunk) {
     return {chunk.piece.is_first(), chunk.piece.is_last()};
   }
@@ -174,6 +184,7 @@ class VmStep {
   void complete(const Machine::PendingMessage& message);
   void all_reduce(Group group);
   void sum_over_holders();
+  void require_no_pending() const;
   void optimizer_step();
   void finish_step();
 
@@ -269,20 +280,55 @@ void VmStep::execute(const Instruction& in) {
       execute(half(in, 0));
       execute(half(in, 1));
       return;
+    case Opcode::AllGather:
+      if (group_of(in) != Group::dp) unsupported("weights sharded over every rank (over world)");
+      m_.gather(chunk_at(in));
+      return;
+    case Opcode::Release:
+      m_.release(chunk_at(in));
+      return;
+    case Opcode::ReduceScatter:
+      if (group_of(in) != Group::dp) unsupported("gradients sharded over every rank (over world)");
+      all_reduce(Group::dp);
+      for (Chunk& chunk : m_.chunks_) m_.keep_own_gradients(chunk);
+      return;
+    case Opcode::BwdReduceScatter:
+      backward_input(in);
+      backward_weight(in, m_.comm_.dp() > 1);
+      m_.keep_own_gradients(chunk_of(in));
+      return;
+    case Opcode::ShardStep:
+      require_no_pending();
+      m_.shard_step();
+      return;
   }
   unsupported("unknown opcode " + std::to_string(static_cast<int>(in.op)));
 }
 
-Machine::Chunk& VmStep::chunk_of(const Instruction& in) {
+Machine::Chunk& VmStep::chunk_at(const Instruction& in) {
   if (in.chunk >= m_.chunks_.size()) {
     unsupported("this rank holds " + std::to_string(m_.chunks_.size()) + " chunk(s), not chunk " +
                 std::to_string(in.chunk));
   }
+  return m_.chunks_[in.chunk];
+}
+
+Machine::Chunk& VmStep::chunk_of(const Instruction& in) {
+  Chunk& chunk = chunk_at(in);
   if (in.micro_batch >= static_cast<std::uint32_t>(program_.config.micro_batches)) {
     unsupported("micro-batch " + std::to_string(in.micro_batch) + " is out of range (" +
                 std::to_string(program_.config.micro_batches) + " micro-batches)");
   }
-  return m_.chunks_[in.chunk];
+  return chunk;
+}
+
+Machine::Chunk& VmStep::weights_of(const Instruction& in) {
+  Chunk& chunk = chunk_of(in);
+  if (chunk.shard.sharded && !chunk.shard.gathered) {
+    unsupported("computes on chunk " + std::to_string(in.chunk) +
+                ", whose weights are not gathered (AllGather first)");
+  }
+  return chunk;
 }
 
 int VmStep::peer_of(const Instruction& in) const {
@@ -322,7 +368,7 @@ void VmStep::load_target(const Instruction& in) {
 }
 
 void VmStep::forward(const Instruction& in) {
-  Chunk& chunk = chunk_of(in);
+  Chunk& chunk = weights_of(in);
   std::uint16_t& flags = chunk.flags[in.micro_batch];
   if (flags & dataflow::forwarded) unsupported("the micro-batch was already forwarded");
   if (flags & dataflow::input_pending) {
@@ -338,7 +384,7 @@ void VmStep::forward(const Instruction& in) {
 }
 
 void VmStep::backward_input(const Instruction& in) {
-  Chunk& chunk = chunk_of(in);
+  Chunk& chunk = weights_of(in);
   std::uint16_t& flags = chunk.flags[in.micro_batch];
   const int slot = static_cast<int>(in.micro_batch);
   if (!(flags & dataflow::forwarded)) unsupported("backward before the micro-batch's forward");
@@ -364,7 +410,7 @@ void VmStep::backward_input(const Instruction& in) {
 }
 
 void VmStep::backward_weight(const Instruction& in, bool reduce_per_layer) {
-  Chunk& chunk = chunk_of(in);
+  Chunk& chunk = weights_of(in);
   std::uint16_t& flags = chunk.flags[in.micro_batch];
   if (!(flags & dataflow::input_gradient_done)) unsupported("BwdWeight before BwdInput");
   if (flags & dataflow::weight_gradient_done) unsupported("the weight gradients were already accumulated");
@@ -469,6 +515,7 @@ void VmStep::all_reduce(Group group) {
       return;
     case Group::none:
     case Group::pipeline:
+    case Group::world:
       break;
   }
   unsupported("an all-reduce over the " + std::string(name(group)) + " group");
@@ -496,12 +543,16 @@ void VmStep::sum_over_holders() {
   }
 }
 
-void VmStep::optimizer_step() {
+void VmStep::require_no_pending() const {
   if (!m_.pending_.empty()) {
     unsupported("requests are still pending (" +
                 disassemble(code_[m_.pending_.front().instruction]) +
                 "); their buffers may still change");
   }
+}
+
+void VmStep::optimizer_step() {
+  require_no_pending();
   for (Chunk& chunk : m_.chunks_)
     chunk.optimizer.step(chunk.piece.parameters(), chunk.piece.gradients());
 }

@@ -108,8 +108,24 @@ class Machine {
   PipelinePosition position(std::size_t chunk) const { return chunks_[chunk].where; }
   runtime::Comm& comm() { return comm_; }
 
+  // Brings every sharded chunk's whole weights back from the owners of its
+  // shards (vm_shards.cpp): after a ShardStep each rank holds only its own
+  // shard up to date. Every rank of a data-parallel group calls it together
+  // (the Trainer does, before reading parameters); a no-op without shards.
+  void unshard();
+
  private:
   friend class VmStep;
+
+  // This rank's share of a chunk sharded over its data-parallel group: the
+  // floats [offset, offset + count) of the chunk's flat parameters (and of
+  // its gradients) are its own; `gathered` while a whole copy is held.
+  struct Shard {
+    bool sharded = false;  // the rank's stream gathers the chunk (AllGather)
+    bool gathered = false;
+    std::size_t offset = 0;
+    std::size_t count = 0;
+  };
 
   struct Chunk {
     PipelinePosition where;
@@ -120,6 +136,7 @@ class Machine {
     std::vector<std::uint8_t> labels;                 // micro_batches x rows (last piece only)
     std::vector<std::span<const float>> input_grads;  // per micro-batch, from backward_input
     std::vector<std::uint16_t> flags;  // per micro-batch: dataflow::CellState bits
+    Shard shard;
   };
 
   // A non-blocking point-to-point operation the program has not waited for.
@@ -135,6 +152,14 @@ class Machine {
   std::span<float> input_buffer(Chunk& chunk, std::uint32_t micro_batch);
   std::span<float> output_grad_buffer(Chunk& chunk, std::uint32_t micro_batch);
   std::span<std::uint8_t> label_buffer(Chunk& chunk, std::uint32_t micro_batch);
+
+  // Sharded weights (vm_shards.cpp). The VM keeps every chunk's whole
+  // buffers; the shards are which floats a rank is the owner of.
+  Shard shard_of(int chunk, std::size_t parameters) const;
+  void gather(Chunk& chunk);
+  void release(Chunk& chunk);
+  void keep_own_gradients(Chunk& chunk);
+  void shard_step();
 
   const Program* program_;
   int rank_;

@@ -129,6 +129,7 @@ EpochReport Trainer::train_epoch(int epoch, const std::function<void(int, int)>&
 }
 
 std::vector<float> Trainer::gather_parameters() {
+  machine_.unshard();
   // Each rank sends its contributing chunks in chunk order; rank 0 knows
   // from the placement where each lands in the whole model.
   std::size_t floats = 0;
@@ -234,6 +235,7 @@ std::uint64_t Trainer::local_digest() const {
 }
 
 bool Trainer::replicas_agree() {
+  machine_.unshard();
   const std::uint64_t digest = local_digest();
   std::vector<std::size_t> counts;
   const std::vector<std::byte> all =

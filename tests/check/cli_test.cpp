@@ -67,6 +67,30 @@ TEST(cli, json_sweep_with_skipped_configurations) {
   EXPECT_EQ(one["files"][0]["memory"][1]["peak_activations"], 1);
 }
 
+// The bytes of each rank are one walk of its stream: check and simulate,
+// given the same configuration, report the same figures.
+TEST(cli, json_per_rank_bytes_equal_the_simulators) {
+  const std::string args =
+      "schedules/pp-fsdp.pipe --stages 2 --micro-batches 2 --dp 2 --format json "
+      "--config examples/synthetic-quick.yaml";
+  const Outcome checked = pipevm_check(args);
+  ASSERT_EQ(checked.status, 0);
+  const auto per_rank = nlohmann::json::parse(checked.out)["files"][0]["per_rank"];
+  ASSERT_EQ(per_rank.size(), 4u);
+  EXPECT_GT(per_rank[0]["peak_bytes"].get<long>(), 0);
+  const std::string command = std::string("cd '") + PIPEVM_SOURCE_DIR + "' && '" +
+                              PIPEVM_BINARY_DIR + "/pipevm' simulate " + args + " 2>/dev/null";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  std::array<char, 4096> buffer{};
+  for (std::size_t n; (n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0;) {
+    out.append(buffer.data(), n);
+  }
+  ASSERT_EQ(pclose(pipe), 0);
+  EXPECT_EQ(nlohmann::json::parse(out)["per_rank"], per_rank);
+}
+
 TEST(cli, json_and_sarif_findings) {
   const std::string file = "tests/check/corpus/buffering_1f1b_two_stages.pipe -p 2 -m 2";
   const Outcome json = pipevm_check(file + " --format json");

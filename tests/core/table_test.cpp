@@ -34,7 +34,10 @@ TEST(table, columns_are_consistent) {
       case OpClass::collective:
         EXPECT_TRUE(talks) << row.name;
         EXPECT_NE(row.completion, Completion::local) << row.name;
-        EXPECT_TRUE(row.produces.contains(Value::reduced_gradient)) << row.name;
+        // It sums gradients, or gathers weight shards.
+        EXPECT_TRUE(row.produces.contains(Value::reduced_gradient) ||
+                    row.produces.contains(Value::weights))
+            << row.name;
         break;
       case OpClass::data:
       case OpClass::compute:
@@ -58,6 +61,8 @@ TEST(table, operand_syntax_is_declared_once) {
   EXPECT_EQ(operand_syntax(Opcode::Wait), "send|recv act|grad mb [chunk C]");
   EXPECT_EQ(operand_syntax(Opcode::Fwd), "mb [chunk C]");
   EXPECT_EQ(operand_syntax(Opcode::AllReduce), "[over dp|mirror]");
+  EXPECT_EQ(operand_syntax(Opcode::AllGather), "[chunk C] [over dp|world]");
+  EXPECT_EQ(operand_syntax(Opcode::Release), "[chunk C]");
   EXPECT_EQ(operand_syntax(Opcode::WaitAll), "");
   Instruction sum;
   sum.op = Opcode::AllReduce;

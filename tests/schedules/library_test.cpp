@@ -66,6 +66,9 @@ const std::vector<Entry>& library() {
          return std::min(v * m, 2 * (p - s - 1) + (v - 1) * p + 1 + s);
        }},
       {"looped-bfs", 2, [](int, int m, int v, int) { return v * m; }},
+      {"fsdp", 1, [](int, int, int, int) { return 1; }},
+      {"wsdp", 1, [](int, int, int, int) { return 1; }},
+      {"pp-fsdp", 1, [](int, int m, int, int) { return m; }},
   };
   return entries;
 }
@@ -158,6 +161,9 @@ TEST(library, memory_gpipe_allreduce) { expect_memory_formula(entry("gpipe-allre
 TEST(library, memory_zb_v) { expect_memory_formula(entry("zb-v")); }
 TEST(library, memory_interleaved_zb) { expect_memory_formula(entry("interleaved-zb")); }
 TEST(library, memory_looped_bfs) { expect_memory_formula(entry("looped-bfs")); }
+TEST(library, memory_fsdp) { expect_memory_formula(entry("fsdp")); }
+TEST(library, memory_wsdp) { expect_memory_formula(entry("wsdp")); }
+TEST(library, memory_pp_fsdp) { expect_memory_formula(entry("pp-fsdp")); }
 
 TEST(library, interleaved_memory_with_three_chunks) {
   Entry three = entry("interleaved-1f1b");

@@ -193,3 +193,45 @@ TEST_F(cli, usage_errors_exit_2) {
 }
 
 }  // namespace
+
+// Memory in bytes of the run configuration given with --config: a model of
+// 8 x 4 x 2 (P = 8*4+4 + 4*2+2 = 46 parameters), element size 2, Adam (two
+// states per parameter), batch 8 over dp 2 x 2 micro-batches (2 rows).
+// Sharding over the two replicas halves the optimizer state (ShardStep) and,
+// between a Release and the next AllGather, the weights.
+TEST_F(cli, per_rank_bytes_follow_the_config_and_the_shards) {
+  const fs::path config = dir_ / "model.yaml";
+  std::ofstream(config) << "model:\n  sizes: [8, 4, 2]\n  element_bytes: 2\n"
+                           "training:\n  batch_size: 8\n  optimizer: adam\n";
+  const auto peak = [&](const std::string& schedule) {
+    const Outcome o =
+        simulate("schedules/" + schedule +
+                 ".pipe --stages 1 --micro-batches 2 --dp 2 --format json --config '" +
+                 config.string() + "'");
+    EXPECT_EQ(o.status, 0) << schedule;
+    const nlohmann::json json = nlohmann::json::parse(o.out);
+    EXPECT_EQ(json.at("per_rank").size(), 2u);
+    return json.at("per_rank").at(0);
+  };
+  const nlohmann::json dp = peak("dp");
+  const nlohmann::json wsdp = peak("wsdp");
+  EXPECT_EQ(dp.at("weights"), 46 * 2);
+  EXPECT_EQ(dp.at("gradients"), 46 * 2);
+  EXPECT_EQ(dp.at("optimizer"), 2 * 46 * 2);
+  EXPECT_EQ(wsdp.at("optimizer"), 2 * 23 * 2);
+  // One micro-batch's boundaries (8 + 4 + 2 floats a row, 2 rows) stashed at once.
+  EXPECT_EQ(dp.at("activations"), 14 * 2 * 2);
+  EXPECT_EQ(dp.at("peak_bytes"),
+            dp.at("weights").get<int>() + dp.at("gradients").get<int>() +
+                dp.at("optimizer").get<int>() + dp.at("activations").get<int>() +
+                dp.at("activation_gradients").get<int>() + dp.at("messages").get<int>());
+}
+
+TEST_F(cli, a_bad_config_is_a_usage_error) {
+  const fs::path config = dir_ / "bad.yaml";
+  std::ofstream(config) << "model:\n  element_bytes: 0\n";
+  EXPECT_EQ(
+      simulate("schedules/dp.pipe --stages 1 --micro-batches 2 --config '" + config.string() + "'")
+          .status,
+      2);
+}

@@ -3,6 +3,7 @@
 // world allows (stages x replicas x chunks). One driver, two case lists:
 //   mpi_equivalence vm         GPipe, 1F1B and naive over 4, 2 and 1 stages
 //   mpi_equivalence schedules  every shipped schedule at least twice
+//   mpi_equivalence shards     the sharded schedules with dp = 2
 // World rank 0 computes the sequential reference and compares; every rank
 // exits with the verdict, which fails when no case ran (a world size no
 // case fits, or an unknown list). A forward-only schedule must leave the
@@ -63,13 +64,26 @@ constexpr Case kScheduleCases[] = {
     {"interleaved-zb", 2, 2, 2},
     {"looped-bfs", 2, 4, 2},
     {"looped-bfs", 2, 3, 2},
+    {"fsdp", 1, 3, 1},
+    {"fsdp", 1, 2, 1},
+    {"wsdp", 1, 2, 1},
+    {"wsdp", 1, 3, 1},
+    {"pp-fsdp", 2, 4, 1},
+    {"pp-fsdp", 1, 2, 1},
+};
+
+// The sharded schedules on a small world (2 ranks: dp = 2).
+constexpr Case kShardCases[] = {
+    {"fsdp", 1, 3, 1},
+    {"wsdp", 1, 2, 1},
+    {"pp-fsdp", 1, 2, 1},
 };
 
 constexpr double kTolerance = 1e-5;
 
 bool trains(const Program& program) {
   return std::any_of(program.code.begin(), program.code.end(),
-                     [](const Instruction& in) { return in.op == Opcode::OptimizerStep; });
+                     [](const Instruction& in) { return is_step(in.op); });
 }
 
 }  // namespace
@@ -81,6 +95,7 @@ int main(int argc, char** argv) {
   const std::string list = argc == 2 ? argv[1] : "";
   const std::span<const Case> cases = list == "vm"          ? std::span<const Case>(kVmCases)
                                       : list == "schedules" ? std::span<const Case>(kScheduleCases)
+                                      : list == "shards"    ? std::span<const Case>(kShardCases)
                                                             : std::span<const Case>();
   bool all_passed = true;
   int ran = 0;

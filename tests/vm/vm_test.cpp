@@ -124,7 +124,7 @@ void shipped_schedule_trains_the_sequential_weights(const std::string& schedule)
         training_options(kGlobalBatch, kSteps, vm_test::sgd(), vm_test::deep_model());
     const bool trains =
         std::any_of(program->code.begin(), program->code.end(),
-                    [](const Instruction& in) { return in.op == Opcode::OptimizerStep; });
+                    [](const Instruction& in) { return is_step(in.op); });
     TrainingOptions expected_options = options;
     if (!trains) expected_options.max_steps_per_epoch = 0;
     const std::vector<float> trained = train_in_process(*program, options);
@@ -301,6 +301,21 @@ TEST(machine, backward_without_target_is_reported) {
   ASSERT_TRUE(error.has_value());
   EXPECT_EQ(error->instruction(), 3U);
   EXPECT_NE(std::string(error->what()).find("LoadTarget"), std::string::npos) << error->what();
+}
+
+TEST(machine, compute_after_release_is_refused) {
+  const auto error = first_error("ZeroGrad\nAllGather\nLoadInput 0\nRelease\nFwd 0\n");
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(error->instruction(), 4U);
+  EXPECT_NE(std::string(error->what()).find("not gathered"), std::string::npos) << error->what();
+}
+
+TEST(machine, shard_step_on_an_unsharded_chunk_is_refused) {
+  const auto error = first_error(
+      "ZeroGrad\nLoadInput 0\nFwd 0\nLoadTarget 0\nBwd 0\nReduceScatter\nShardStep\n");
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(error->instruction(), 6U);
+  EXPECT_NE(std::string(error->what()).find("not sharded"), std::string::npos) << error->what();
 }
 
 TEST(machine, send_to_itself_is_reported) {

@@ -1,0 +1,39 @@
+// `--config` for check and simulate: the run configuration's model, as bytes.
+#include "memory_config.hpp"
+
+#include <algorithm>
+
+namespace pipevm::cli {
+
+void add_memory_config_option(CLI::App& app, std::string& path) {
+  app.add_option("--config", path,
+                 "A `pipevm run` YAML file: the model (sizes, element_bytes), batch size and "
+                 "optimizer that the memory figures (per_rank[].peak_bytes) count, and the message "
+                 "and all-reduce bytes of simulate --hosts")
+      ->check(CLI::ExistingFile);
+}
+
+RunConfig read_memory_config(const std::string& path) {
+  RunConfig run;
+  if (!path.empty()) {
+    apply_yaml_file(path, run);
+    validate(run);
+  }
+  return run;
+}
+
+MemoryShape memory_shape(const RunConfig& run, const Config& config) {
+  MemoryShape shape;
+  shape.layer_widths = run.model.sizes;
+  shape.element_bytes = run.element_bytes;
+  const int split = std::max(1, config.dp) * std::max(1, config.micro_batches);
+  shape.rows = std::max(1, run.batch_size / split);
+  if (run.optimizer.kind == "adam") {
+    shape.optimizer_states = 2;
+  } else {
+    shape.optimizer_states = run.optimizer.momentum != 0.0F ? 1 : 0;
+  }
+  return shape;
+}
+
+}  // namespace pipevm::cli

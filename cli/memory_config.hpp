@@ -1,0 +1,28 @@
+// The model whose bytes `check` and `simulate` count: the same `--config`
+// YAML as `pipevm run` (model sizes and element size, batch size, optimizer),
+// read into a MemoryShape for one configuration. Without a file, the
+// defaults of `pipevm run`. Not here: the stages, micro-batches and replicas,
+// which stay flags of check and simulate.
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "memory_bytes.hpp"
+#include "program.hpp"
+#include "run_config.hpp"
+
+namespace pipevm::cli {
+
+// Adds `--config FILE` to `app`, writing the path into `path`.
+void add_memory_config_option(CLI::App& app, std::string& path);
+
+// The run configuration of `path` (defaults when empty). Throws ConfigError.
+RunConfig read_memory_config(const std::string& path);
+
+// The shape for one configuration: rows per micro-batch are the batch size
+// over dp x micro-batches (at least one).
+MemoryShape memory_shape(const RunConfig& run, const Config& config);
+
+}  // namespace pipevm::cli

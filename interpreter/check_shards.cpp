@@ -1,0 +1,162 @@
+// The checker's rules for sharded weights, one rank's stream at a time: a
+// chunk the rank gathers (AllGather) is sharded, and then
+//  - every compute on it (a forward or a backward) runs while a gathered
+//    copy is held, so a use after its Release is an error;
+//  - a Release frees a gathered copy, and every gathered copy is released
+//    before the stream ends (a step would leave it stale);
+//  - the step is a ShardStep (the rank updates its own shard only), never an
+//    OptimizerStep, and a ShardStep needs sharded chunks (else the other
+//    shards never come back) and no gathered copy held;
+//  - an OptimizerStep never applies gradients that were only reduce-scattered.
+// That a step comes after a reduction at all is check_ranks.cpp's rule (a
+// ReduceScatter produces reduced gradients); that the group's members issue
+// the same collectives in the same order is the link's (check_replicas.cpp).
+#include <algorithm>
+
+#include "check_internal.hpp"
+
+namespace pipevm::check_detail {
+
+namespace {
+
+bool is_sharding(Opcode op) {
+  return op == Opcode::AllGather || op == Opcode::Release || op == Opcode::ReduceScatter ||
+         op == Opcode::BwdReduceScatter || op == Opcode::ShardStep;
+}
+
+// Computes with the chunk's weights.
+bool computes(Opcode op) {
+  return info(op).cls != OpClass::p2p &&
+         (is_backward(op) || info(op).produces.contains(Value::activation));
+}
+
+bool scatters(Opcode op) {
+  return info(op).cost == CostKind::reduce_scatter || info(op).cost == CostKind::bwd_reduce_scatter;
+}
+
+class ShardWalker {
+ public:
+  ShardWalker(const Program& program, Reporter& reporter)
+      : program_(program), reporter_(reporter), chunks_(chunks_per_rank(program)) {}
+  void walk(int rank);
+
+ private:
+  Diagnostic* report(DiagnosticKind kind, const std::string& message, std::size_t local) {
+    return reporter_.report(kind, message, reporter_.at(begin_ + local));
+  }
+  std::string what(std::size_t local) const {
+    return "`" + disassemble(program_.code[begin_ + local]) + "`";
+  }
+  bool known(std::uint16_t chunk) const { return chunk < static_cast<std::size_t>(chunks_); }
+  void step(std::size_t local, const Instruction& in);
+
+  const Program& program_;
+  Reporter& reporter_;
+  const int chunks_;
+  std::size_t begin_ = 0;
+  std::vector<bool> sharded_;
+  std::vector<std::uint32_t> gathered_at_;  // the holding AllGather, or kNone
+  std::vector<std::uint32_t> released_at_;  // the last Release, or kNone
+  bool only_scattered_ = false;             // the gradients' last reduction kept shards only
+};
+
+void ShardWalker::walk(int rank) {
+  begin_ = program_.rank_begin[static_cast<std::size_t>(rank)];
+  const std::span<const Instruction> stream = program_.rank(rank);
+  sharded_.assign(static_cast<std::size_t>(chunks_), false);
+  gathered_at_.assign(static_cast<std::size_t>(chunks_), kNone);
+  released_at_.assign(static_cast<std::size_t>(chunks_), kNone);
+  only_scattered_ = false;
+  for (const Instruction& in : stream) {
+    if (in.op == Opcode::AllGather && known(in.chunk)) sharded_[in.chunk] = true;
+  }
+  for (std::size_t local = 0; local < stream.size(); ++local) step(local, stream[local]);
+  for (int c = 0; c < chunks_; ++c) {
+    const std::uint32_t at = gathered_at_[static_cast<std::size_t>(c)];
+    if (at == kNone) continue;
+    report(DiagnosticKind::ShardGatherMisuse,
+           what(at) +
+               " gathers weights that no Release frees before the step ends (the next "
+               "step would compute with a stale copy)",
+           at);
+  }
+}
+
+void ShardWalker::step(std::size_t local, const Instruction& in) {
+  const auto l = static_cast<std::uint32_t>(local);
+  const std::string chunk = "chunk " + std::to_string(in.chunk);
+  if (in.op == Opcode::AllGather && known(in.chunk)) {
+    if (gathered_at_[in.chunk] != kNone) {
+      Diagnostic* d =
+          report(DiagnosticKind::ShardGatherMisuse,
+                 what(local) + " gathers " + chunk + " while its gathered copy is held", local);
+      reporter_.note(d, "gathered here: " + reporter_.describe(begin_ + gathered_at_[in.chunk]),
+                     reporter_.at(begin_ + gathered_at_[in.chunk]));
+    }
+    gathered_at_[in.chunk] = l;
+  } else if (in.op == Opcode::Release && known(in.chunk)) {
+    if (gathered_at_[in.chunk] == kNone) {
+      report(DiagnosticKind::ShardGatherMisuse,
+             what(local) + " releases the weights of " + chunk + ", which are not gathered", local);
+    }
+    gathered_at_[in.chunk] = kNone;
+    released_at_[in.chunk] = l;
+  } else if (computes(in.op) && known(in.chunk) && sharded_[in.chunk] &&
+             gathered_at_[in.chunk] == kNone) {
+    Diagnostic* d = report(DiagnosticKind::ShardNotGathered,
+                           what(local) + " computes with the weights of " + chunk +
+                               ", which are not gathered (AllGather " + chunk + " first)",
+                           local);
+    if (released_at_[in.chunk] != kNone) {
+      reporter_.note(d, "released here: " + reporter_.describe(begin_ + released_at_[in.chunk]),
+                     reporter_.at(begin_ + released_at_[in.chunk]));
+    }
+  }
+
+  if (info(in.op).produces.contains(Value::weight_gradient)) only_scattered_ = false;
+  if (info(in.op).produces.contains(Value::reduced_gradient)) only_scattered_ = scatters(in.op);
+
+  const bool any_sharded = std::find(sharded_.begin(), sharded_.end(), true) != sharded_.end();
+  if (in.op == Opcode::OptimizerStep) {
+    if (any_sharded) {
+      report(DiagnosticKind::ShardStepMismatch,
+             "OptimizerStep updates every parameter, but this rank holds its chunks as shards "
+             "(AllGather): use ShardStep",
+             local);
+    } else if (only_scattered_) {
+      report(DiagnosticKind::ShardStepMismatch,
+             "OptimizerStep applies gradients that were only reduce-scattered (each rank holds "
+             "the sum of its own shard): use ShardStep, or AllReduce",
+             local);
+    }
+  } else if (in.op == Opcode::ShardStep) {
+    if (!any_sharded) {
+      report(DiagnosticKind::ShardStepMismatch,
+             "ShardStep updates only this rank's shard, but no AllGather brings the other shards "
+             "back: gather each chunk before computing with it",
+             local);
+    }
+    for (std::size_t c = 0; c < gathered_at_.size(); ++c) {
+      if (gathered_at_[c] == kNone) continue;
+      report(DiagnosticKind::ShardStepMismatch,
+             "ShardStep runs while the gathered copy of chunk " + std::to_string(c) +
+                 " is held: Release it first (the copy would be stale)",
+             local);
+    }
+  }
+}
+
+}  // namespace
+
+void check_shards(const Program& program, Reporter& reporter, const std::vector<bool>& quiet) {
+  if (std::none_of(program.code.begin(), program.code.end(),
+                   [](const Instruction& in) { return is_sharding(in.op); })) {
+    return;
+  }
+  ShardWalker walker(program, reporter);
+  for (int r = 0; r < program.ranks(); ++r) {
+    if (!quiet[static_cast<std::size_t>(r)]) walker.walk(r);
+  }
+}
+
+}  // namespace pipevm::check_detail
