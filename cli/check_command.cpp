@@ -81,6 +81,7 @@ struct CheckArguments {
   std::string format = "text";
   bool skip_unsupported = false;
   std::uint64_t max_configurations = 100'000;
+  std::string topology;
 };
 
 std::uint64_t count_of(const ValueRange& range) {
@@ -106,11 +107,11 @@ std::string range_text(const ValueRange& range) {
 }
 
 ConfigurationResult check_one(const Schedule& schedule, const Config& config,
-                              bool skip_unsupported) {
+                              bool skip_unsupported, const ExpandOptions& options) {
   ConfigurationResult out;
   out.config = config;
   Diagnostics diagnostics;
-  const std::optional<Program> program = expand(schedule, config, diagnostics);
+  const std::optional<Program> program = expand(schedule, config, diagnostics, options);
   out.diagnostics = diagnostics.all();
   if (!program) {
     const bool unsupported =
@@ -170,6 +171,11 @@ int run_check(const CheckArguments& args) {
     return 2;
   }
 
+  ExpandOptions expand_options;
+  if (std::string error; !topology_option(args.topology, expand_options, error)) {
+    std::cerr << "pipevm check: " << error << "\n";
+    return 2;
+  }
   Diagnostics diagnostics;
   const auto file = read_source(args.file, diagnostics);
   if (!file) {
@@ -190,7 +196,7 @@ int run_check(const CheckArguments& args) {
       for (int d = dp.first; d <= dp.last; ++d) {
         for (int v = chunks.first; v <= chunks.last; ++v) {
           const Config config{.stages = p, .micro_batches = m, .chunks = v, .dp = d};
-          const ConfigurationResult result = check_one(*schedule, config, args.skip_unsupported);
+          const ConfigurationResult result = check_one(*schedule, config, args.skip_unsupported, expand_options);
           failed = failed || result.verdict == Verdict::error;
           out->add(result);
         }
@@ -232,6 +238,7 @@ Command add_check_command(CLI::App& root) {
   app.add_option("--format", args->format, "Output format")
       ->check(CLI::IsMember({"text", "gcc", "json", "sarif"}))
       ->capture_default_str();
+  app.add_option("--topology", args->topology, kTopologyHelp);
   app.add_flag("--skip-unsupported", args->skip_unsupported,
                "List configurations whose `require` fails as skipped instead of errors");
   app.add_option("--max-configurations", args->max_configurations,

@@ -33,6 +33,7 @@ struct SimulateArguments {
   std::string svg;
   std::string trace;
   int width = 100;
+  std::string topology;
 };
 
 void print_diagnostics(const Diagnostics& diagnostics) {
@@ -81,13 +82,18 @@ std::string title_of(const Program& program, const Simulation& simulation) {
 int run_simulate(const SimulateArguments& args) {
   Costs costs;
   if (!costs_of(args, costs)) return 2;
+  ExpandOptions expand_options;
+  if (std::string error; !topology_option(args.topology, expand_options, error)) {
+    std::cerr << "pipevm simulate: " << error << "\n";
+    return 2;
+  }
   Diagnostics diagnostics;
   const auto file = read_source(args.file, diagnostics);
   if (!file) {
     print_diagnostics(diagnostics);
     return 2;
   }
-  const auto program = compile(file, args.config, diagnostics);
+  const auto program = compile(file, args.config, diagnostics, expand_options);
   if (!program) {
     print_diagnostics(diagnostics);
     return 1;
@@ -156,6 +162,7 @@ Command add_simulate_command(CLI::App& root) {
   app.add_option("--svg", args->svg, "Also write the timeline as an SVG picture to this file");
   app.add_option("--trace", args->trace,
                  "Also write a Chrome/Perfetto trace (JSON; costs read as microseconds)");
+  app.add_option("--topology", args->topology, kTopologyHelp);
   app.add_option("--width", args->width, "Columns of the terminal grid")
       ->check(CLI::Range(10, 100000))
       ->capture_default_str();

@@ -109,6 +109,10 @@ class Schedule {
   std::shared_ptr<const SourceFile> file;
   std::string name;  // from `schedule NAME`, empty if absent
   Placement placement = Placement::looped;
+  std::string topology;  // `topology NAME`, empty if absent
+  // `carry OP`: opcodes whose requests cross the step boundary, and where.
+  std::vector<Opcode> carried;
+  std::vector<SourceRange> carried_at;
 
   std::vector<Expr> exprs;
   std::vector<Stmt> stmts;

@@ -184,7 +184,13 @@ struct schedule_name : plus<sor<ident_other, one<'-'>>> {};
 struct schedule_header : if_must<kw_schedule, sp, schedule_name, sp, stmt_end> {};
 struct placement_name : sor<TAO_PEGTL_KEYWORD("looped"), TAO_PEGTL_KEYWORD("v"), TAO_PEGTL_KEYWORD("mirror")> {};
 struct placement_header : if_must<kw_placement, sp, placement_name, sp, stmt_end> {};
-struct headers : seq<opt<schedule_header, ws>, star<placement_header, ws>> {};
+struct kw_topology : TAO_PEGTL_KEYWORD("topology") {};
+struct kw_carry : TAO_PEGTL_KEYWORD("carry") {};
+struct topology_name : plus<sor<ident_other, one<'-', ':', '.', '/'>>> {};
+struct topology_header : if_must<kw_topology, sp, topology_name, sp, stmt_end> {};
+struct carried_opcode : seq<upper, star<ident_other>> {};
+struct carry_header : if_must<kw_carry, sp, carried_opcode, sp, stmt_end> {};
+struct headers : seq<opt<schedule_header, ws>, star<sor<placement_header, topology_header, carry_header>, ws>> {};
 
 struct program : seq<ws, headers, item_list, eof> {};
 

@@ -69,4 +69,11 @@ void check_ranks(const Program& program, const Link& link, Reporter& reporter,
 // buffering hazards and collective cycles.
 void check_progress(const Program& program, const Link& link, Reporter& reporter);
 
+// Gossip (check_gossip.cpp): reports what breaks the program's topology;
+// false when a round is not a partition of the data-parallel ranks (the
+// exchanges then cannot be linked).
+bool check_topology(const Program& program, Reporter& reporter);
+// Reports a rank that starts a gossip exchange while one is in flight.
+void check_gossip_flight(const Program& program, Reporter& reporter);
+
 }  // namespace pipevm::check_detail

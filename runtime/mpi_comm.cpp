@@ -237,12 +237,17 @@ void MpiComm::allreduce_sum(std::span<float> data, Group group) {
       MPI_Allreduce(MPI_IN_PLACE, data.data(), to_count(data.size()), MPI_FLOAT, MPI_SUM, comm));
 }
 
-Comm::Request MpiComm::iallreduce_sum(std::span<float> data) {
+Comm::Request MpiComm::iallreduce_sum(std::span<float> data, Group group) {
+  if (group < 0 || static_cast<std::size_t>(group) >= state_->groups.size()) {
+    throw CommError("no group " + std::to_string(group));
+  }
+  MPI_Comm comm = state_->groups[static_cast<std::size_t>(group)];
+  int members = 1;
+  PIPEVM_MPI_CHECK(MPI_Comm_size(comm, &members));
   const Request id = state_->take_slot();
-  if (dp() == 1) return id;  // its slot stays MPI_REQUEST_NULL: waiting is a no-op
+  if (members == 1) return id;  // its slot stays MPI_REQUEST_NULL: waiting is a no-op
   PIPEVM_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data.data(), to_count(data.size()), MPI_FLOAT,
-                                  MPI_SUM, state_->groups[kDataParallel],
-                                  &state_->requests[static_cast<std::size_t>(id)]));
+                                  MPI_SUM, comm, &state_->requests[static_cast<std::size_t>(id)]));
   return id;
 }
 
