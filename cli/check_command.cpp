@@ -106,8 +106,8 @@ std::string range_text(const ValueRange& range) {
              : std::to_string(range.first) + ".." + std::to_string(range.last);
 }
 
-ConfigurationResult check_one(const Schedule& schedule, const Config& config,
-                              bool skip_unsupported, const ExpandOptions& options) {
+ConfigurationResult check_one(const Schedule& schedule, const Config& config, bool skip_unsupported,
+                              const ExpandOptions& options) {
   ConfigurationResult out;
   out.config = config;
   Diagnostics diagnostics;
@@ -196,7 +196,8 @@ int run_check(const CheckArguments& args) {
       for (int d = dp.first; d <= dp.last; ++d) {
         for (int v = chunks.first; v <= chunks.last; ++v) {
           const Config config{.stages = p, .micro_batches = m, .chunks = v, .dp = d};
-          const ConfigurationResult result = check_one(*schedule, config, args.skip_unsupported, expand_options);
+          const ConfigurationResult result =
+              check_one(*schedule, config, args.skip_unsupported, expand_options);
           failed = failed || result.verdict == Verdict::error;
           out->add(result);
         }

@@ -93,7 +93,10 @@ int run_simulate(const SimulateArguments& args) {
     print_diagnostics(diagnostics);
     return 2;
   }
-  const auto program = compile(file, args.config, diagnostics, expand_options);
+  auto program = compile(file, args.config, diagnostics, expand_options);
+  // Requests carried over the step boundary: two steps, so that the
+  // exchange one step starts is seen overlapping the next.
+  if (program && !program->carried.empty()) program = unroll_steps(*program, 2);
   if (!program) {
     print_diagnostics(diagnostics);
     return 1;

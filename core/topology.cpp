@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <span>
 
 namespace pipevm {
 
@@ -58,6 +59,10 @@ std::optional<Topology> builtin_topology(std::string_view spec, int dp, std::str
     return t;
   }
   if (spec == "ring") {
+    if (dp == 1) {  // a ring of one: the rank alone
+      t.rounds.push_back({{0}});
+      return t;
+    }
     if (dp % 2 != 0) {
       error = "topology ring needs an even number of data-parallel ranks, not " + n;
       return std::nullopt;
@@ -234,6 +239,83 @@ void gossip_members(const Topology& topology, const Config& config, int instance
        topology.rounds[static_cast<std::size_t>(round)][static_cast<std::size_t>(g)]) {
     members.push_back(rank_of(config, d, stage));
   }
+}
+
+namespace {
+
+// The wait-class opcode that completes `op`'s requests: the one of the same group.
+Opcode wait_for(Opcode op) {
+  for (std::size_t i = 0; i < kOpcodeCount; ++i) {
+    const OpcodeInfo& row = kOpcodeInfo[i];
+    if (row.cls == OpClass::wait && row.group == info(op).group) return static_cast<Opcode>(i);
+  }
+  return Opcode::WaitAll;
+}
+
+// The source of the first instruction of the stream with opcode `op`, else `fallback`.
+std::uint32_t source_of_first(std::span<const Instruction> stream, Opcode op,
+                              std::uint32_t fallback) {
+  for (const Instruction& in : stream) {
+    if (in.op == op) return in.source();
+  }
+  return fallback;
+}
+
+}  // namespace
+
+Program unroll_steps(const Program& program, int steps) {
+  Program out = program;
+  out.steps = steps;
+  out.code.clear();
+  out.rank_begin.assign(1, 0);
+  const auto round_at = [&](long step) {
+    return static_cast<std::uint32_t>(program.topology ? round_of_step(*program.topology, step)
+                                                       : 0);
+  };
+  for (int r = 0; r < program.ranks(); ++r) {
+    const auto stream = program.rank(r);
+    const std::uint32_t fallback = stream.empty() ? 0 : stream.front().source();
+    // Before the first step: the exchanges the first step waits for.
+    for (const Opcode op : program.carried) {
+      Instruction start;
+      start.op = op;
+      start.micro_batch = round_at(0);
+      start.set_source(source_of_first(stream, op, fallback), false);
+      out.code.push_back(start);
+    }
+    for (int k = 0; k < steps; ++k) {
+      for (Instruction in : stream) {
+        // A carried exchange started in step k is waited for in step k + 1.
+        if (group_of(in) == Group::gossip && is_collective(in.op)) {
+          in.micro_batch = round_at(program.carried.empty() ? k : k + 1);
+        }
+        out.code.push_back(in);
+      }
+    }
+    // After the last step: its exchanges are completed.
+    for (const Opcode op : program.carried) {
+      Instruction wait;
+      wait.op = wait_for(op);
+      wait.set_source(source_of_first(stream, wait.op, source_of_first(stream, op, fallback)),
+                      false);
+      out.code.push_back(wait);
+    }
+    out.rank_begin.push_back(out.code.size());
+  }
+  return out;
+}
+
+int steps_to_unroll(const Program& program) {
+  const int rounds = program.topology ? program.topology->round_count() : 1;
+  if (program.carried.empty()) {
+    // Exchanges within a step: one step per round.
+    const bool gossip =
+        std::any_of(program.code.begin(), program.code.end(),
+                    [](const Instruction& in) { return group_of(in) == Group::gossip; });
+    return gossip ? rounds : 1;
+  }
+  // Every round follows every other once, and the first and last step.
+  return std::max(2, rounds + 1);
 }
 
 }  // namespace pipevm

@@ -57,4 +57,15 @@ void gossip_members(const Topology& topology, const Config& config, int instance
 // The round of instance `instance`.
 int gossip_round_of_instance(const Topology& topology, const Config& config, int instance);
 
+// Programs whose requests cross the step boundary (`carry`) laid out over
+// `steps` consecutive steps, for the checker and the simulator: before the
+// first, the exchanges the first step waits for (round 0); after the last,
+// the waits that complete its exchanges; in between, step k's gossip
+// exchanges use round k + 1 (they are waited for in step k + 1), or round
+// k when nothing is carried, kept in their micro-batch field.
+// steps_to_unroll: carried, enough steps that every round follows every
+// other, and at least two; else one per round when the program gossips.
+Program unroll_steps(const Program& program, int steps);
+int steps_to_unroll(const Program& program);
+
 }  // namespace pipevm

@@ -339,7 +339,8 @@ bool resolve_topology(const Schedule& schedule, const ExpandOptions& options, Pr
     program.topology = options.topology;
     return true;
   }
-  const std::string& spec = options.topology_name.empty() ? schedule.topology : options.topology_name;
+  const std::string& spec =
+      options.topology_name.empty() ? schedule.topology : options.topology_name;
   if (spec.empty()) return true;
   std::string error;
   auto built = builtin_topology(spec, program.config.dp, error);
@@ -374,8 +375,9 @@ std::optional<Program> expand(const Schedule& schedule, const Config& config,
   if (!resolve_topology(schedule, options, program, diagnostics)) return std::nullopt;
   if (!Expander(schedule, config, diagnostics, options, program).run()) return std::nullopt;
   if (!program.topology) {
-    const auto gossip = std::find_if(program.code.begin(), program.code.end(),
-                                     [](const Instruction& in) { return group_of(in) == Group::gossip; });
+    const auto gossip =
+        std::find_if(program.code.begin(), program.code.end(),
+                     [](const Instruction& in) { return group_of(in) == Group::gossip; });
     if (gossip != program.code.end()) {
       diagnostics.report(DiagnosticKind::InvalidTopology,
                          std::string(name(gossip->op)) +

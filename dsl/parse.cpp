@@ -41,11 +41,12 @@ using selector = pt::selector<
     pt::store_content::on<
         g::integer, g::name_ref, g::mul_op, g::add_op, g::cmp_op, g::let_name, g::for_var,
         g::call_name, g::proc_name, g::param, g::opcode, g::direction, g::message_kind,
-        g::stage_number, g::string_body, g::schedule_name, g::placement_name, g::topology_name, g::carried_opcode, g::negate, g::not_op,
-        g::min_call, g::max_call, g::expr, g::micro_batch, g::chunk_number, g::peer_stage,
-        g::argument, g::let_stmt, g::for_stmt, g::reversed_range, g::forward_range, g::if_stmt,
-        g::else_clause, g::stage_stmt, g::call_stmt, g::instruction, g::chunk_clause, g::to_clause,
-        g::from_clause, g::over_clause, g::group_name, g::require_item, g::proc_item>,
+        g::stage_number, g::string_body, g::schedule_name, g::placement_name, g::topology_name,
+        g::carried_opcode, g::negate, g::not_op, g::min_call, g::max_call, g::expr, g::micro_batch,
+        g::chunk_number, g::peer_stage, g::argument, g::let_stmt, g::for_stmt, g::reversed_range,
+        g::forward_range, g::if_stmt, g::else_clause, g::stage_stmt, g::call_stmt, g::instruction,
+        g::chunk_clause, g::to_clause, g::from_clause, g::over_clause, g::group_name,
+        g::require_item, g::proc_item>,
     fold_keep::on<g::and_expr, g::not_expr, g::cmp_expr, g::add_expr, g::mul_expr, g::unary,
                   g::primary, g::paren_expr>>;
 

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "check_internal.hpp"
+#include "topology.hpp"
 
 namespace pipevm {
 
@@ -199,7 +200,8 @@ std::string_view describe_class(DiagnosticClass cls) {
     case DiagnosticClass::dataflow:
       return "A stage uses a value before it is computed, or computes it not exactly once.";
     case DiagnosticClass::topology:
-      return "A gossip topology's round is not a partition of the replicas, or its rounds never connect them.";
+      return "A gossip topology's round is not a partition of the replicas, or its rounds never "
+             "connect them.";
     case DiagnosticClass::runtime: return "Running the program failed.";
   }
   return "";

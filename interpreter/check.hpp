@@ -60,8 +60,6 @@ struct CheckResult {
 // that complete its exchanges; in between, step k's gossip exchanges use
 // the topology's round k + 1 (they are waited for in step k + 1).
 CheckResult check(const Program& program, const CheckOptions& options = {});
-Program unroll_steps(const Program& program, int steps);
-int steps_to_unroll(const Program& program);
 
 // {"stage": s, "peak_activations": a, "peak_in_flight": f} per stage.
 nlohmann::json memory_to_json(const std::vector<StageMemory>& memory);

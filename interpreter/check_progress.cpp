@@ -119,8 +119,8 @@ bool Engine::collective(std::size_t rank, std::size_t index) {
       for (std::uint32_t m = link_.slot_begin[slot]; m < link_.slot_begin[slot + 1]; ++m) {
         const auto member = static_cast<std::size_t>(link_.slot_ranks[m]);
         // Blocked in the collective itself, or in a wait for its request.
-        const bool blocked = state_[member] == RankState::on_collective ||
-                             state_[member] == RankState::on_request;
+        const bool blocked =
+            state_[member] == RankState::on_collective || state_[member] == RankState::on_request;
         if (blocked && blocked_on_[member] == link_.slot_members[m]) wake(member);
       }
     }

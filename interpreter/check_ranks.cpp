@@ -411,7 +411,8 @@ std::string RankWalker::unreduced_step(Group group) {
              "model piece (no AllReduce over mirror after the last backward)";
     case Group::none:
     case Group::pipeline:
-    case Group::gossip: break;
+    case Group::gossip:
+      break;
   }
   return "OptimizerStep applies gradients that were not summed over the " +
          std::string(name(group)) + " group";

@@ -40,7 +40,8 @@ std::string group_noun(Group group) {
     case Group::none:
     case Group::pipeline: return "pipeline";
     case Group::dp: return "data-parallel group";
-    case Group::gossip: return "gossip group";
+    case Group::gossip:
+      return "gossip group";
     case Group::mirror: return "mirror pair";
   }
   return {};

@@ -259,6 +259,10 @@ class Simulator {
       }
       case OpClass::collective:
         if (posted_[i] == kUnknown) arrive(i, now);
+        if (row.completion == Completion::request) {  // GossipStart: its wait waits
+          t.started = t.ended = now;
+          return true;
+        }
         if (!await(r, i)) return false;
         // A collective that computes first (BwdAllReduce) is busy from its start.
         t.busy = costs_.duration(row.cost);

@@ -82,6 +82,13 @@ Machine::Machine(const Program& program, int rank, runtime::Comm& comm,
   }
   rows_ = options.global_batch / split;
   loss_scale_ = 1.0F / static_cast<float>(options.global_batch);
+  // Gossip: no gradient is summed over the replicas, so each replica's
+  // gradient is the mean over its own share of the batch (Decent-DP's
+  // local step); its loss is reported at the global batch's scale.
+  if (program.topology) {
+    loss_scale_ *= static_cast<float>(config.dp);
+    loss_report_scale_ = 1.0 / static_cast<double>(config.dp);
+  }
 
   const int pieces = model_pieces(program.placement, config);
   const int layers = runtime::layer_count(options.model.sizes);
@@ -341,8 +348,8 @@ void VmStep::execute(const Instruction& in) {
       if (!program_.topology) unsupported("no topology: name one with `topology` or --topology");
       if (m_.gossip_round_ >= 0) unsupported("an exchange is already in flight: GossipWait first");
       // Waited for in the next step (carried) or in this one.
-      m_.start_gossip(round_of_step(*program_.topology,
-                                    m_.steps_run_ + (program_.carried.empty() ? 0 : 1)));
+      m_.start_gossip(
+          round_of_step(*program_.topology, m_.steps_run_ + (program_.carried.empty() ? 0 : 1)));
       return;
     case Opcode::GossipWait:
       if (!m_.wait_gossip()) unsupported("no gossip exchange is in flight");
@@ -429,7 +436,7 @@ void VmStep::backward_input(const Instruction& in) {
     if (!(flags & dataflow::target_loaded)) unsupported("the loss needs LoadTarget first");
     const runtime::LossResult loss =
         chunk.piece.loss(slot, m_.label_buffer(chunk, in.micro_batch), m_.loss_scale_);
-    result_.loss += static_cast<double>(loss.loss);
+    result_.loss += static_cast<double>(loss.loss) * m_.loss_report_scale_;
     result_.correct += loss.correct;
     result_.rows += m_.rows_;
   } else {

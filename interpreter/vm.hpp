@@ -154,6 +154,7 @@ class Machine {
   MessageTags tags_;
   int rows_;
   float loss_scale_;
+  double loss_report_scale_ = 1.0;
   std::vector<Chunk> chunks_;
   std::vector<PendingMessage> pending_;
   // Per instruction of the rank's stream: the request a Wait there

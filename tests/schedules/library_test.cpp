@@ -56,6 +56,7 @@ const std::vector<Entry>& library() {
       {"inference", 1, [](int, int m, int, int) { return m; }},
       {"dp", 1, [](int, int, int, int) { return 1; }},
       {"gpipe-allreduce", 1, [](int, int m, int, int) { return m; }},
+      {"gossip", 1, [](int, int m, int, int) { return m; }},
   };
   return entries;
 }
@@ -142,6 +143,7 @@ TEST(library, memory_interleaved_1f1b) { expect_memory_formula(entry("interleave
 TEST(library, memory_zb_h1) { expect_memory_formula(entry("zb-h1")); }
 TEST(library, memory_dualpipev) { expect_memory_formula(entry("dualpipev")); }
 TEST(library, memory_dualpipe) { expect_memory_formula(entry("dualpipe")); }
+TEST(library, memory_gossip) { expect_memory_formula(entry("gossip")); }
 TEST(library, memory_inference) { expect_memory_formula(entry("inference")); }
 TEST(library, memory_dp) { expect_memory_formula(entry("dp")); }
 TEST(library, memory_gpipe_allreduce) { expect_memory_formula(entry("gpipe-allreduce")); }
