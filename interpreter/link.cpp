@@ -423,6 +423,7 @@ class CollectiveLinker {
       const auto group = static_cast<Group>(g);
       if (group == Group::gossip) {
         run_gossip();
+        link_alone();
         continue;
       }
       issued_.clear();
@@ -458,6 +459,18 @@ class CollectiveLinker {
         gossip_members(topology, config, instance, members_);
         if (!members_.empty()) link_instance();
       }
+    }
+  }
+
+  // A gossip exchange no group holds (no topology, or a round that leaves
+  // its rank out, which the checker reports) exchanges with itself alone.
+  void link_alone() {
+    for (const auto& [rank, index] : by_group_[static_cast<std::size_t>(Group::gossip)]) {
+      if (link_.to[index] != kNone) continue;
+      link_.to[index] = index32(link_.slot_begin.size() - 1);
+      link_.slot_members.push_back(index);
+      link_.slot_ranks.push_back(rank);
+      link_.slot_begin.push_back(index32(link_.slot_members.size()));
     }
   }
 
