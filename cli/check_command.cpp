@@ -70,6 +70,7 @@ struct CheckArguments {
   std::string p2p_order = "independent";
   std::uint64_t max_configurations = 100'000;
   std::string config_file;  // --config: the model whose bytes are counted
+  std::string topology;     // --topology: gossip's, over the schedule's own
 };
 
 std::optional<ValueRange> given(const std::string& text) {
@@ -85,6 +86,10 @@ int run_check(const CheckArguments& args) {
   request.chunks = given(args.chunks);
   request.skip_unsupported = args.skip_unsupported;
   request.p2p_posted_order = args.p2p_order == "posted";
+  if (std::string error; !topology_option(args.topology, request.expand, error)) {
+    std::cerr << "pipevm check: " << error << "\n";
+    return 2;
+  }
   try {
     request.model = read_memory_config(args.config_file);
   } catch (const ConfigError& error) {
@@ -224,6 +229,7 @@ Command add_check_command(CLI::App& root) {
       ->capture_default_str();
   app.add_option("--stdin-filename", args->stdin_name, "The name standard input's findings carry")
       ->capture_default_str();
+  app.add_option("--topology", args->topology, kTopologyHelp);
   app.add_flag("--skip-unsupported", args->skip_unsupported,
                "List configurations whose `require` fails as skipped instead of errors "
                "(always so for declared configurations)");

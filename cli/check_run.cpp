@@ -227,7 +227,7 @@ FileReport check_file(std::shared_ptr<const SourceFile> file, const SweepRequest
       ++report.failing;
       continue;
     }
-    const std::optional<Program> program = expand(*schedule, config, found);
+    const std::optional<Program> program = expand(*schedule, config, found, request.expand);
     if (!program) {
       if (plan.skip_unsupported && all_require_failed(found.all())) {
         ++report.skipped;

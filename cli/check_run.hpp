@@ -24,7 +24,8 @@ struct SweepRequest {
   std::optional<ValueRange> stages, micro_batches, dp, chunks;
   bool skip_unsupported = false;
   bool p2p_posted_order = false;
-  RunConfig model;  // whose bytes per rank are counted (--config; memory_bytes.hpp)  // check_options.hpp's NCCL order (--p2p-order posted)
+  RunConfig model;
+  ExpandOptions expand;  // a topology given on the command line (--topology)  // whose bytes per rank are counted (--config; memory_bytes.hpp)  // check_options.hpp's NCCL order (--p2p-order posted)
   std::uint64_t max_configurations = 100'000;
 };
 

@@ -5,6 +5,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <string>
+
+#include "compile.hpp"
 #include "program.hpp"
 
 namespace pipevm::cli {
@@ -15,5 +18,13 @@ inline constexpr int kMaxStages = 32767;
 // Adds the four options to `app`, writing into `config`; --stages and
 // --micro-batches are required when `required` is true.
 void add_config_options(CLI::App& app, Config& config, bool required = true);
+
+// --topology NAME|FILE.yaml (topology_option.cpp): a built-in name goes to
+// options.topology_name, a file's rounds to options.topology; false with
+// `error` when the file cannot be read or is not rounds of groups.
+bool topology_option(const std::string& value, ExpandOptions& options, std::string& error);
+inline constexpr const char* kTopologyHelp =
+    "Gossip topology: complete, ring, one-peer-exp, alternating-exp-ring:L or FILE.yaml "
+    "(overrides the schedule's `topology`)";
 
 }  // namespace pipevm::cli

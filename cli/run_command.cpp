@@ -38,6 +38,7 @@
 #include "layers.hpp"
 #include "mpi_comm.hpp"
 #include "rank_layout.hpp"
+#include "options.hpp"
 #include "run_config.hpp"
 #include "run_outputs.hpp"
 #include "safetensors.hpp"
@@ -82,6 +83,7 @@ struct RunFlags {
   std::string split = "measured";  // how the model is cut into pieces: measured or flops
   std::string trace;               // Chrome trace of one step of the first epoch
   std::string profile;             // measured costs for `pipevm simulate --costs`
+  std::string topology;            // gossip: a built-in name or FILE.yaml
 };
 
 bool given(const CLI::Option* option) {
@@ -290,7 +292,11 @@ int train(const RunFlags& flags, runtime::MpiSession& session, int& world_rank) 
   const Config shape{stages, config.micro_batches, config.chunks, config.dp};
   const std::shared_ptr<const SourceFile> source = read_source(flags.file, diagnostics);
   std::optional<Program> program;
-  if (source) program = compile(source, shape, diagnostics);
+  ExpandOptions expand_options;
+  if (std::string error; !topology_option(flags.topology, expand_options, error)) {
+    return everyone_fails(kExitUsage, error);
+  }
+  if (source) program = compile(source, shape, diagnostics, expand_options);
   if (!program || diagnostics.has_errors()) {
     if (root) {
       for (const Diagnostic& d : diagnostics.all()) print_text(std::cerr, d, isatty(2) != 0);
@@ -496,6 +502,8 @@ int train(const RunFlags& flags, runtime::MpiSession& session, int& world_rank) 
     if (!recorded) std::cerr << "pipevm run: error: " << error << "\n";
   }
 
+  // Gossip ends with the global average of the replicas.
+  if (program->topology) trainer->finish_gossip();
   const bool replicas_agree = trainer->replicas_agree();
   const std::vector<float> model = trainer->gather_parameters();
   if (!replicas_agree) {
@@ -617,6 +625,7 @@ Command add_run_command(CLI::App& root) {
                   "Where stages cut the model: measured (each layer's time, measured on rank 0 "
                   "at start-up; default) or flops (multiply-adds, as pipevm check assumes)")
       ->check(CLI::IsMember({"measured", "flops"}));
+  app->add_option("--topology", flags->topology, kTopologyHelp);
   app->add_flag("--no-progress", flags->no_progress,
                 "No progress bar (mpiexec shows ranks a terminal even when piped)");
   command.run = [flags] { return run(*flags); };

@@ -44,6 +44,7 @@ struct SimulateArguments {
   int width = 100;
   HostArguments hosts;
   int batch_size = 0;      // 0: the run configuration's (128 by default)
+  std::string topology;
 };
 
 void print_diagnostics(const Diagnostics& diagnostics) {
@@ -134,6 +135,11 @@ nlohmann::json traffic_json(const LinkTraffic& traffic) {
 int run_simulate(const CLI::App& app, const SimulateArguments& args) {
   Costs costs;
   if (!costs_of(args, costs)) return 2;
+  ExpandOptions expand_options;
+  if (std::string error; !topology_option(args.topology, expand_options, error)) {
+    std::cerr << "pipevm simulate: " << error << "\n";
+    return 2;
+  }
   Network network;
   HostPlacement placement;
   RunConfig model;
@@ -144,12 +150,15 @@ int run_simulate(const CLI::App& app, const SimulateArguments& args) {
     return 2;
   }
   Diagnostics diagnostics;
-  const ProgramInput input = load_program(app, args.file, args.config, diagnostics);
+  ProgramInput input = load_program(app, args.file, args.config, diagnostics, expand_options);
   if (!input.program) {
     print_diagnostics(diagnostics);
     return input.status;
   }
-  const auto& program = input.program;
+  std::optional<Program> program = std::move(input.program);
+  // Requests carried over the step boundary: two steps, so that the
+  // exchange one step starts is seen overlapping the next.
+  if (!program->carried.empty()) program = unroll_steps(*program, 2);
   if (!network_of(args, model, program->config, network, placement)) return 2;
   const Link linked =
       link(*program, {piece_boundary_widths(network.layer_widths,
@@ -226,6 +235,7 @@ Command add_simulate_command(CLI::App& root) {
   app.add_option("--svg", args->svg, "Also write the timeline as an SVG picture to this file");
   app.add_option("--trace", args->trace,
                  "Also write a Chrome/Perfetto trace (JSON; costs read as microseconds)");
+  app.add_option("--topology", args->topology, kTopologyHelp);
   app.add_option("--width", args->width, "Columns of the terminal grid")
       ->check(CLI::Range(10, 100000))
       ->capture_default_str();

@@ -85,6 +85,7 @@ std::string_view name(DiagnosticClass cls) {
     case DiagnosticClass::collective_missing: return "collective-missing";
     case DiagnosticClass::nonblocking_misuse: return "nonblocking-misuse";
     case DiagnosticClass::dataflow: return "dataflow";
+    case DiagnosticClass::topology: return "topology";
     case DiagnosticClass::runtime: return "runtime";
   }
   return "?";

@@ -35,6 +35,7 @@ enum class DiagnosticClass : std::uint8_t {
   collective_missing,
   nonblocking_misuse,
   dataflow,
+  topology,
   runtime,
 };
 

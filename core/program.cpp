@@ -84,7 +84,8 @@ int mirror_pair(const Config& config, int stage) { return std::min(stage, config
 
 int group_instance(Group group, Placement placement, const Config& config, int rank) {
   switch (group) {
-    case Group::none: return -1;
+    case Group::none:
+    case Group::gossip: return -1;  // depends on the step's round: gossip_instance
     case Group::pipeline: return dp_rank_of(config, rank);
     case Group::dp: return stage_of(config, rank);
     case Group::mirror:
@@ -98,7 +99,8 @@ int group_instance(Group group, Placement placement, const Config& config, int r
 
 int group_instance_count(Group group, Placement placement, const Config& config) {
   switch (group) {
-    case Group::none: return 0;
+    case Group::none:
+    case Group::gossip: return 0;  // depends on the topology: gossip_instance_count
     case Group::pipeline: return config.dp;
     case Group::dp: return config.stages;
     case Group::mirror:
@@ -113,7 +115,8 @@ void group_members(Group group, Placement placement, const Config& config, int i
                    std::vector<int>& members) {
   members.clear();
   switch (group) {
-    case Group::none: return;
+    case Group::none:
+    case Group::gossip: return;  // depends on the topology: gossip_members
     case Group::pipeline:
       for (int s = 0; s < config.stages; ++s) members.push_back(rank_of(config, instance, s));
       return;

@@ -83,7 +83,8 @@ bool peer_in_pipeline(Placement placement, const Config& config, int stage,
 
 // Who talks together. A group instance is one set of ranks of `group`
 // (the dp group of stage 3, the pipeline of dp rank 1); every rank belongs
-// to at most one instance of each group.
+// to at most one instance of each group. The gossip group is not covered:
+// its instances depend on the topology and the step (topology.hpp).
 // The instance world rank `rank` belongs to; -1 for Group::none.
 int group_instance(Group group, Placement placement, const Config& config, int rank);
 // How many instances the configuration has.
@@ -98,6 +99,8 @@ void group_members(Group group, Placement placement, const Config& config, int i
 // replicas; mirror under placement mirror (every piece is held twice).
 GroupSet groups_holding_copies(Placement placement, const Config& config);
 
+struct Topology;  // topology.hpp
+
 struct Program {
   std::shared_ptr<const SourceFile> file;  // the schedule's text
   std::string name;                        // from `schedule NAME`, else the file stem
@@ -106,6 +109,14 @@ struct Program {
   std::vector<SourceRange> sources;       // Instruction::source indexes this
   std::vector<Instruction> code;          // every rank's stream, rank after rank
   std::vector<std::size_t> rank_begin;    // rank r's stream is code[rank_begin[r], rank_begin[r+1])
+  // Gossip: the topology its exchanges follow (null when the program names
+  // none), and the request-posting opcodes whose requests the step carries
+  // over its boundary (`carry OP`): one is pending when the step begins and
+  // one when it ends. `steps` > 1 when the checker laid several steps out
+  // one after the other (unroll_steps in interpreter/check.hpp).
+  std::shared_ptr<const Topology> topology;
+  std::vector<Opcode> carried;
+  int steps = 1;
 
   int ranks() const { return static_cast<int>(rank_begin.empty() ? 0 : rank_begin.size() - 1); }
   std::span<const Instruction> rank(int r) const {

@@ -114,6 +114,10 @@ class Schedule {
   Placement placement = Placement::looped;
   std::vector<DeclaredSweep> sweeps;  // `check` headers
   int flat_stages = 0;                // implied_stages()
+  std::string topology;  // `topology NAME`, empty if absent
+  // `carry OP`: opcodes whose requests cross the step boundary, and where.
+  std::vector<Opcode> carried;
+  std::vector<SourceRange> carried_at;
 
   std::vector<Expr> exprs;
   std::vector<Stmt> stmts;

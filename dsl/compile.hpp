@@ -16,6 +16,7 @@
 
 #include "diagnostics.hpp"
 #include "program.hpp"
+#include "topology.hpp"
 
 namespace pipevm {
 
@@ -45,6 +46,11 @@ struct ExpandOptions {
   std::uint64_t max_instructions = 100'000'000;
   // Expand a single world rank only (the others get empty streams); -1: all.
   int only_rank = -1;
+  // Gossip: the topology given on the command line, overriding the
+  // schedule's `topology NAME`: rounds read from a file, else a built-in
+  // name (topology.hpp) built for the configuration's dp.
+  std::shared_ptr<const Topology> topology;
+  std::string topology_name;
 };
 
 // Reads a schedule file (read_file.hpp: a regular file of at most

@@ -359,6 +359,28 @@ class Expander {
   }
 };
 
+// The topology the command line gives, else the one the schedule names,
+// built for the configuration's dp; false (reported) when it names none
+// that fits.
+bool resolve_topology(const Schedule& schedule, const ExpandOptions& options, Program& program,
+                      Diagnostics& diagnostics) {
+  if (options.topology) {
+    program.topology = options.topology;
+    return true;
+  }
+  const std::string& spec =
+      options.topology_name.empty() ? schedule.topology : options.topology_name;
+  if (spec.empty()) return true;
+  std::string error;
+  auto built = builtin_topology(spec, program.config.dp, error);
+  if (!built) {
+    diagnostics.report(DiagnosticKind::InvalidTopology, error);
+    return false;
+  }
+  program.topology = std::make_shared<const Topology>(std::move(*built));
+  return true;
+}
+
 }  // namespace
 
 std::optional<Program> expand(const Schedule& schedule, const Config& config,
@@ -378,7 +400,23 @@ std::optional<Program> expand(const Schedule& schedule, const Config& config,
   program.placement = schedule.placement;
   program.config = config;
   program.sources = schedule.instruction_sources;
+  program.carried = schedule.carried;
+  if (!resolve_topology(schedule, options, program, diagnostics)) return std::nullopt;
   if (!Expander(schedule, config, diagnostics, options, program).run()) return std::nullopt;
+  if (!program.topology) {
+    const auto gossip =
+        std::find_if(program.code.begin(), program.code.end(),
+                     [](const Instruction& in) { return group_of(in) == Group::gossip; });
+    if (gossip != program.code.end()) {
+      diagnostics.report(DiagnosticKind::InvalidTopology,
+                         std::string(name(gossip->op)) +
+                             " exchanges with a gossip group, but no topology is given: name one "
+                             "with `topology NAME` or --topology (" +
+                             std::string(builtin_topology_names()) + ", or FILE.yaml)",
+                         Location{program.file, program.source_of(*gossip)});
+      return std::nullopt;
+    }
+  }
   return program;
 }
 

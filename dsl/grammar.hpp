@@ -196,7 +196,13 @@ struct check_bounds : seq<check_value, opt<sp, dots, sp, must<check_value>>> {};
 struct check_item : seq<check_dimension, sp, must<check_bounds>> {};
 struct check_items : seq<check_item, star<sp, opt<comma, sp>, check_item>> {};
 struct check_header : seq<kw_check, sp, at<check_dimension>, must<check_items, sp, stmt_end>> {};
-struct headers : seq<opt<schedule_header, ws>, star<sor<placement_header, check_header>, ws>> {};
+struct kw_topology : TAO_PEGTL_KEYWORD("topology") {};
+struct kw_carry : TAO_PEGTL_KEYWORD("carry") {};
+struct topology_name : plus<sor<ident_other, one<'-', ':', '.', '/'>>> {};
+struct topology_header : if_must<kw_topology, sp, topology_name, sp, stmt_end> {};
+struct carried_opcode : seq<upper, star<ident_other>> {};
+struct carry_header : if_must<kw_carry, sp, carried_opcode, sp, stmt_end> {};
+struct headers : seq<opt<schedule_header, ws>, star<sor<placement_header, check_header, topology_header, carry_header>, ws>> {};
 
 struct program : seq<ws, headers, item_list, eof> {};
 

@@ -41,12 +41,13 @@ using selector = pt::selector<
     pt::store_content::on<
         g::integer, g::name_ref, g::mul_op, g::add_op, g::cmp_op, g::let_name, g::for_var,
         g::call_name, g::proc_name, g::param, g::opcode, g::direction, g::message_kind,
-        g::stage_number, g::string_body, g::schedule_name, g::placement_name, g::negate, g::not_op,
-        g::min_call, g::max_call, g::expr, g::micro_batch, g::chunk_number, g::peer_stage,
-        g::argument, g::let_stmt, g::for_stmt, g::reversed_range, g::forward_range, g::if_stmt,
-        g::else_clause, g::stage_stmt, g::call_stmt, g::instruction, g::chunk_clause, g::to_clause,
-        g::from_clause, g::over_clause, g::group_name, g::second_cell, g::require_item,
-        g::proc_item, g::check_header, g::check_item, g::check_dimension, g::check_value>,
+        g::stage_number, g::string_body, g::schedule_name, g::placement_name, g::topology_name,
+        g::carried_opcode, g::negate, g::not_op, g::min_call, g::max_call, g::expr, g::micro_batch,
+        g::chunk_number, g::peer_stage, g::argument, g::let_stmt, g::for_stmt, g::reversed_range,
+        g::forward_range, g::if_stmt, g::else_clause, g::stage_stmt, g::call_stmt, g::instruction,
+        g::chunk_clause, g::to_clause, g::from_clause, g::over_clause, g::group_name,
+        g::second_cell, g::require_item, g::proc_item, g::check_header, g::check_item,
+        g::check_dimension, g::check_value>,
     fold_keep::on<g::and_expr, g::not_expr, g::cmp_expr, g::add_expr, g::mul_expr, g::unary,
                   g::primary, g::paren_expr>>;
 
@@ -76,6 +77,10 @@ class Builder {
                                           : Placement::looped;
       } else if (n.is_type<g::check_header>()) {
         declared_sweep(n);
+      } else if (n.is_type<g::topology_name>()) {
+        s_.topology = std::string(n.string_view());
+      } else if (n.is_type<g::carried_opcode>()) {
+        carry(n);
       } else {
         items.push_back(&n);
       }
@@ -399,6 +404,23 @@ class Builder {
   }
 
   std::optional<std::uint32_t> instruction(const Node& n, Stmt st);
+
+  // `carry OP`: the requests OP posts cross the step boundary. Only a
+  // collective that posts a request (GossipStart) can be carried: its
+  // pairing does not depend on operands the next step would have to repeat.
+  void carry(const Node& n) {
+    const std::string_view word = n.string_view();
+    const auto op = opcode_from_name(word);
+    if (!op || !posts_request(*op) || !is_collective(*op)) {
+      error(DiagnosticKind::InvalidOperand,
+            "'carry' names an instruction whose request crosses the step boundary; '" +
+                std::string(word) + "' is not one (GossipStart is)",
+            range_of(n));
+      return;
+    }
+    s_.carried.push_back(*op);
+    s_.carried_at.push_back(range_of(n));
+  }
 };
 
 // Checks an instruction's operands against what its opcode takes

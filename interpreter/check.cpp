@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "check_internal.hpp"
+#include "topology.hpp"
 
 namespace pipevm {
 
@@ -90,27 +91,70 @@ int chunks_per_rank(const Program& program) {
 
 }  // namespace check_detail
 
-CheckResult check(const Program& program, const CheckOptions& options) {
+namespace {
+// Unrolled steps repeat a finding once per step: keep the first.
+void drop_repeats(std::vector<Diagnostic>& diagnostics) {
+  std::vector<Diagnostic> kept;
+  for (Diagnostic& d : diagnostics) {
+    const bool seen = std::any_of(kept.begin(), kept.end(), [&](const Diagnostic& k) {
+      return k.kind == d.kind && k.message == d.message;
+    });
+    if (!seen) kept.push_back(std::move(d));
+  }
+  diagnostics = std::move(kept);
+}
+}  // namespace
+
+CheckResult check(const Program& stepped, const CheckOptions& options) {
   using namespace check_detail;
   CheckResult result;
+  {
+    Reporter topology(stepped, options.max_diagnostics_per_kind);
+    if (!check_topology(stepped, topology)) {
+      result.diagnostics = topology.take_diagnostics();
+      result.instructions = stepped.code.size();
+      return result;
+    }
+    result.diagnostics = topology.take_diagnostics();
+  }
+  // Requests carried over the step boundary: one step between the
+  // exchange before it and the wait after it (`one`) for what a step does
+  // alone (dataflow, replicas, messages), several (`program`) for pairing
+  // across rounds, completion and progress.
+  const int steps = steps_to_unroll(stepped);
+  const Program one_step = steps > 1 ? unroll_steps(stepped, 1) : Program{};
+  const Program unrolled = steps > 1 ? unroll_steps(stepped, steps) : Program{};
+  const Program& one = steps > 1 ? one_step : stepped;
+  const Program& program = steps > 1 ? unrolled : stepped;
   result.instructions = program.code.size();
   Reporter reporter(program, options.max_diagnostics_per_kind);
+  Reporter step_reporter(one, options.max_diagnostics_per_kind);
+  Reporter& alone = steps > 1 ? step_reporter : reporter;
   const std::vector<int> widths =
       options.split.empty()
           ? piece_boundary_widths(options.layer_widths,
                                   model_pieces(program.placement, program.config))
           : piece_boundary_widths(options.layer_widths, options.split);
   const Link linked = link(program, LinkOptions{widths});
+  const Link one_link = steps > 1 ? link(one, LinkOptions{widths}) : Link{};
+  const Link& one_linked = steps > 1 ? one_link : linked;
 
-  report_messages(program, linked, widths, reporter);
-  const std::vector<bool> quiet = check_replicas(program, linked, reporter);
+  report_messages(one, one_linked, widths, alone);
+  const std::vector<bool> quiet = check_replicas(one, one_linked, alone);
   report_collectives(program, linked, reporter);
-  check_ranks(program, linked, reporter, quiet, result.memory);
-  check_shards(program, reporter, quiet);
+  check_ranks(one, one_linked, alone, quiet, result.memory);
+  check_shards(one, alone, quiet);
   check_progress(program, linked, reporter, options.p2p_posted_order);
+  check_gossip_flight(program, reporter);
 
-  result.diagnostics = reporter.take_diagnostics();
-  result.suppressed = reporter.suppressed();
+  std::vector<Diagnostic> found = alone.take_diagnostics();
+  if (steps > 1) {
+    std::vector<Diagnostic> more = reporter.take_diagnostics();
+    found.insert(found.end(), more.begin(), more.end());
+    drop_repeats(found);
+  }
+  result.diagnostics.insert(result.diagnostics.end(), found.begin(), found.end());
+  result.suppressed = reporter.suppressed() + (steps > 1 ? alone.suppressed() : 0);
   return result;
 }
 
@@ -156,6 +200,9 @@ std::string_view describe_class(DiagnosticClass cls) {
       return "A request is never waited, waited twice, or its buffer used while pending.";
     case DiagnosticClass::dataflow:
       return "A stage uses a value before it is computed, or computes it not exactly once.";
+    case DiagnosticClass::topology:
+      return "A gossip topology's round is not a partition of the replicas, or its rounds never "
+             "connect them.";
     case DiagnosticClass::runtime: return "Running the program failed.";
   }
   return "";

@@ -58,6 +58,11 @@ struct CheckResult {
   bool ok() const { return diagnostics.empty() && suppressed == 0; }
 };
 
+// A program whose requests cross the step boundary (`carry`) is checked on
+// steps_to_unroll() consecutive steps laid out by unroll_steps: before the
+// first, the exchanges the first step waits for; after the last, the waits
+// that complete its exchanges; in between, step k's gossip exchanges use
+// the topology's round k + 1 (they are waited for in step k + 1).
 CheckResult check(const Program& program, const CheckOptions& options = {});
 
 // {"stage": s, "peak_activations": a, "peak_in_flight": f} per stage.

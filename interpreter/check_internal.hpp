@@ -73,4 +73,11 @@ void check_shards(const Program& program, Reporter& reporter, const std::vector<
 void check_progress(const Program& program, const Link& link, Reporter& reporter,
                     bool posted_order);
 
+// Gossip (check_gossip.cpp): reports what breaks the program's topology;
+// false when a round is not a partition of the data-parallel ranks (the
+// exchanges then cannot be linked).
+bool check_topology(const Program& program, Reporter& reporter);
+// Reports a rank that starts a gossip exchange while one is in flight.
+void check_gossip_flight(const Program& program, Reporter& reporter);
+
 }  // namespace pipevm::check_detail

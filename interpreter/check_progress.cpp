@@ -77,6 +77,11 @@ class Engine {
   enum : std::uint8_t { kPosted = 1, kMatched = 2, kWaitedOn = 4, kActive = 8 };
 
   bool satisfied(std::uint32_t request) const {
+    if (is_collective(program_.code[request].op)) {
+      // A collective's request (GossipStart): done when its slot is full.
+      const std::uint32_t slot = link_.to[request];
+      return slot != kNone && arrivals_[slot] == link_.slot_size(slot);
+    }
     return (posted_[request] & kMatched) || (eager_ && is_send(program_.code[request].op));
   }
   void post(std::size_t index);
@@ -178,13 +183,14 @@ bool Engine::collective(std::size_t rank, std::size_t index) {
     if (++arrivals_[slot] == link_.slot_size(slot)) {
       for (std::uint32_t m = link_.slot_begin[slot]; m < link_.slot_begin[slot + 1]; ++m) {
         const auto member = static_cast<std::size_t>(link_.slot_ranks[m]);
-        if (state_[member] == RankState::on_collective &&
-            blocked_on_[member] == link_.slot_members[m]) {
-          wake(member);
-        }
+        // Blocked in the collective itself, or in a wait for its request.
+        const bool blocked =
+            state_[member] == RankState::on_collective || state_[member] == RankState::on_request;
+        if (blocked && blocked_on_[member] == link_.slot_members[m]) wake(member);
       }
     }
   }
+  if (posts_request(program_.code[index].op)) return true;  // its wait blocks instead
   if (arrivals_[slot] < link_.slot_size(slot)) {
     state_[rank] = RankState::on_collective;
     blocked_on_[rank] = static_cast<std::uint32_t>(index);
@@ -255,10 +261,12 @@ std::vector<int> Engine::stuck_ranks() const {
 void Engine::successors(int rank, std::vector<int>& out) const {
   out.clear();
   const auto r = static_cast<std::size_t>(rank);
-  if (state_[r] == RankState::on_request) {
+  const bool on_collective_request =
+      state_[r] == RankState::on_request && is_collective(program_.code[blocked_on_[r]].op);
+  if (state_[r] == RankState::on_request && !on_collective_request) {
     const std::uint32_t partner = link_.to[waits_for(blocked_on_[r])];
     if (partner != kNone) out.push_back(reporter_.rank_of_index(partner));
-  } else if (state_[r] == RankState::on_collective) {
+  } else if (state_[r] == RankState::on_collective || on_collective_request) {
     // The members that have not arrived at its slot and can still come.
     const std::uint32_t slot = link_.to[blocked_on_[r]];
     for (std::uint32_t m = link_.slot_begin[slot]; m < link_.slot_begin[slot + 1]; ++m) {

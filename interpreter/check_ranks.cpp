@@ -203,6 +203,8 @@ StageMemory RankWalker::walk(int rank, bool loud) {
         for (std::uint32_t q = link_.completes_begin[w]; q < link_.completes_begin[w + 1]; ++q) {
           complete(static_cast<std::uint32_t>(link_.completed[q] - begin_));
         }
+        // GossipWait mixes the parameters: the step may follow.
+        if (row.produces.contains(Value::reduced_gradient)) step_rank(local, in);
         continue;
       }
       case OpClass::p2p:
@@ -418,6 +420,8 @@ void RankWalker::step_optimizer(std::size_t local) {
   for (std::size_t g = 0; g < kGroupCount; ++g) {
     const auto group = static_cast<Group>(g);
     if (!copies.contains(group) || reduced_.contains(group)) continue;
+    // Gossip averages the parameters instead of the gradients.
+    if (group == Group::dp && reduced_.contains(Group::gossip)) continue;
     report(DiagnosticKind::DataflowStepTooEarly, unreduced_step(group), local);
   }
 }
@@ -434,6 +438,8 @@ std::string RankWalker::unreduced_step(Group group) {
     case Group::none:
     case Group::pipeline:
     case Group::world: break;
+    case Group::gossip:
+      break;
   }
   return "OptimizerStep applies gradients that were not summed over the " +
          std::string(name(group)) + " group";

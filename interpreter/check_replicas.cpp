@@ -22,6 +22,8 @@ std::string instance_phrase(const Program& program, Group group, int rank) {
     case Group::pipeline:
       return "the pipeline of dp rank " + std::to_string(dp_rank_of(c, rank));
     case Group::dp: return "the data-parallel group of stage " + std::to_string(stage_of(c, rank));
+    case Group::gossip:
+      return "the gossip groups of stage " + std::to_string(stage_of(c, rank));
     case Group::mirror: {
       const int stage = stage_of(c, rank);
       const int low = std::min(stage, c.stages - 1 - stage);
@@ -39,6 +41,8 @@ std::string group_noun(Group group) {
     case Group::none:
     case Group::pipeline: return "pipeline";
     case Group::dp: return "data-parallel group";
+    case Group::gossip:
+      return "gossip group";
     case Group::mirror: return "mirror pair";
     case Group::world: return "world";
   }

@@ -7,6 +7,8 @@
 #include <map>
 #include <tuple>
 
+#include "topology.hpp"
+
 namespace pipevm {
 
 namespace {
@@ -278,13 +280,19 @@ class RequestLinker {
     begin_ = program_.rank_begin[static_cast<std::size_t>(rank)];
     posted_.clear();
     oldest_ = 0;
+    collective_.clear();
+    collective_head_ = 0;
   }
 
   // A request-posting instruction.
   void post(std::uint32_t local) {
     const auto p = index32(posted_.size());
-    posted_.push_back({local, kNone, false});
     const Instruction& in = program_.code[begin_ + local];
+    posted_.push_back({local, kNone, false, is_collective(in.op)});
+    if (is_collective(in.op)) {
+      collective_.push_back(p);
+      return;
+    }
     const std::size_t c = cell(in);
     if (c == cells_) return;
     Fifo& fifo = fifo_[slot(is_recv(in.op), in.kind, c)];
@@ -297,12 +305,25 @@ class RequestLinker {
   template <class Complete>
   bool wait(std::size_t local, Complete complete) {
     const Instruction& in = program_.code[begin_ + local];
-    if (!operand_parts(in.op).micro_batch) {
-      for (; oldest_ < posted_.size(); ++oldest_) {
-        if (posted_[oldest_].done) continue;
-        take(index32(oldest_));
-        complete(posted_[oldest_].local);
+    if (info(in.op).group != Group::none) {
+      // A collective's wait (GossipWait): the oldest pending collective request.
+      while (collective_head_ < collective_.size() && posted_[collective_[collective_head_]].done) {
+        ++collective_head_;
       }
+      if (collective_head_ == collective_.size()) return false;
+      const std::uint32_t p = collective_[collective_head_++];
+      take(p);
+      complete(posted_[p].local);
+      return true;
+    }
+    if (!operand_parts(in.op).micro_batch) {
+      // WaitAll: every pending point-to-point request, oldest first.
+      for (std::size_t p = oldest_; p < posted_.size(); ++p) {
+        if (posted_[p].done || posted_[p].collective) continue;
+        take(index32(p));
+        complete(posted_[p].local);
+      }
+      while (oldest_ < posted_.size() && posted_[oldest_].done) ++oldest_;
       return true;
     }
     const std::size_t c = cell(in);
@@ -321,6 +342,7 @@ class RequestLinker {
     for (std::size_t p = oldest_; p < posted_.size(); ++p) {
       if (posted_[p].done) continue;
       never(posted_[p].local);
+      if (posted_[p].collective) continue;
       // Leave every FIFO empty for the next rank.
       const Instruction& in = program_.code[begin_ + posted_[p].local];
       if (const std::size_t c = cell(in); c != cells_) {
@@ -349,6 +371,7 @@ class RequestLinker {
   // the rule and under WaitAll because it goes in posting order.
   void take(std::uint32_t p) {
     posted_[p].done = true;
+    if (posted_[p].collective) return;
     const Instruction& in = program_.code[begin_ + posted_[p].local];
     const std::size_t c = cell(in);
     if (c == cells_) return;
@@ -367,8 +390,13 @@ class RequestLinker {
     std::uint32_t local;      // index in the rank's stream
     std::uint32_t fifo_next;  // the next request of its key, into posted_
     bool done;                // a wait completed it
+    bool collective;          // a collective's request (GossipStart): no FIFO of cells
   };
   std::vector<Posted> posted_;
+  // The rank's collective requests in posting order, into posted_; every
+  // one before collective_head_ is done.
+  std::vector<std::uint32_t> collective_;
+  std::size_t collective_head_ = 0;
   std::size_t oldest_ = 0;
   std::size_t begin_ = 0;
 };
@@ -393,6 +421,11 @@ class CollectiveLinker {
     for (std::size_t g = 0; g < kGroupCount; ++g) {
       if (by_group_[g].empty()) continue;
       const auto group = static_cast<Group>(g);
+      if (group == Group::gossip) {
+        run_gossip();
+        link_alone();
+        continue;
+      }
       issued_.clear();
       for (const auto& [rank, index] : by_group_[g]) issued_[rank].push_back(index);
       const int instances = group_instance_count(group, program_.placement, config);
@@ -404,6 +437,43 @@ class CollectiveLinker {
   }
 
  private:
+  // The gossip group's instances depend on the round each exchange uses
+  // (an exchange keeps it in its micro-batch field): round by round, the
+  // exchanges of that round meet within that round's groups.
+  void run_gossip() {
+    if (!program_.topology) return;
+    const Topology& topology = *program_.topology;
+    const Config& config = program_.config;
+    const auto& all = by_group_[static_cast<std::size_t>(Group::gossip)];
+    const int instances = gossip_instance_count(topology, config);
+    for (int round = 0; round < topology.round_count(); ++round) {
+      issued_.clear();
+      for (const auto& [rank, index] : all) {
+        if (program_.code[index].micro_batch == static_cast<std::uint32_t>(round)) {
+          issued_[rank].push_back(index);
+        }
+      }
+      if (issued_.empty()) continue;
+      for (int instance = 0; instance < instances; ++instance) {
+        if (gossip_round_of_instance(topology, config, instance) != round) continue;
+        gossip_members(topology, config, instance, members_);
+        if (!members_.empty()) link_instance();
+      }
+    }
+  }
+
+  // A gossip exchange no group holds (no topology, or a round that leaves
+  // its rank out, which the checker reports) exchanges with itself alone.
+  void link_alone() {
+    for (const auto& [rank, index] : by_group_[static_cast<std::size_t>(Group::gossip)]) {
+      if (link_.to[index] != kNone) continue;
+      link_.to[index] = index32(link_.slot_begin.size() - 1);
+      link_.slot_members.push_back(index);
+      link_.slot_ranks.push_back(rank);
+      link_.slot_begin.push_back(index32(link_.slot_members.size()));
+    }
+  }
+
   const std::vector<std::uint32_t>& of(int rank) {
     static const std::vector<std::uint32_t> none;
     const auto found = issued_.find(rank);

@@ -8,6 +8,8 @@
 #include <array>
 #include <chrono>
 
+#include "topology.hpp"
+
 namespace pipevm {
 
 namespace {
@@ -80,6 +82,13 @@ Machine::Machine(const Program& program, int rank, runtime::Comm& comm,
   }
   rows_ = options.global_batch / split;
   loss_scale_ = 1.0F / static_cast<float>(options.global_batch);
+  // Gossip: no gradient is summed over the replicas, so each replica's
+  // gradient is the mean over its own share of the batch (Decent-DP's
+  // local step); its loss is reported at the global batch's scale.
+  if (program.topology) {
+    loss_scale_ *= static_cast<float>(config.dp);
+    loss_report_scale_ = 1.0 / static_cast<double>(config.dp);
+  }
 
   const int pieces = model_pieces(program.placement, config);
   const int layers = runtime::layer_count(options.model.sizes);
@@ -121,6 +130,72 @@ Machine::Machine(const Program& program, int rank, runtime::Comm& comm,
   if (program.placement == Placement::mirror) {
     mirror_group_ = comm.split(group_instance(Group::mirror, program.placement, config, rank), rank);
   }
+  if (program.topology) {
+    const Topology& topology = *program.topology;
+    std::vector<int> members;
+    for (int round = 0; round < topology.round_count(); ++round) {
+      const int instance = gossip_instance(topology, config, rank, round);
+      gossip_members(topology, config, instance, members);
+      // A round that leaves the rank out (the checker refuses it) makes a group of one.
+      gossip_groups_.push_back(comm.split(
+          instance >= 0 ? instance : gossip_instance_count(topology, config) + rank, rank));
+      gossip_sizes_.push_back(std::max<int>(1, static_cast<int>(members.size())));
+    }
+    for (Chunk& chunk : chunks_) gossip_buffers_.emplace_back(chunk.piece.parameters().size());
+  }
+}
+
+void Machine::start_gossip(int round) {
+  gossip_requests_.clear();
+  for (std::size_t c = 0; c < chunks_.size(); ++c) {
+    const std::span<const float> p = chunks_[c].piece.parameters();
+    std::copy(p.begin(), p.end(), gossip_buffers_[c].begin());
+    gossip_requests_.push_back(
+        comm_.iallreduce_sum(gossip_buffers_[c], gossip_groups_[static_cast<std::size_t>(round)]));
+  }
+  gossip_round_ = round;
+}
+
+bool Machine::wait_gossip() {
+  if (gossip_round_ < 0) return false;
+  for (const runtime::Comm::Request request : gossip_requests_) comm_.wait(request);
+  gossip_requests_.clear();
+  const float scale =
+      1.0F / static_cast<float>(gossip_sizes_[static_cast<std::size_t>(gossip_round_)]);
+  for (std::size_t c = 0; c < chunks_.size(); ++c) {
+    std::span<float> p = chunks_[c].piece.parameters();
+    for (std::size_t i = 0; i < p.size(); ++i) p[i] = gossip_buffers_[c][i] * scale;
+  }
+  gossip_round_ = -1;
+  return true;
+}
+
+void Machine::finish_gossip() { wait_gossip(); }
+
+void Machine::global_average() {
+  const float scale = 1.0F / static_cast<float>(program_->config.dp);
+  for (Chunk& chunk : chunks_) {
+    std::span<float> p = chunk.piece.parameters();
+    if (program_->config.dp > 1) comm_.allreduce_sum(p);
+    for (float& x : p) x *= scale;
+  }
+}
+
+void Machine::swap_in_global_average() {
+  saved_parameters_.clear();
+  for (Chunk& chunk : chunks_) {
+    const std::span<const float> p = chunk.piece.parameters();
+    saved_parameters_.emplace_back(p.begin(), p.end());
+  }
+  global_average();
+}
+
+void Machine::restore_parameters() {
+  for (std::size_t c = 0; c < chunks_.size() && c < saved_parameters_.size(); ++c) {
+    std::span<float> p = chunks_[c].piece.parameters();
+    std::copy(saved_parameters_[c].begin(), saved_parameters_[c].end(), p.begin());
+  }
+  saved_parameters_.clear();
 }
 
 std::span<float> Machine::input_buffer(Chunk& chunk, std::uint32_t micro_batch) {
@@ -204,6 +279,12 @@ StepResult Vm::run(const Program& program, Machine& machine, VmObserver* observe
 StepResult VmStep::run(VmObserver* observer) {
   for (Chunk& chunk : m_.chunks_) std::fill(chunk.flags.begin(), chunk.flags.end(), 0);
   m_.pending_.clear();
+  // The first step waits for an exchange of the initial parameters (which
+  // every replica holds alike), as if a step before it had started one.
+  if (!program_.carried.empty() && m_.steps_run_ == 0 && m_.gossip_round_ < 0 &&
+      program_.topology) {
+    m_.start_gossip(round_of_step(*program_.topology, 0));
+  }
   for (index_ = 0; index_ < code_.size(); ++index_) {
     in_ = &code_[index_];
     try {
@@ -222,6 +303,7 @@ StepResult VmStep::run(VmObserver* observer) {
     }
   }
   finish_step();
+  ++m_.steps_run_;
   return result_;
 }
 
@@ -300,6 +382,19 @@ void VmStep::execute(const Instruction& in) {
     case Opcode::ShardStep:
       require_no_pending();
       m_.shard_step();
+      return;
+    case Opcode::GossipStart:
+      if (!program_.topology) unsupported("no topology: name one with `topology` or --topology");
+      if (m_.gossip_round_ >= 0) unsupported("an exchange is already in flight: GossipWait first");
+      // Waited for in the next step (carried) or in this one.
+      m_.start_gossip(
+          round_of_step(*program_.topology, m_.steps_run_ + (program_.carried.empty() ? 0 : 1)));
+      return;
+    case Opcode::GossipWait:
+      if (!m_.wait_gossip()) unsupported("no gossip exchange is in flight");
+      return;
+    case Opcode::GlobalAverage:
+      m_.global_average();
       return;
   }
   unsupported("unknown opcode " + std::to_string(static_cast<int>(in.op)));
@@ -394,7 +489,7 @@ void VmStep::backward_input(const Instruction& in) {
     if (!(flags & dataflow::target_loaded)) unsupported("the loss needs LoadTarget first");
     const runtime::LossResult loss =
         chunk.piece.loss(slot, m_.label_buffer(chunk, in.micro_batch), m_.loss_scale_);
-    result_.loss += static_cast<double>(loss.loss);
+    result_.loss += static_cast<double>(loss.loss) * m_.loss_report_scale_;
     result_.correct += loss.correct;
     result_.rows += m_.rows_;
   } else {
@@ -499,8 +594,11 @@ void VmStep::wait(const Instruction& /*in*/) {
 }
 
 void VmStep::wait_all() {
-  m_.comm_.wait_all();
-  for (const Machine::PendingMessage& message : m_.pending_) complete(message);
+  // Request by request: a gossip exchange in flight is GossipWait's.
+  for (const Machine::PendingMessage& message : m_.pending_) {
+    m_.comm_.wait(message.request);
+    complete(message);
+  }
   m_.pending_.clear();
 }
 
@@ -516,6 +614,7 @@ void VmStep::all_reduce(Group group) {
     case Group::none:
     case Group::pipeline:
     case Group::world:
+    case Group::gossip:
       break;
   }
   unsupported("an all-reduce over the " + std::string(name(group)) + " group");

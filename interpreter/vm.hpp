@@ -113,6 +113,15 @@ class Machine {
   // shard up to date. Every rank of a data-parallel group calls it together
   // (the Trainer does, before reading parameters); a no-op without shards.
   void unshard();
+  // Gossip (programs with a topology). Waits for the exchange in flight, if
+  // any, and mixes it in: the end of training.
+  void finish_gossip();
+  // Replaces every chunk's parameters by their mean over the stage's
+  // data-parallel replicas (world-wide: every rank calls it).
+  void global_average();
+  // Evaluation: the global average in place of the parameters, then back.
+  void swap_in_global_average();
+  void restore_parameters();
 
  private:
   friend class VmStep;
@@ -169,6 +178,7 @@ class Machine {
   MessageTags tags_;
   int rows_;
   float loss_scale_;
+  double loss_report_scale_ = 1.0;
   std::vector<Chunk> chunks_;
   std::vector<PendingMessage> pending_;
   // Per instruction of the rank's stream: the request a Wait there
@@ -179,6 +189,18 @@ class Machine {
   runtime::Comm::Group mirror_group_ = kNoGroup;  // the holders of this rank's pieces (mirror)
   const runtime::Batcher* batcher_ = nullptr;
   int batch_ = 0;
+  // Gossip: one group per round of the topology, the copies of the
+  // parameters an exchange averages (per chunk), the exchange in flight.
+  std::vector<runtime::Comm::Group> gossip_groups_;
+  std::vector<int> gossip_sizes_;  // members of this rank's group, per round
+  std::vector<std::vector<float>> gossip_buffers_;
+  std::vector<runtime::Comm::Request> gossip_requests_;
+  int gossip_round_ = -1;  // the round of the exchange in flight; -1: none
+  long steps_run_ = 0;
+  std::vector<std::vector<float>> saved_parameters_;
+
+  void start_gossip(int round);
+  bool wait_gossip();  // false when no exchange is in flight
 };
 
 class Vm {

@@ -119,7 +119,10 @@ EpochReport Trainer::train_epoch(int epoch, const std::function<void(int, int)>&
   if (rows > 0.0) report.train_accuracy = correct / rows;
 
   if (options_.evaluate) {
+    // Gossip replicas differ: evaluate their global average.
+    if (program_.topology) machine_.swap_in_global_average();
     const std::vector<float> parameters = gather_parameters();
+    if (program_.topology) machine_.restore_parameters();
     if (comm_.world_rank() == 0 && data_->test.samples > 0) {
       std::copy(parameters.begin(), parameters.end(), whole_model_->parameters().begin());
       report.test_accuracy = runtime::evaluate(*whole_model_, data_->test).accuracy;

@@ -85,6 +85,12 @@ class Trainer {
   std::uint64_t local_digest() const;
   // World-wide: every data-parallel replica of every stage holds the same bits.
   bool replicas_agree();
+  // Gossip: completes the exchange in flight, then replaces every replica's
+  // parameters by the replicas' global average (the model gossip ends with).
+  void finish_gossip() {
+    machine_.finish_gossip();
+    machine_.global_average();
+  }
 
   int steps_per_epoch() const { return steps_per_epoch_; }
   Machine& machine() { return machine_; }

@@ -73,7 +73,9 @@ class Comm {
   void allreduce_sum(std::span<float> data) { allreduce_sum(data, kDataParallel); }
   // Sum over the data-parallel group, in place; the buffer must stay
   // untouched until the request completes.
-  virtual Request iallreduce_sum(std::span<float> data) = 0;
+  Request iallreduce_sum(std::span<float> data) { return iallreduce_sum(data, kDataParallel); }
+  // Sum over `group`, in place, not blocking (gossip's exchanges).
+  virtual Request iallreduce_sum(std::span<float> data, Group group) = 0;
 
   virtual void wait(Request request) = 0;
   // Completes every request of this rank still pending.

@@ -346,10 +346,10 @@ void InProcessComm::allreduce_sum(std::span<float> data, Group group) {
       [&](InProcessGroup& g) { std::memcpy(data.data(), g.sum.data(), data.size() * sizeof(float)); });
 }
 
-Comm::Request InProcessComm::iallreduce_sum(std::span<float> data) {
+Comm::Request InProcessComm::iallreduce_sum(std::span<float> data, Group group) {
   // Eager: every member issues its collectives in the same order, so doing
   // the work now cannot reorder it.
-  allreduce_sum(data);
+  allreduce_sum(data, group);
   return take_slot();
 }
 

@@ -424,13 +424,18 @@ void MpiComm::allreduce_sum(std::span<float> data, Group group) {
   s.complete(request, {State::Subject::Kind::all_reduce, 0});
 }
 
-Comm::Request MpiComm::iallreduce_sum(std::span<float> data) {
+Comm::Request MpiComm::iallreduce_sum(std::span<float> data, Group group) {
   State& s = *state_;
+  if (group < 0 || static_cast<std::size_t>(group) >= s.groups.size()) {
+    throw CommError("no group " + std::to_string(group));
+  }
+  MPI_Comm comm = s.groups[static_cast<std::size_t>(group)];
+  int members = 1;
+  PIPEVM_MPI_CHECK(MPI_Comm_size(comm, &members));
   const Request id = s.take_slot({State::Subject::Kind::all_reduce, 0});
-  if (dp() == 1) return id;  // its slot stays MPI_REQUEST_NULL: waiting is a no-op
+  if (members == 1) return id;  // its slot stays MPI_REQUEST_NULL: waiting is a no-op
   PIPEVM_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data.data(), to_count(data.size()), MPI_FLOAT,
-                                  MPI_SUM, s.groups[kDataParallel],
-                                  &s.requests[static_cast<std::size_t>(id)]));
+                                  MPI_SUM, comm, &s.requests[static_cast<std::size_t>(id)]));
   return id;
 }
 

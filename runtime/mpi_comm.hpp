@@ -104,7 +104,8 @@ class MpiComm final : public Comm {
   Group split(int color, int key) override;
   using Comm::allreduce_sum;
   void allreduce_sum(std::span<float> data, Group group) override;
-  Request iallreduce_sum(std::span<float> data) override;
+  using Comm::iallreduce_sum;
+  Request iallreduce_sum(std::span<float> data, Group group) override;
   void wait(Request request) override;
   void wait_all() override;
   void progress() override;

@@ -195,7 +195,9 @@ TEST(expand, disassembled_ranks_parse_back_to_the_same_stream) {
       const auto p = test::compile_file("schedules/" + entry.path().filename().string(), c, d);
       if (!p) continue;  // a `require` refuses this configuration
       ++checked;
-      const std::string header = "placement " + std::string(name(p->placement)) + "\n";
+      std::string header = "placement " + std::string(name(p->placement)) + "\n";
+      if (p->topology) header += "topology " + p->topology->name + "\n";
+      for (const Opcode op : p->carried) header += "carry " + std::string(name(op)) + "\n";
       for (int rank = 0; rank < c.ranks(); ++rank) {
         Diagnostics again;
         const auto back = test::compile_text(header + disassemble_rank(*p, rank), c, again);

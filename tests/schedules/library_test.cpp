@@ -69,6 +69,7 @@ const std::vector<Entry>& library() {
       {"fsdp", 1, [](int, int, int, int) { return 1; }},
       {"wsdp", 1, [](int, int, int, int) { return 1; }},
       {"pp-fsdp", 1, [](int, int m, int, int) { return m; }},
+      {"gossip", 1, [](int, int m, int, int) { return m; }},
   };
   return entries;
 }
@@ -155,6 +156,7 @@ TEST(library, memory_interleaved_1f1b) { expect_memory_formula(entry("interleave
 TEST(library, memory_zb_h1) { expect_memory_formula(entry("zb-h1")); }
 TEST(library, memory_dualpipev) { expect_memory_formula(entry("dualpipev")); }
 TEST(library, memory_dualpipe) { expect_memory_formula(entry("dualpipe")); }
+TEST(library, memory_gossip) { expect_memory_formula(entry("gossip")); }
 TEST(library, memory_inference) { expect_memory_formula(entry("inference")); }
 TEST(library, memory_dp) { expect_memory_formula(entry("dp")); }
 TEST(library, memory_gpipe_allreduce) { expect_memory_formula(entry("gpipe-allreduce")); }

@@ -120,6 +120,9 @@ void shipped_schedule_trains_the_sequential_weights(const std::string& schedule)
     ASSERT_TRUE(file);
     const std::optional<Program> program = compile(file, config, diagnostics);
     if (!program) continue;  // a require excludes this configuration
+    // Gossip replicas average parameters, not gradients: only without
+    // replicas is it sequential training (mpi_gossip.cpp is its oracle).
+    if (program->topology && config.dp > 1) continue;
     const TrainingOptions options =
         training_options(kGlobalBatch, kSteps, vm_test::sgd(), vm_test::deep_model());
     const bool trains =

@@ -1,0 +1,70 @@
+// --topology on check, simulate and run: a built-in topology's name, or a
+// YAML file of rounds of groups of data-parallel ranks:
+//   rounds:
+//     - [[0, 1], [2, 3]]
+//     - [[1, 2], [3, 0]]
+// Whether the rounds are valid (each a partition, together connected) is
+// the checker's to say (check_gossip.cpp); here only the file's shape.
+#include <yaml-cpp/yaml.h>
+
+#include "options.hpp"
+#include "read_file.hpp"
+
+namespace pipevm::cli {
+
+namespace {
+bool names_file(const std::string& value) {
+  const auto ends = [&](std::string_view suffix) {
+    return value.size() >= suffix.size() &&
+           value.compare(value.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  return ends(".yaml") || ends(".yml");
+}
+}  // namespace
+
+bool topology_option(const std::string& value, ExpandOptions& options, std::string& error) {
+  if (value.empty()) return true;
+  if (!names_file(value)) {
+    options.topology_name = value;
+    return true;
+  }
+  std::string text;
+  if (!read_input_file(value, 1 << 20, "topology files", text, error)) {
+    error = "cannot read " + value + ": " + error;
+    return false;
+  }
+  try {
+    const YAML::Node root = YAML::Load(text);
+    const YAML::Node rounds = root["rounds"];
+    if (!rounds || !rounds.IsSequence()) {
+      error = value + ": expected `rounds:`, a list of rounds, each a list of groups of ranks";
+      return false;
+    }
+    Topology topology;
+    topology.name = value;
+    for (const YAML::Node& round : rounds) {
+      if (!round.IsSequence()) {
+        error = value + ": round " + std::to_string(topology.rounds.size()) +
+                " is not a list of groups";
+        return false;
+      }
+      auto& groups = topology.rounds.emplace_back();
+      for (const YAML::Node& group : round) {
+        if (!group.IsSequence()) {
+          error = value + ": round " + std::to_string(topology.rounds.size() - 1) +
+                  ": a group is not a list of ranks";
+          return false;
+        }
+        auto& ranks = groups.emplace_back();
+        for (const YAML::Node& rank : group) ranks.push_back(rank.as<int>());
+      }
+    }
+    options.topology = std::make_shared<const Topology>(std::move(topology));
+    return true;
+  } catch (const YAML::Exception& e) {
+    error = value + ": " + e.what();
+    return false;
+  }
+}
+
+}  // namespace pipevm::cli
