@@ -69,7 +69,6 @@ struct CheckArguments {
   std::string config_file;  // --config: the run YAML whose model the bytes count
   std::string p2p_order = "independent";
   std::uint64_t max_configurations = 100'000;
-  std::string config_file;  // --config: the model whose bytes are counted
   std::string topology;     // --topology: gossip's, over the schedule's own
 };
 
@@ -237,7 +236,6 @@ Command add_check_command(CLI::App& root) {
                  "Refuse a sweep of more configurations than this (per file)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  add_memory_config_option(app, args->config_file);
   command.run = [args] { return run_check(*args); };
   return command;
 }

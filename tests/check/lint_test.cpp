@@ -53,7 +53,12 @@ const char* const kBlocking1f1b = "tests/check/corpus/buffering_1f1b_blocking.pi
 TEST(many_files, shipped_schedules_pass_with_no_flags) {
   const PipevmRun run = run_pipevm("check schedules/*.pipe", 120);
   EXPECT_EQ(run.status, 0) << run.out << run.err;
-  EXPECT_EQ(count(run.out, ": ok for "), 11u) << run.out;
+  std::size_t shipped = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(PIPEVM_SOURCE_DIR) / "schedules")) {
+    if (entry.path().extension() == ".pipe") ++shipped;
+  }
+  EXPECT_GE(shipped, 18u);
+  EXPECT_EQ(count(run.out, ": ok for "), shipped) << run.out;
   EXPECT_EQ(run.err, "");
 }
 
