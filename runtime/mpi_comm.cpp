@@ -49,6 +49,12 @@ int to_count(std::size_t size) {
   return static_cast<int>(size);
 }
 
+int members_of(MPI_Comm comm) {
+  int members = 1;
+  PIPEVM_MPI_CHECK(MPI_Comm_size(comm, &members));
+  return members;
+}
+
 // How a rank waits: napping or not, and for how long at most (0: for ever).
 struct Waiting {
   bool sleep = false;
@@ -218,6 +224,13 @@ struct MpiComm::State {
   MPI_Comm world = MPI_COMM_NULL;  // MPI_COMM_WORLD ordered by program rank
   MPI_Comm pipeline = MPI_COMM_NULL;
   std::vector<MPI_Comm> groups;  // Group g; 0 is the data-parallel group
+
+  MPI_Comm group(Comm::Group g) const {
+    if (g < 0 || static_cast<std::size_t>(g) >= groups.size()) {
+      throw CommError("no group " + std::to_string(g));
+    }
+    return groups[static_cast<std::size_t>(g)];
+  }
   std::vector<MPI_Request> requests;  // slot i is request id i; MPI_REQUEST_NULL when free
   std::vector<Subject> subjects;      // of slot i
   std::vector<int> free_slots;
@@ -404,13 +417,8 @@ Comm::Group MpiComm::split(int color, int key) {
 
 void MpiComm::allreduce_sum(std::span<float> data, Group group) {
   State& s = *state_;
-  if (group < 0 || static_cast<std::size_t>(group) >= s.groups.size()) {
-    throw CommError("no group " + std::to_string(group));
-  }
-  MPI_Comm comm = s.groups[static_cast<std::size_t>(group)];
-  int members = 1;
-  PIPEVM_MPI_CHECK(MPI_Comm_size(comm, &members));
-  if (members == 1) return;
+  const MPI_Comm comm = s.group(group);
+  if (members_of(comm) == 1) return;
   if (s.waiting.timeout_seconds <= 0.0) {
     // No watchdog: the blocking collective, even when waits nap: Open MPI's
     // tuned MPI_Allreduce took 2-3x less time than MPI_Iallreduce + wait on 724 KB.
@@ -426,14 +434,9 @@ void MpiComm::allreduce_sum(std::span<float> data, Group group) {
 
 Comm::Request MpiComm::iallreduce_sum(std::span<float> data, Group group) {
   State& s = *state_;
-  if (group < 0 || static_cast<std::size_t>(group) >= s.groups.size()) {
-    throw CommError("no group " + std::to_string(group));
-  }
-  MPI_Comm comm = s.groups[static_cast<std::size_t>(group)];
-  int members = 1;
-  PIPEVM_MPI_CHECK(MPI_Comm_size(comm, &members));
+  const MPI_Comm comm = s.group(group);
   const Request id = s.take_slot({State::Subject::Kind::all_reduce, 0});
-  if (members == 1) return id;  // its slot stays MPI_REQUEST_NULL: waiting is a no-op
+  if (members_of(comm) == 1) return id;  // its slot stays MPI_REQUEST_NULL: waiting is a no-op
   PIPEVM_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data.data(), to_count(data.size()), MPI_FLOAT,
                                   MPI_SUM, comm, &s.requests[static_cast<std::size_t>(id)]));
   return id;
