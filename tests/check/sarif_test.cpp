@@ -66,7 +66,8 @@ TEST(sarif, rules_carry_what_github_shows) {
 
 TEST(sarif, short_descriptions_name_the_rule_not_the_class) {
   std::set<std::string> seen;
-  for (const auto& rule : sarif_of(kMultiFile)["runs"][0]["tool"]["driver"]["rules"]) {
+  const nlohmann::json log = sarif_of(kMultiFile);  // a range-for would not keep it alive
+  for (const auto& rule : log["runs"][0]["tool"]["driver"]["rules"]) {
     EXPECT_TRUE(seen.insert(rule["shortDescription"]["text"]).second) << rule.dump();
   }
 }

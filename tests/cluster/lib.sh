@@ -24,7 +24,8 @@ on_fresh_cluster() { # hosts[xslots] script args...
 # options.
 cluster_mpirun() {
   local forward=()
-  [[ -z ${ASAN_OPTIONS:-} ]] || forward=(-x ASAN_OPTIONS)
+  [[ -z ${ASAN_OPTIONS:-} ]] || forward+=(-x ASAN_OPTIONS)
+  [[ -z ${LSAN_OPTIONS:-} ]] || forward+=(-x LSAN_OPTIONS)
   mpirun --hostfile "$CLUSTER_HOSTFILE" --mca btl_tcp_if_include "$CLUSTER_INTERFACE" \
     --mca oob_tcp_if_include "$CLUSTER_INTERFACE" --mca mpi_yield_when_idle 1 "${forward[@]}" "$@"
 }
