@@ -92,7 +92,7 @@ class RankBuilder {
     backward_input(b);
     emit(Opcode::FwdBwd, pair.range, f.micro_batch, chunk(f));
     set_second_cell(program_.code.back(), Cell{static_cast<std::uint32_t>(b.micro_batch),
-                                                static_cast<std::uint16_t>(chunk(b))});
+                                               static_cast<std::uint16_t>(chunk(b))});
     forward_output(f);
     backward_output(b);
   }
@@ -219,38 +219,38 @@ std::optional<Table> to_table(const Program& program, bool with_comms, std::stri
       // A FwdBwd is written as its forward then its backward (the same order;
       // PyTorch's lowering of compute-only tables knows no OVERLAP_F_B).
       for (int which = 0; which < half_count(whole); ++which) {
-      const Instruction in = half(whole, which);
-      const int stage = layout.stage_of(r, in.chunk);
-      const auto add = [&](ActionType type) {
-        Action a;
-        a.stage = stage;
-        a.type = type;
-        a.micro_batch = static_cast<int>(in.micro_batch);
-        row.emplace_back(std::move(a));
-      };
-      const OpcodeInfo& row_info = info(in.op);
-      switch (row_info.cls) {
-        case OpClass::compute:
-        case OpClass::collective:
-          if (in.op == Opcode::Fwd) add(ActionType::F);
-          if (in.op == Opcode::BwdInput) add(ActionType::I);
-          if (in.op == Opcode::BwdWeight) add(ActionType::W);
-          if (in.op == Opcode::Bwd || in.op == Opcode::BwdAllReduce) add(ActionType::B);
-          break;
-        case OpClass::p2p:
-          // Messages a rank sends itself stay on the rank in PyTorch.
-          if (!with_comms || in.peer == r) break;
-          if (is_send(in.op)) {
-            add(in.kind == MessageKind::act ? ActionType::SEND_F : ActionType::SEND_B);
-          } else {
-            add(in.kind == MessageKind::act ? ActionType::RECV_F : ActionType::RECV_B);
-          }
-          break;
-        case OpClass::data:
-        case OpClass::wait:
-        case OpClass::optimizer:
-          break;
-      }
+        const Instruction in = half(whole, which);
+        const int stage = layout.stage_of(r, in.chunk);
+        const auto add = [&](ActionType type) {
+          Action a;
+          a.stage = stage;
+          a.type = type;
+          a.micro_batch = static_cast<int>(in.micro_batch);
+          row.emplace_back(std::move(a));
+        };
+        const OpcodeInfo& row_info = info(in.op);
+        switch (row_info.cls) {
+          case OpClass::compute:
+          case OpClass::collective:
+            if (in.op == Opcode::Fwd) add(ActionType::F);
+            if (in.op == Opcode::BwdInput) add(ActionType::I);
+            if (in.op == Opcode::BwdWeight) add(ActionType::W);
+            if (in.op == Opcode::Bwd || in.op == Opcode::BwdAllReduce) add(ActionType::B);
+            break;
+          case OpClass::p2p:
+            // Messages a rank sends itself stay on the rank in PyTorch.
+            if (!with_comms || in.peer == r) break;
+            if (is_send(in.op)) {
+              add(in.kind == MessageKind::act ? ActionType::SEND_F : ActionType::SEND_B);
+            } else {
+              add(in.kind == MessageKind::act ? ActionType::RECV_F : ActionType::RECV_B);
+            }
+            break;
+          case OpClass::data:
+          case OpClass::wait:
+          case OpClass::optimizer:
+            break;
+        }
       }
     }
     table.rows.push_back(std::move(row));

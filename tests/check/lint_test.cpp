@@ -20,10 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 using pipevm::testing::PipevmRun;
 using pipevm::testing::run_pipevm;
-
-std::size_t lines(const std::string& text) {
-  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
-}
+using pipevm::testing::lines;
 
 std::size_t count(const std::string& text, const std::string& word) {
   std::size_t n = 0;

@@ -23,10 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 using pipevm::testing::PipevmRun;
 using pipevm::testing::run_pipevm;
-
-std::size_t lines(const std::string& text) {
-  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
-}
+using pipevm::testing::lines;
 
 // Exit 2, nothing on stdout, one line on stderr that contains `reason`.
 void expect_refused(const PipevmRun& run, const std::string& reason, const std::string& what) {

@@ -3,6 +3,8 @@
 // command that blocks fails its test instead of hanging it.
 #pragma once
 
+#include <algorithm>
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -43,6 +45,11 @@ inline PipevmRun run_pipevm(const std::string& args, int seconds = 30) {
   run.err = text.str();
   std::filesystem::remove(err_file);
   return run;
+}
+
+// How many lines `text` holds (newlines counted).
+inline std::size_t lines(const std::string& text) {
+  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
 }
 
 }  // namespace pipevm::testing

@@ -60,21 +60,21 @@ inline std::vector<std::vector<std::string>> compute_order(const Program& progra
   for (int r = 0; r < program.ranks(); ++r) {
     for (const Instruction& whole : program.rank(r)) {
       for (int which = 0; which < half_count(whole); ++which) {
-      const Instruction in = half(whole, which);  // a FwdBwd counts as its Fwd and its Bwd
-      if (in.op != Opcode::Fwd && in.op != Opcode::Bwd && in.op != Opcode::BwdInput &&
-          in.op != Opcode::BwdWeight && in.op != Opcode::BwdAllReduce) {
-        continue;
-      }
-      const std::string op = in.op == Opcode::BwdAllReduce ? "Bwd" : std::string(name(in.op));
-      const std::string cell =
-          " " + std::to_string(in.micro_batch) + " chunk " + std::to_string(in.chunk);
-      auto& row = order[static_cast<std::size_t>(r)];
-      if (merge_backwards && in.op == Opcode::BwdWeight && !row.empty() &&
-          row.back() == "BwdInput" + cell) {
-        row.back() = "Bwd" + cell;
-        continue;
-      }
-      row.push_back(op + cell);
+        const Instruction in = half(whole, which);  // a FwdBwd counts as its Fwd and its Bwd
+        if (in.op != Opcode::Fwd && in.op != Opcode::Bwd && in.op != Opcode::BwdInput &&
+            in.op != Opcode::BwdWeight && in.op != Opcode::BwdAllReduce) {
+          continue;
+        }
+        const std::string op = in.op == Opcode::BwdAllReduce ? "Bwd" : std::string(name(in.op));
+        const std::string cell =
+            " " + std::to_string(in.micro_batch) + " chunk " + std::to_string(in.chunk);
+        auto& row = order[static_cast<std::size_t>(r)];
+        if (merge_backwards && in.op == Opcode::BwdWeight && !row.empty() &&
+            row.back() == "BwdInput" + cell) {
+          row.back() = "Bwd" + cell;
+          continue;
+        }
+        row.push_back(op + cell);
       }
     }
   }
