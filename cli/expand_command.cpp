@@ -93,6 +93,8 @@ void print_text_program(const Program& program, int only_rank, bool from_table,
     for (const std::string& line : hosts->placement.lines) std::cout << "# " << line << '\n';
   }
   std::cout << "placement " << name(program.placement) << "\n";
+  if (program.topology) std::cout << "topology " << program.topology->name << "\n";
+  for (const Opcode op : program.carried) std::cout << "carry " << name(op) << "\n";
   // The configuration the streams are for, so that `pipevm check` needs no flags.
   std::cout << "check stages " << c.stages << " micro_batches " << c.micro_batches << " dp " << c.dp
             << " chunks " << c.chunks << "\n";
@@ -106,16 +108,18 @@ void print_text_program(const Program& program, int only_rank, bool from_table,
       continue;
     }
     // The rank's block, each instruction that crosses hosts with a comment.
+    const RankBlock block = rank_block(c, r);
     std::cout << "# rank " << r << " (dp_rank " << dp_rank_of(c, r) << ") on host "
-              << hosts->host(r) << "\nstage " << stage_of(c, r) << " {\n";
+              << hosts->host(r) << '\n'
+              << block.open;
     const std::size_t begin = program.rank_begin[static_cast<std::size_t>(r)];
     for (std::size_t i = begin; i < program.rank_begin[static_cast<std::size_t>(r) + 1]; ++i) {
-      std::cout << "    " << disassemble(program.code[i]);
+      std::cout << block.indent << disassemble(program.code[i]);
       const std::string crossing = hosts->crossing(program, i);
       if (!crossing.empty()) std::cout << "  # across hosts: " << crossing;
       std::cout << '\n';
     }
-    std::cout << "}\n";
+    std::cout << block.close;
   }
 }
 

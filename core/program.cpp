@@ -150,20 +150,28 @@ GroupSet groups_holding_copies(Placement placement, const Config& config) {
   return copies;
 }
 
+RankBlock rank_block(const Config& config, int rank) {
+  const std::string stage = "stage " + std::to_string(stage_of(config, rank)) + " {\n";
+  if (config.dp == 1) return {stage, "    ", "}\n"};
+  const std::string dp_rank = std::to_string(dp_rank_of(config, rank));
+  return {stage + "    if dp_rank == " + dp_rank + " {\n", "        ", "    }\n}\n"};
+}
+
 std::string disassemble_rank(const Program& program, int rank) {
   const Config& c = program.config;
+  const RankBlock block = rank_block(c, rank);
   std::string out;
   if (c.dp > 1) {
     out += "# rank " + std::to_string(rank) + " (dp_rank " + std::to_string(dp_rank_of(c, rank)) +
            ")\n";
   }
-  out += "stage " + std::to_string(stage_of(c, rank)) + " {\n";
+  out += block.open;
   for (const Instruction& in : program.rank(rank)) {
-    out += "    ";
+    out += block.indent;
     out += disassemble(in);
     out += '\n';
   }
-  out += "}\n";
+  out += block.close;
   return out;
 }
 

@@ -127,7 +127,17 @@ struct Program {
   const SourceRange& source_of(const Instruction& i) const { return sources[i.source()]; }
 };
 
-// A rank's stream as a flat program: "stage S {\n  ...\n}\n".
+// How a rank's stream is written as a flat program: `stage S {`, and where
+// the stage has replicas, `if dp_rank == D {` inside it, so that each
+// replica reads back as its own stream (replicas may differ: gossip).
+struct RankBlock {
+  std::string open;    // the opening lines, each ending in a newline
+  std::string indent;  // before each instruction
+  std::string close;   // the closing lines
+};
+RankBlock rank_block(const Config& config, int rank);
+
+// A rank's stream as a flat program: "stage S {\n  ...\n}\n" (rank_block).
 std::string disassemble_rank(const Program& program, int rank);
 
 }  // namespace pipevm

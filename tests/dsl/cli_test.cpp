@@ -51,6 +51,25 @@ TEST(cli, expand_prints_each_rank_as_a_flat_program) {
   EXPECT_NE(r.out.find("stage 1 {\n    ZeroGrad\n    Recv act 0\n"), std::string::npos);
 }
 
+// Replicas are blocks of their own (`if dp_rank == D` inside the stage), so an
+// expanded data-parallel program reads back and checks as the same program.
+TEST(cli, expand_with_replicas_reads_back_and_checks) {
+  const std::string path =
+      std::string(PIPEVM_BINARY_DIR) + "/dsl_cli_dp." + std::to_string(getpid()) + ".pipe";
+  for (const std::string schedule : {"dp.pipe -p 1 -m 2 --dp 2", "gpipe.pipe -p 2 -m 3 --dp 2",
+                                     "gossip.pipe -p 1 -m 2 --dp 4"}) {
+    const Result expanded = pipevm("expand " + kSchedules + schedule);
+    ASSERT_EQ(expanded.status, 0) << expanded.err;
+    EXPECT_NE(expanded.out.find(" (dp_rank 1)\nstage 0 {\n    if dp_rank == 1 {\n"),
+              std::string::npos)
+        << expanded.out;
+    std::ofstream(path) << expanded.out;
+    const Result checked = pipevm("check " + path);
+    EXPECT_EQ(checked.status, 0) << schedule << "\n" << checked.err << checked.out;
+  }
+  std::remove(path.c_str());
+}
+
 TEST(cli, expand_one_rank) {
   const Result r = pipevm("expand " + kSchedules + "1f1b.pipe -p 4 -m 8 --rank 3");
   EXPECT_EQ(r.status, 0) << r.err;
@@ -94,8 +113,9 @@ TEST(cli, expand_on_hosts_marks_what_crosses_them) {
   const std::string gpipe = "expand " + kSchedules + "gpipe.pipe -p 2 -m 2 --dp 2 --hosts 2 ";
   const Result dp = pipevm(gpipe + "--layout dp-inner");
   ASSERT_EQ(dp.status, 0) << dp.err;
-  EXPECT_NE(dp.out.find("# rank 0 (dp_rank 0) on host h1\nstage 0 {\n    ZeroGrad\n    LoadInput "
-                        "0\n    Fwd 0\n    Send act 0  # across hosts: to rank 1 on h2\n"),
+  EXPECT_NE(dp.out.find("# rank 0 (dp_rank 0) on host h1\nstage 0 {\n    if dp_rank == 0 {\n"
+                        "        ZeroGrad\n        LoadInput 0\n        Fwd 0\n        Send act 0"
+                        "  # across hosts: to rank 1 on h2\n"),
             std::string::npos)
       << dp.out;
   EXPECT_NE(dp.out.find("# placement (--layout dp-inner), 2 host(s): 2 of 2 pipeline neighbour "
