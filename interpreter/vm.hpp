@@ -181,6 +181,8 @@ class Machine {
   double loss_report_scale_ = 1.0;
   std::vector<Chunk> chunks_;
   std::vector<PendingMessage> pending_;
+  // Blocking Sends, posted and completed at the end of the step (see VmStep::send).
+  std::vector<PendingMessage> posted_sends_;
   // Per instruction of the rank's stream: the request a Wait there
   // completes (link.hpp's rule), kNoLink elsewhere.
   std::vector<std::uint32_t> wait_requests_;
