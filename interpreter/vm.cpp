@@ -111,17 +111,10 @@ Machine::Machine(const Program& program, int rank, runtime::Comm& comm,
     runtime::Piece piece(options.model, split_ranges[to_size(piece_at(where))]);
     const Shard shard = shard_of(c, piece.parameters().size());
     const std::size_t parameters = shard.sharded ? shard.count : piece.parameters().size();
-    Chunk chunk{where,
-                std::move(piece),
-                runtime::Optimizer(options.optimizer, parameters),
-                {},
-                {},
-                {},
-                {},
-                {},
-                shard};
+    Chunk chunk{
+        where, std::move(piece), runtime::Optimizer(options.optimizer, parameters), {}, {}, {}, {},
+        shard};
     chunk.piece.reserve(config.micro_batches, rows_);
-    chunk.inputs.resize(micro_batches * to_size(rows_) * to_size(chunk.piece.input_width()));
     chunk.output_grads.resize(micro_batches * to_size(rows_) * to_size(chunk.piece.output_width()));
     if (chunk.piece.is_last()) chunk.labels.resize(micro_batches * to_size(rows_));
     chunk.input_grads.resize(micro_batches);
@@ -205,9 +198,9 @@ void Machine::restore_parameters() {
   saved_parameters_.clear();
 }
 
+// Inputs are loaded and received straight into the slot the forward reads.
 std::span<float> Machine::input_buffer(Chunk& chunk, std::uint32_t micro_batch) {
-  const std::size_t size = to_size(rows_) * to_size(chunk.piece.input_width());
-  return std::span<float>(chunk.inputs).subspan(micro_batch * size, size);
+  return chunk.piece.input_buffer(static_cast<int>(micro_batch), rows_);
 }
 
 std::span<float> Machine::output_grad_buffer(Chunk& chunk, std::uint32_t micro_batch) {

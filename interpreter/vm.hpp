@@ -140,7 +140,6 @@ class Machine {
     PipelinePosition where;
     runtime::Piece piece;
     runtime::Optimizer optimizer;
-    std::vector<float> inputs;                        // micro_batches x rows x input width
     std::vector<float> output_grads;                  // micro_batches x rows x output width
     std::vector<std::uint8_t> labels;                 // micro_batches x rows (last piece only)
     std::vector<std::span<const float>> input_grads;  // per micro-batch, from backward_input
