@@ -18,6 +18,12 @@ std::size_t to_size(int value) {
   return static_cast<std::size_t>(value);
 }
 
+// BwdAllReduce reduces finished layers together until they hold this many
+// bytes (PyTorch DDP's first bucket): each all-reduce costs rounds in which
+// both replicas must be inside MPI, and on one host a rank's own copies are
+// the transfer, so splitting a small model per layer bought no overlap.
+constexpr std::size_t kReductionBucketBytes = std::size_t{1} << 20;
+
 std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -105,17 +111,10 @@ Machine::Machine(const Program& program, int rank, runtime::Comm& comm,
     runtime::Piece piece(options.model, split_ranges[to_size(piece_at(where))]);
     const Shard shard = shard_of(c, piece.parameters().size());
     const std::size_t parameters = shard.sharded ? shard.count : piece.parameters().size();
-    Chunk chunk{where,
-                std::move(piece),
-                runtime::Optimizer(options.optimizer, parameters),
-                {},
-                {},
-                {},
-                {},
-                {},
-                shard};
+    Chunk chunk{
+        where, std::move(piece), runtime::Optimizer(options.optimizer, parameters), {}, {}, {}, {},
+        shard};
     chunk.piece.reserve(config.micro_batches, rows_);
-    chunk.inputs.resize(micro_batches * to_size(rows_) * to_size(chunk.piece.input_width()));
     chunk.output_grads.resize(micro_batches * to_size(rows_) * to_size(chunk.piece.output_width()));
     if (chunk.piece.is_last()) chunk.labels.resize(micro_batches * to_size(rows_));
     chunk.input_grads.resize(micro_batches);
@@ -123,6 +122,7 @@ Machine::Machine(const Program& program, int rank, runtime::Comm& comm,
     chunks_.push_back(std::move(chunk));
   }
   pending_.reserve(4 * micro_batches * to_size(chunk_count) + 16);
+  posted_sends_.reserve(2 * micro_batches * to_size(chunk_count));
   wait_requests_ = wait_requests(program, rank);
   reductions_.reserve(to_size(layers) * 2);
   // Every rank splits, in the same order, or MPI waits forever: the groups
@@ -198,9 +198,9 @@ void Machine::restore_parameters() {
   saved_parameters_.clear();
 }
 
+// Inputs are loaded and received straight into the slot the forward reads.
 std::span<float> Machine::input_buffer(Chunk& chunk, std::uint32_t micro_batch) {
-  const std::size_t size = to_size(rows_) * to_size(chunk.piece.input_width());
-  return std::span<float>(chunk.inputs).subspan(micro_batch * size, size);
+  return chunk.piece.input_buffer(static_cast<int>(micro_batch), rows_);
 }
 
 std::span<float> Machine::output_grad_buffer(Chunk& chunk, std::uint32_t micro_batch) {
@@ -511,11 +511,20 @@ void VmStep::backward_weight(const Instruction& in, bool reduce_per_layer) {
   if (flags & dataflow::weight_gradient_done) unsupported("the weight gradients were already accumulated");
   const int slot = static_cast<int>(in.micro_batch);
   if (reduce_per_layer) {
+    // Layers finish last first and a piece stores them in order, so the
+    // finished layers not yet reduced are one span, which grows downwards.
     Machine* machine = &m_;
-    chunk.piece.backward_weight(slot, [machine](int, std::span<float> layer_gradients) {
-      machine->reductions_.push_back(machine->comm_.iallreduce_sum(layer_gradients));
+    std::span<float> bucket;
+    const auto reduce = [machine, &bucket] {
+      machine->reductions_.push_back(machine->comm_.iallreduce_sum(bucket));
       machine->comm_.progress();
+      bucket = {};
+    };
+    chunk.piece.backward_weight(slot, [&bucket, &reduce](int, std::span<float> layer_gradients) {
+      bucket = std::span<float>(layer_gradients.data(), layer_gradients.size() + bucket.size());
+      if (bucket.size_bytes() >= kReductionBucketBytes) reduce();
     });
+    if (!bucket.empty()) reduce();
     for (const runtime::Comm::Request request : m_.reductions_) m_.comm_.wait(request);
     m_.reductions_.clear();
   } else {
@@ -539,12 +548,26 @@ void VmStep::send(const Instruction& in) {
     if (data.empty()) unsupported("the model's first piece has no input gradient to send");
   }
   const int tag = tag_of(in);
+  // A blocking Send returns once its message is posted; the request completes
+  // at the end of the step. MPI lets a standard send return before its
+  // receive is posted, and the checker proved the program free of deadlock
+  // with no buffering at all, so this adds no hang; the buffer (the slot's
+  // output or input gradient) is written again only by the slot's next
+  // forward, in a later step. Open MPI's shared-memory transport completes a
+  // send of more than 256 bytes only once the receiver took it, so the sender
+  // would wait for the receiver to be scheduled: with more ranks than cores,
+  // for the rest of another rank's time slice.
+  const Machine::PendingMessage message{WaitDirection::send,
+                                        in.kind,
+                                        in.micro_batch,
+                                        in.chunk,
+                                        m_.comm_.isend(peer, tag, data),
+                                        index_};
   if (!posts_request(in.op)) {
-    m_.comm_.send(peer, tag, data);
+    m_.posted_sends_.push_back(message);
     return;
   }
-  m_.pending_.push_back({WaitDirection::send, in.kind, in.micro_batch, in.chunk,
-                         m_.comm_.isend(peer, tag, data), index_});
+  m_.pending_.push_back(message);
 }
 
 void VmStep::receive(const Instruction& in) {
@@ -657,6 +680,16 @@ void VmStep::optimizer_step() {
 }
 
 void VmStep::finish_step() {
+  for (const Machine::PendingMessage& message : m_.posted_sends_) {
+    index_ = message.instruction;
+    in_ = &code_[index_];
+    try {
+      m_.comm_.wait(message.request);
+    } catch (const runtime::CommError& error) {
+      fail(DiagnosticKind::RuntimeComm, error.what());
+    }
+  }
+  m_.posted_sends_.clear();
   if (!m_.pending_.empty()) {
     index_ = m_.pending_.front().instruction;
     in_ = &code_[index_];

@@ -140,7 +140,6 @@ class Machine {
     PipelinePosition where;
     runtime::Piece piece;
     runtime::Optimizer optimizer;
-    std::vector<float> inputs;                        // micro_batches x rows x input width
     std::vector<float> output_grads;                  // micro_batches x rows x output width
     std::vector<std::uint8_t> labels;                 // micro_batches x rows (last piece only)
     std::vector<std::span<const float>> input_grads;  // per micro-batch, from backward_input
@@ -181,6 +180,8 @@ class Machine {
   double loss_report_scale_ = 1.0;
   std::vector<Chunk> chunks_;
   std::vector<PendingMessage> pending_;
+  // Blocking Sends, posted and completed at the end of the step (see VmStep::send).
+  std::vector<PendingMessage> posted_sends_;
   // Per instruction of the rank's stream: the request a Wait there
   // completes (link.hpp's rule), kNoLink elsewhere.
   std::vector<std::uint32_t> wait_requests_;

@@ -254,6 +254,22 @@ void Batcher::input(int batch, int dp_rank, int micro_batch, std::span<float> ou
     to_inputs(std::span(data_->pixels).subspan(sample * features, features),
               out.subspan(row * features, features));
   }
+  // A shuffled epoch reads rows scattered over the whole set, and the first
+  // lines of each row missed every cache (the conversion above waited on
+  // memory for most of its time): ask for the rows this replica reads next,
+  // so that they arrive while this micro-batch is computed.
+  const bool last_micro_batch = micro_batch + 1 == micro_batches_;
+  if (!last_micro_batch || batch + 1 < batches_per_epoch()) {
+    const std::size_t next = last_micro_batch ? first_sample(batch + 1, dp_rank, 0)
+                                              : first_sample(batch, dp_rank, micro_batch + 1);
+    constexpr std::size_t kCacheLine = 64;
+    for (std::size_t row = 0; row < to_size(micro_batch_rows_); ++row) {
+      const std::uint8_t* pixels = data_->pixels.data() + order_[next + row] * features;
+      for (std::size_t offset = 0; offset < features; offset += kCacheLine) {
+        __builtin_prefetch(pixels + offset);
+      }
+    }
+  }
 }
 
 void Batcher::labels(int batch, int dp_rank, int micro_batch, std::span<std::uint8_t> out) const {

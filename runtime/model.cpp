@@ -164,7 +164,7 @@ std::span<const float> Piece::forward(int slot, std::span<const float> input, in
                                 " floats, expected rows x " + std::to_string(input_width()));
   }
   const std::span<float> stash = activations(slot);
-  std::copy(input.begin(), input.end(), stash.begin());
+  if (input.data() != stash.data()) std::copy(input.begin(), input.end(), stash.begin());
   const bool ends_model = is_last();
   std::size_t input_offset = 0;
   for (int local = 0; local < layers_.size(); ++local) {
@@ -182,6 +182,12 @@ std::span<const float> Piece::forward(int slot, std::span<const float> input, in
   state.state = SlotState::forwarded;
   state.rows = rows;
   return output(slot);
+}
+
+std::span<float> Piece::input_buffer(int slot, int rows) {
+  if (slot < 0 || slot >= slots_) throw std::out_of_range("input_buffer: no such slot");
+  if (rows < 1 || rows > max_rows_) throw std::invalid_argument("input_buffer: rows out of range");
+  return activations(slot).first(to_size(rows) * to_size(input_width()));
 }
 
 std::span<const float> Piece::output(int slot) const {

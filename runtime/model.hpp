@@ -87,9 +87,14 @@ class Piece {
 
   // Forward of a micro-batch into free slot `slot`: `input` is rows x
   // input_width, row-major. Copies the input (the caller may reuse its buffer
-  // at once) and stashes what backward needs. Returns the output, rows x
-  // output_width, valid until the next forward into the same slot.
+  // at once) unless it is the slot's own input_buffer, and stashes what
+  // backward needs. Returns the output, rows x output_width, valid until the
+  // next forward into the same slot.
   std::span<const float> forward(int slot, std::span<const float> input, int rows);
+  // Where slot `slot` keeps its input (rows x input_width), for a caller that
+  // writes the input there itself (the VM loads and receives into it) and so
+  // saves forward's copy. Written only while the slot is free.
+  std::span<float> input_buffer(int slot, int rows);
   std::span<const float> output(int slot) const;
 
   // Last piece only: loss of the slot's output against `labels` (one per
