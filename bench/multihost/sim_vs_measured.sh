@@ -19,34 +19,17 @@
 # Needs root (network namespaces); a Release build with bench/ built.
 #   bench/multihost/sim_vs_measured.sh BUILD_DIR [ROUNDS] [RATE...]
 set -euo pipefail
-build=$(readlink -f "${1:?usage: sim_vs_measured.sh BUILD_DIR [ROUNDS] [RATE...]}")
-rounds=${2:-3}
-shift $(($# < 2 ? $# : 2))
-rates=("$@")
-((${#rates[@]})) || rates=(1gbit 200mbit)
 here=$(dirname "$(readlink -f "$0")")
-source_dir=$(readlink -f "$here/../..")
-cluster=$source_dir/tests/cluster/cluster.sh
-
-if [[ ${CLUSTER_NAME:-} == "" ]]; then # not yet on a cluster: one per rate
-  for rate in "${rates[@]}"; do
-    "$cluster" with 2 --rate "$rate" -- env PIPEVM_RATE="$rate" CONFIG="${CONFIG:-}" BATCH="${BATCH:-}" \
-      "$0" "$build" "$rounds"
-  done
-  exit 0
-fi
-
+# shellcheck source-path=SCRIPTDIR source=links.sh
+source "$here/links.sh"
+# Off the cluster: this script again on a fresh cluster of 2 hosts per rate.
+per_rate_cluster 2 "CONFIG BATCH" "$@"
 rate=$PIPEVM_RATE
+bytes_per_us=$(payload_bytes_per_us "$rate")
 mtu=$(cat "/sys/class/net/$CLUSTER_INTERFACE/mtu")
-# tc's units are decimal: bytes per microsecond = bits per second / 8e6.
-bytes_per_us=$(awk -v r="$rate" -v mtu="$mtu" 'BEGIN {
-  n = r + 0; u = substr(r, length(n "") + 1)
-  m = (u == "gbit") ? 1e9 : (u == "mbit") ? 1e6 : (u == "kbit") ? 1e3 : 1
-  printf "%.4g", n * m / 8e6 * (mtu - 52) / (mtu + 14) }')
 pipevm=$build/pipevm
-across=(mpirun --hostfile "$CLUSTER_HOSTFILE" --map-by node -n 2
-  --mca btl_tcp_if_include "$CLUSTER_INTERFACE" --mca oob_tcp_if_include "$CLUSTER_INTERFACE"
-  --mca mpi_yield_when_idle 1)
+source_dir=$(readlink -f "$here/../..")
+across_hosts 2
 config=${CONFIG:-$here/link_model.yaml}
 if [[ $config == none ]]; then
   model=() samples=51000 batch=128 # Fashion-MNIST's 51,000 training samples
@@ -59,11 +42,7 @@ batch=${BATCH:-${batch:-128}}
 model+=(--batch-size "$batch")
 steps=$((samples / batch))
 log=$(mktemp -d)
-load() { cut -d' ' -f1 /proc/loadavg; }
-median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-
-latency=$("${across[@]}" "$build/bench/multihost/pipevm_pingpong" 8 200 9 |
-  sed -n 's/.*latency \([0-9.]*\) us.*/\1/p')
+latency=$(one_way_latency "$build")
 echo "rate $rate: payload $bytes_per_us bytes/us at MTU $mtu; 8-byte one-way latency $latency us; batch $batch, $steps steps per epoch (load $(load))"
 links="cross-host-send=$latency,cross-host-bandwidth=$bytes_per_us,allreduce=0"
 
