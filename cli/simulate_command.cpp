@@ -227,8 +227,10 @@ Command add_simulate_command(CLI::App& root) {
   add_config_options(app, args->config, false);
   add_memory_config_option(app, args->config_file);
   app.add_option("--cost", args->cost_flags, "Costs as key=value pairs, e.g. fwd=1,bwd=2,send=0.1");
-  app.add_option("--costs", args->cost_file,
-                 "A YAML file of costs (key: value); --cost overrides it");
+  app.add_option(
+      "--costs", args->cost_file,
+      "A YAML file of costs (key: value; compute per stage under stages:, as run --profile "
+      "writes it); --cost overrides it");
   app.add_option("--format", args->format, "Output format")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

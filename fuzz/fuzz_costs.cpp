@@ -4,8 +4,8 @@
 //   - refusing is returning false with a message: no exception escapes;
 //   - every accepted cost is finite and not negative;
 //   - an accepted cost model written by write_costs_yaml (what `pipevm run
-//     --profile` writes) reads back to the same model, to the 6 significant
-//     digits the writer prints.
+//     --profile` writes) reads back to the same model, its stages included,
+//     to the 6 significant digits the writer prints.
 // Leaves out the simulator (target `pipe` runs it).
 #include <cmath>
 #include <cstddef>
@@ -36,8 +36,15 @@ void check_accepted(const pipevm::Costs& costs) {
   FUZZ_ASSERT(pipevm::parse_costs_yaml(written.str(), again, error),
               "a written cost file reads back");
   FUZZ_ASSERT(again.bwd.has_value() == costs.bwd.has_value(), "bwd set or unset survives");
-  const std::vector<double> before = values(costs);
-  const std::vector<double> after = values(again);
+  FUZZ_ASSERT(again.stages.size() == costs.stages.size(), "every stage's costs read back");
+  std::vector<double> before = values(costs);
+  std::vector<double> after = values(again);
+  for (std::size_t s = 0; s < costs.stages.size(); ++s) {
+    const std::vector<double> stage_before = values(costs.stages[s]);
+    const std::vector<double> stage_after = values(again.stages[s]);
+    before.insert(before.end(), stage_before.begin(), stage_before.end());
+    after.insert(after.end(), stage_after.begin(), stage_after.end());
+  }
   for (std::size_t i = 0; i < before.size(); ++i) {
     FUZZ_ASSERT(std::fabs(before[i] - after[i]) <= 1e-5 * std::fabs(before[i]),
                 "a written cost reads back to 6 significant digits");

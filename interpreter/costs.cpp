@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <map>
 #include <ostream>
 #include <sstream>
 
@@ -27,18 +28,19 @@ struct KeyField {
 
 const std::vector<KeyField>& key_fields() {
   static const std::vector<KeyField> fields = {
-      {{"fwd", "Fwd: forward of one micro-batch through one chunk"}, &Costs::fwd},
-      {{"bwd", "Bwd (and BwdAllReduce's compute); default bwd-input + bwd-weight"},
+      {{"fwd", "Fwd: forward of one micro-batch through one chunk", true}, &Costs::fwd},
+      {{"bwd", "Bwd (and BwdAllReduce's compute); default bwd-input + bwd-weight", true},
        nullptr,
        &Costs::bwd},
-      {{"fwd-bwd", "FwdBwd, an overlapped forward+backward pair; default fwd + bwd"},
+      {{"fwd-bwd", "FwdBwd, an overlapped forward+backward pair; default fwd + bwd", true},
        nullptr,
        &Costs::fwd_bwd},
-      {{"bwd-input", "BwdInput: the input-gradient half of a backward"}, &Costs::bwd_input},
-      {{"bwd-weight", "BwdWeight: the weight-gradient half of a backward"}, &Costs::bwd_weight},
-      {{"load", "LoadInput and LoadTarget"}, &Costs::load},
-      {{"zero-grad", "ZeroGrad"}, &Costs::zero_grad},
-      {{"optimizer", "OptimizerStep"}, &Costs::optimizer},
+      {{"bwd-input", "BwdInput: the input-gradient half of a backward", true}, &Costs::bwd_input},
+      {{"bwd-weight", "BwdWeight: the weight-gradient half of a backward", true},
+       &Costs::bwd_weight},
+      {{"load", "LoadInput and LoadTarget", true}, &Costs::load},
+      {{"zero-grad", "ZeroGrad", true}, &Costs::zero_grad},
+      {{"optimizer", "OptimizerStep", true}, &Costs::optimizer},
       {{"allreduce", "AllReduce over its group, added to the ring's transfer (free when dp = 1)"},
        &Costs::allreduce},
       {{"allgather", "AllGather of one chunk's weight shards (free over a group of one)"},
@@ -74,6 +76,59 @@ bool parse_number(std::string_view text, double& value) {
   return status == std::errc() && end == text.data() + text.size();
 }
 
+constexpr std::string_view kStagesKey = "stages";
+
+const KeyField* field_named(std::string_view key) {
+  for (const KeyField& f : key_fields()) {
+    if (f.key.name == key) return &f;
+  }
+  return nullptr;
+}
+
+// `stages:` of a cost file: one mapping of per-stage keys per stage, each
+// starting from the file's (and the flags') other keys.
+bool parse_stages(const YAML::Node& list, Costs& costs, std::string& error) {
+  if (!list.IsSequence()) {
+    error = "'stages' is a list with one mapping per stage (- fwd: 1)";
+    return false;
+  }
+  Costs base = costs;
+  base.stages.clear();
+  std::vector<Costs> stages;
+  for (const auto& item : list) {
+    const std::string which = "stage " + std::to_string(stages.size());
+    if (!item.IsMap()) {
+      error = which + " of 'stages' is not a mapping of keys to numbers (fwd: 1)";
+      return false;
+    }
+    Costs stage = base;
+    for (const auto& entry : item) {
+      const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : std::string();
+      const KeyField* field = field_named(key);
+      if (field == nullptr || !field->key.per_stage) {
+        error = which + ": '" + key + "' is not a cost that differs by stage (those are:";
+        for (const KeyField& f : key_fields()) {
+          if (f.key.per_stage) error += ' ' + std::string(f.key.name);
+        }
+        error += ")";
+        return false;
+      }
+      double value = 0;
+      if (!entry.second.IsScalar() || !parse_number(entry.second.Scalar(), value)) {
+        error = which + ": cost '" + key + "' is not a number";
+        return false;
+      }
+      if (!set_cost(stage, key, value, error)) {
+        error = which + ": " + error;
+        return false;
+      }
+    }
+    stages.push_back(std::move(stage));
+  }
+  costs.stages = std::move(stages);
+  return true;
+}
+
 double median(std::vector<double> values) {
   if (values.empty()) return 0;
   const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
@@ -106,6 +161,11 @@ double Costs::duration(CostKind kind) const {
     case CostKind::message: return 0;
   }
   return 0;
+}
+
+double Costs::duration(CostKind kind, int stage) const {
+  const auto entry = static_cast<std::size_t>(stage);
+  return stage >= 0 && entry < stages.size() ? stages[entry].duration(kind) : duration(kind);
 }
 
 double Costs::reduction(CostKind kind, int members) const {
@@ -159,11 +219,15 @@ bool set_cost(Costs& costs, std::string_view key, double value, std::string& err
   }
   for (const KeyField& f : key_fields()) {
     if (f.key.name != key) continue;
-    if (f.field == nullptr) {
-      costs.*(f.optional) = value;
-    } else {
-      costs.*(f.field) = value;
-    }
+    const auto set = [&](Costs& c) {
+      if (f.field == nullptr) {
+        c.*(f.optional) = value;
+      } else {
+        c.*(f.field) = value;
+      }
+    };
+    set(costs);
+    if (f.key.per_stage) std::for_each(costs.stages.begin(), costs.stages.end(), set);
     return true;
   }
   error = "unknown cost '" + std::string(key) + "' (keys:";
@@ -205,12 +269,17 @@ bool parse_costs_yaml(std::string_view yaml_text, Costs& costs, std::string& err
     error = "a cost file is a mapping of keys to numbers (fwd: 1)";
     return false;
   }
+  std::optional<YAML::Node> stages;
   for (const auto& entry : root) {
     if (!entry.first.IsScalar()) {
       error = "a cost file's keys are names (fwd: 1), not sequences or mappings";
       return false;
     }
     const std::string key = entry.first.Scalar();
+    if (key == kStagesKey) {
+      stages = entry.second;
+      continue;
+    }
     double value = 0;
     if (!entry.second.IsScalar() || !parse_number(entry.second.Scalar(), value)) {
       error = "cost '" + key + "' is not a number";
@@ -218,7 +287,7 @@ bool parse_costs_yaml(std::string_view yaml_text, Costs& costs, std::string& err
     }
     if (!set_cost(costs, key, value, error)) return false;
   }
-  return true;
+  return !stages || parse_stages(*stages, costs, error);
 }
 
 bool read_costs_yaml(const std::string& path, Costs& costs, std::string& error) {
@@ -244,6 +313,22 @@ void write_costs_yaml(std::ostream& out, const Costs& costs, std::string_view co
       out << f.key.name << ": " << costs.*(f.field) << '\n';
     }
   }
+  if (costs.stages.empty()) return;
+  out << kStagesKey << ":  # per pipeline stage, stage 0 first\n";
+  for (const Costs& stage : costs.stages) {
+    const char* indent = "  - ";
+    for (const KeyField& f : key_fields()) {
+      if (!f.key.per_stage) continue;
+      if (f.field == nullptr) {
+        const auto& v = stage.*(f.optional);
+        if (!v) continue;
+        out << indent << f.key.name << ": " << *v << '\n';
+      } else {
+        out << indent << f.key.name << ": " << stage.*(f.field) << '\n';
+      }
+      indent = "    ";
+    }
+  }
 }
 
 std::string describe(const Costs& costs) {
@@ -256,40 +341,55 @@ std::string describe(const Costs& costs) {
     separator = " ";
   }
   if (!costs.bwd && costs.backward() > 0) out << " (bwd=" << costs.backward() << ")";
+  if (!costs.stages.empty()) out << " (compute per stage for " << costs.stages.size() << " stages)";
   const std::string text = out.str();
   return text.empty() ? "all zero" : text;
 }
 
 Costs costs_from_measurements(const Program& program,
                               const std::vector<MeasuredInstruction>& measured) {
-  std::map<CostKind, std::vector<double>> durations;
+  using Durations = std::map<CostKind, std::vector<double>>;
+  Durations all_stages;
+  std::vector<Durations> per_stage(static_cast<std::size_t>(std::max(program.config.stages, 1)));
   for (const MeasuredInstruction& m : measured) {
     if (m.rank < 0 || m.rank >= program.ranks()) continue;
     const auto stream = program.rank(m.rank);
     if (m.index >= stream.size()) continue;
     const double microseconds = static_cast<double>(m.end_ns - m.start_ns) / 1000.0;
-    durations[info(stream[m.index].op).cost].push_back(microseconds);
+    const CostKind kind = info(stream[m.index].op).cost;
+    all_stages[kind].push_back(microseconds);
+    const auto stage = static_cast<std::size_t>(stage_of(program.config, m.rank));
+    if (stage < per_stage.size()) per_stage[stage][kind].push_back(microseconds);
   }
-  const auto median_of = [&](std::initializer_list<CostKind> of) {
-    std::vector<double> all;
-    for (const CostKind kind : of) {
-      const auto& d = durations[kind];
-      all.insert(all.end(), d.begin(), d.end());
-    }
-    return median(std::move(all));
+  const auto medians = [](Durations& durations) {
+    const auto median_of = [&](std::initializer_list<CostKind> of) {
+      std::vector<double> values;
+      for (const CostKind kind : of) {
+        const auto& d = durations[kind];
+        values.insert(values.end(), d.begin(), d.end());
+      }
+      return median(std::move(values));
+    };
+    Costs costs;
+    costs.fwd = median_of({CostKind::fwd});
+    costs.bwd_input = median_of({CostKind::bwd_input});
+    costs.bwd_weight = median_of({CostKind::bwd_weight});
+    if (!durations[CostKind::bwd].empty()) costs.bwd = median_of({CostKind::bwd});
+    if (!durations[CostKind::fwd_bwd].empty()) costs.fwd_bwd = median_of({CostKind::fwd_bwd});
+    costs.load = median_of({CostKind::load});
+    costs.zero_grad = median_of({CostKind::zero_grad});
+    costs.optimizer = median_of({CostKind::optimizer});
+    costs.allreduce = median_of({CostKind::allreduce});
+    costs.allgather = median_of({CostKind::allgather});
+    costs.reduce_scatter = median_of({CostKind::reduce_scatter});
+    return costs;
   };
-  Costs costs;
-  costs.fwd = median_of({CostKind::fwd});
-  costs.bwd_input = median_of({CostKind::bwd_input});
-  costs.bwd_weight = median_of({CostKind::bwd_weight});
-  if (!durations[CostKind::bwd].empty()) costs.bwd = median_of({CostKind::bwd});
-  if (!durations[CostKind::fwd_bwd].empty()) costs.fwd_bwd = median_of({CostKind::fwd_bwd});
-  costs.load = median_of({CostKind::load});
-  costs.zero_grad = median_of({CostKind::zero_grad});
-  costs.optimizer = median_of({CostKind::optimizer});
-  costs.allreduce = median_of({CostKind::allreduce});
-  costs.allgather = median_of({CostKind::allgather});
-  costs.reduce_scatter = median_of({CostKind::reduce_scatter});
+  Costs costs = medians(all_stages);
+  // Stages hold different pieces of the model: one median over all of them
+  // would make the slowest stage, which paces the pipeline, look faster.
+  if (per_stage.size() > 1) {
+    for (Durations& stage : per_stage) costs.stages.push_back(medians(stage));
+  }
   return costs;
 }
 

@@ -43,11 +43,20 @@ struct Costs {
   double cross_host_bandwidth = 0;
   std::optional<double> fwd_bwd;  // FwdBwd; unset: fwd + backward() (no overlap)
 
+  // Compute per pipeline stage, for stages whose pieces differ (a profile
+  // of a pipeline measures each): entry s holds stage s's values of the
+  // per-stage keys (fwd, bwd, bwd-input, bwd-weight, fwd-bwd, load,
+  // zero-grad, optimizer); its other fields and its own `stages` are
+  // unused. A stage without an entry takes the keys above.
+  std::vector<Costs> stages;
+
   double backward() const { return bwd.value_or(bwd_input + bwd_weight); }
   double overlapped() const { return fwd_bwd.value_or(fwd + backward()); }
   // The time an instruction of cost `kind` keeps its rank working (compute,
   // data, optimizer), excluding its communication and waits for partners.
   double duration(CostKind kind) const;
+  // The same on a rank of pipeline stage `stage`: its entry of `stages`.
+  double duration(CostKind kind, int stage) const;
   // The time one collective of cost `kind` takes to reduce over `members`
   // ranks once the last has arrived (0 for a group of one).
   double reduction(CostKind kind, int members) const;
@@ -62,6 +71,7 @@ struct Costs {
 struct CostKey {
   std::string_view name;  // "bwd-input"
   std::string_view doc;   // one line for docs and --help
+  bool per_stage = false;  // may differ by stage (Costs::stages)
 };
 // Every key, in the order they are documented and written.
 const std::vector<CostKey>& cost_keys();
@@ -70,15 +80,18 @@ const std::vector<CostKey>& cost_keys();
 // BwdInput = BwdWeight = 1 (the zero-bubble papers' F = B = W), free messages.
 Costs default_costs();
 
-// Sets one key; false (with `error` set) for an unknown key or a negative or
-// non-finite value.
+// Sets one key (a per-stage key in every entry of `stages` too); false
+// (with `error` set) for an unknown key or a negative or non-finite value.
 bool set_cost(Costs& costs, std::string_view key, double value, std::string& error);
 // Applies "fwd=1,bwd=2,send=0.1" on top of `costs`.
 bool parse_cost_flags(std::string_view text, Costs& costs, std::string& error);
-// Applies a YAML mapping of the same keys (e.g. `fwd: 1`) read from `path`.
+// Applies a YAML mapping of the same keys (e.g. `fwd: 1`) read from `path`;
+// `stages:`, a list of mappings of per-stage keys (stage 0 first), replaces
+// `stages`, each entry starting from the file's other keys.
 bool read_costs_yaml(const std::string& path, Costs& costs, std::string& error);
 bool parse_costs_yaml(std::string_view yaml_text, Costs& costs, std::string& error);
-// Writes every key that is set (a flat YAML mapping, with a comment header).
+// Writes every key that is set (a YAML mapping, with a comment header), and
+// `stages:` when there are entries.
 void write_costs_yaml(std::ostream& out, const Costs& costs, std::string_view comment = {});
 // "fwd=1 bwd=2 ..." with the non-zero keys only, for headers of reports.
 std::string describe(const Costs& costs);
@@ -93,7 +106,8 @@ struct MeasuredInstruction {
 
 // The median duration of each cost kind of compute, data and optimizer
 // instruction and of AllReduce in a real run, in microseconds (a
-// BwdAllReduce counts for neither: its reduction overlaps its compute).
+// BwdAllReduce counts for neither: its reduction overlaps its compute);
+// with more than one stage, also per stage (`stages`).
 // Message costs are left 0: a blocking receive's duration is mostly waiting
 // for its sender, not transfer.
 Costs costs_from_measurements(const Program& program,

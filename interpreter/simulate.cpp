@@ -183,7 +183,7 @@ class Simulator {
     const std::uint32_t s = link_.to[i];
     SlotState& slot = slots_[s];
     const CostKind cost = info(program_.code[i].op).cost;
-    const double compute = costs_.duration(cost);
+    const double compute = costs_.duration(cost, stage_of(config_, owner_[i]));
     slot.last_arrival = slot.arrived == 0 ? now : std::max(slot.last_arrival, now);
     slot.last_compute_end =
         slot.arrived == 0 ? now + compute : std::max(slot.last_compute_end, now + compute);
@@ -270,14 +270,14 @@ class Simulator {
         }
         if (!await(r, i)) return false;
         // A collective that computes first (BwdAllReduce) is busy from its start.
-        t.busy = costs_.duration(row.cost);
+        t.busy = costs_.duration(row.cost, stage_of(config_, r));
         t.started = is_backward(in.op) ? now : transfer_begin_[i];
         t.ended = completion_[i];
         return true;
       case OpClass::data:
       case OpClass::compute:
       case OpClass::optimizer:
-        t.busy = costs_.duration(row.cost);
+        t.busy = costs_.duration(row.cost, stage_of(config_, r));
         t.started = now;
         t.ended = now + t.busy;
         return true;

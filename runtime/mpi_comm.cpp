@@ -133,6 +133,19 @@ void prefer_fast_nonblocking_allreduce() {
   setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "3", 0);
 }
 
+// Open MPI's TCP transport (between hosts) moves a large message by an
+// emulated RDMA put that the receiver drives with requests on the one
+// connection between the two ranks. Two ranks that send each other large
+// messages at once (1F1B's activations and gradients, an all-reduce's
+// halves) then take turns, as if the requests waited behind the data going
+// the other way: on a rate-limited link an exchange of 131 KB each way took
+// twice a one-way transfer, and 0.98x without the put (Open MPI 4.1.4's
+// other default flags kept; bench/RESULTS.md, "multihost: simulated vs
+// measured"). A choice the user made stands.
+void prefer_full_duplex_tcp() {
+  setenv("OMPI_MCA_btl_tcp_flags", "send,inplace,need-ack,need-csum,hetero-rdma", 0);
+}
+
 }  // namespace
 
 MpiSession::MpiSession(int* argc, char*** argv) {
@@ -140,6 +153,7 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   PIPEVM_MPI_CHECK(MPI_Initialized(&initialized));
   if (!initialized) {
     prefer_fast_nonblocking_allreduce();
+    prefer_full_duplex_tcp();
     PIPEVM_MPI_CHECK(MPI_Init(argc, argv));
   }
   PIPEVM_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));

@@ -4,7 +4,9 @@
 # same two ranks on one host over TCP (its loopback, `--mca btl tcp,self`),
 # each with Open MPI's default wait (spin) and with mpi_yield_when_idle 1:
 # the 8-byte ping-pong's one-way latency and `dp.pipe --dp 2` seconds per
-# epoch on Fashion-MNIST. Configurations alternate within each round, so
+# epoch on Fashion-MNIST; and, across hosts with mpi_yield_when_idle 1,
+# dp with Open MPI's own TCP flags (its put protocol, which pipevm turns
+# off unless told: runtime/mpi_comm.cpp). Configurations alternate within each round, so
 # that the machine's load changes hit all of them alike; the medians over
 # ROUNDS rounds are printed last, with the load average seen by each run.
 # Needs root (network namespaces); a Release build with bench/ built.
@@ -25,6 +27,7 @@ pipevm=$build/pipevm
 across=(mpirun --hostfile "$CLUSTER_HOSTFILE" --map-by node -n 2
   --mca btl_tcp_if_include "$CLUSTER_INTERFACE" --mca oob_tcp_if_include "$CLUSTER_INTERFACE")
 one_host=(mpirun -n 2 --mca btl "tcp,self")
+open_mpi_tcp_flags=send,put,inplace,need-ack,need-csum,hetero-rdma # Open MPI 4.1's default
 dp=("$pipevm" run "$source_dir/schedules/dp.pipe" --dp 2 --epochs "$epochs" --no-progress)
 log=$(mktemp -d)
 
@@ -52,6 +55,7 @@ for ((round = 1; round <= rounds; round++)); do
     measure "dp-2hosts-yield$yield" "${across[@]}" --mca mpi_yield_when_idle "$yield"
     measure "dp-1host-yield$yield" "${one_host[@]}" --mca mpi_yield_when_idle "$yield"
   done
+  measure "dp-2hosts-yield1-put" "${across[@]}" --mca mpi_yield_when_idle 1 --mca btl_tcp_flags "$open_mpi_tcp_flags"
 done
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
@@ -70,5 +74,9 @@ for what in pingpong dp; do
       "$loads"
   done
 done
+put=$(cut -d' ' -f1 "$log/dp-2hosts-yield1-put" | median)
+without=$(cut -d' ' -f1 "$log/dp-2hosts-yield1" | median)
+printf 'dp across hosts, mpi_yield_when_idle 1: %s s/epoch with the put protocol, %s without (%s)\n' \
+  "$put" "$without" "$(awk -v a="$put" -v b="$without" 'BEGIN { printf "%.2fx", a / b }')"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 rm -rf "$log"

@@ -4,57 +4,46 @@
 # RATE, a test cluster of 2 hosts whose links tbf limits to RATE; the
 # 8-byte one-way latency between them (pipevm_pingpong); then ROUNDS rounds
 # of `dp.pipe --dp 2` and `1f1b.pipe` on 2 stages, one rank per host, each
-# a one-epoch run with --profile of the model in CONFIG (default
-# link_model.yaml beside this script: synthetic data, 10 steps per epoch;
-# CONFIG=none trains the default model on Fashion-MNIST, 398 steps); the
-# measured step is s/epoch / steps,
-# the simulated one `pipevm simulate` of the same schedule with that run's
-# profile (compute), the measured latency and the tbf rate as the link
-# across hosts, and allreduce=0 (the profile's all-reduce is its transfer,
-# which the link model now prices). Medians over the rounds.
+# a two-epoch run with --profile of the model in CONFIG (default
+# link_model.yaml beside this script: synthetic data, batch 512, 10 steps
+# per epoch; CONFIG=none trains the default model on Fashion-MNIST, 398
+# steps; BATCH=N overrides the batch size). The measured step is the second
+# epoch's s/epoch / steps (the first epoch's first step also opens Open
+# MPI's connections); the simulated one is `pipevm simulate` of the same
+# schedule with that run's profile (compute, per stage), the measured
+# latency, the link's payload rate and allreduce=0 (the profile's
+# all-reduce is its transfer, which the link model prices). The payload
+# rate is the tbf rate x the TCP payload of a frame over the frame that tbf
+# counts: MTU - 52 bytes of IPv4, TCP and timestamp headers over MTU + 14
+# of Ethernet header (1448 / 1514 at MTU 1500). Medians over the rounds.
 # Needs root (network namespaces); a Release build with bench/ built.
 #   bench/multihost/sim_vs_measured.sh BUILD_DIR [ROUNDS] [RATE...]
 set -euo pipefail
-build=$(readlink -f "${1:?usage: sim_vs_measured.sh BUILD_DIR [ROUNDS] [RATE...]}")
-rounds=${2:-3}
-shift $(($# < 2 ? $# : 2))
-rates=("$@")
-((${#rates[@]})) || rates=(1gbit 200mbit)
 here=$(dirname "$(readlink -f "$0")")
-source_dir=$(readlink -f "$here/../..")
-cluster=$source_dir/tests/cluster/cluster.sh
-
-if [[ ${CLUSTER_NAME:-} == "" ]]; then # not yet on a cluster: one per rate
-  for rate in "${rates[@]}"; do
-    "$cluster" with 2 --rate "$rate" -- env PIPEVM_RATE="$rate" CONFIG="${CONFIG:-}" "$0" "$build" "$rounds"
-  done
-  exit 0
-fi
-
+# shellcheck source-path=SCRIPTDIR source=links.sh
+source "$here/links.sh"
+# Off the cluster: this script again on a fresh cluster of 2 hosts per rate.
+per_rate_cluster 2 "CONFIG BATCH" "$@"
 rate=$PIPEVM_RATE
-# tc's units are decimal: bytes per microsecond = bits per second / 8e6.
-bytes_per_us=$(awk -v r="$rate" 'BEGIN {
-  n = r + 0; u = substr(r, length(n "") + 1)
-  m = (u == "gbit") ? 1e9 : (u == "mbit") ? 1e6 : (u == "kbit") ? 1e3 : 1
-  print n * m / 8e6 }')
+bytes_per_us=$(payload_bytes_per_us "$rate")
+mtu=$(cat "/sys/class/net/$CLUSTER_INTERFACE/mtu")
 pipevm=$build/pipevm
-across=(mpirun --hostfile "$CLUSTER_HOSTFILE" --map-by node -n 2
-  --mca btl_tcp_if_include "$CLUSTER_INTERFACE" --mca oob_tcp_if_include "$CLUSTER_INTERFACE"
-  --mca mpi_yield_when_idle 1)
+source_dir=$(readlink -f "$here/../..")
+across_hosts 2
 config=${CONFIG:-$here/link_model.yaml}
 if [[ $config == none ]]; then
-  model=() steps=398 # Fashion-MNIST's 51,000 training samples in batches of 128
+  model=() samples=51000 batch=128 # Fashion-MNIST's 51,000 training samples
 else
   model=(--config "$(readlink -f "$config")")
-  steps=$(($(sed -n 's/^ *synthetic_train: *\([0-9]*\).*/\1/p' "$config") / 128))
+  samples=$(sed -n 's/^ *synthetic_train: *\([0-9]*\).*/\1/p' "$config")
+  batch=$(sed -n 's/^ *batch_size: *\([0-9]*\).*/\1/p' "$config")
 fi
+batch=${BATCH:-${batch:-128}}
+model+=(--batch-size "$batch")
+steps=$((samples / batch))
 log=$(mktemp -d)
-load() { cut -d' ' -f1 /proc/loadavg; }
-median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-
-latency=$("${across[@]}" "$build/bench/multihost/pipevm_pingpong" 8 200 9 |
-  sed -n 's/.*latency \([0-9.]*\) us.*/\1/p')
-echo "rate $rate = $bytes_per_us bytes/us; 8-byte one-way latency $latency us (load $(load))"
+latency=$(one_way_latency "$build")
+echo "rate $rate: payload $bytes_per_us bytes/us at MTU $mtu; 8-byte one-way latency $latency us; batch $batch, $steps steps per epoch (load $(load))"
 links="cross-host-send=$latency,cross-host-bandwidth=$bytes_per_us,allreduce=0"
 
 for ((round = 1; round <= rounds; round++)); do
@@ -65,7 +54,7 @@ for ((round = 1; round <= rounds; round++)); do
     esac
     before=$(load)
     profile=$log/$schedule-$round.yaml
-    epoch=$(cd "$source_dir" && "${across[@]}" "$pipevm" run "${run[@]}" "${model[@]}" --epochs 1 --no-progress \
+    epoch=$(cd "$source_dir" && "${across[@]}" "$pipevm" run "${run[@]}" "${model[@]}" --epochs 2 --no-progress \
       --profile "$profile" | sed -n 's/.* \([0-9.]*\) s\/epoch .*/\1/p' | tail -n 1)
     measured=$(awk -v e="$epoch" -v s="$steps" 'BEGIN { printf "%.0f", e * 1e6 / s }')
     simulated=$(cd "$source_dir" && "$pipevm" simulate "${simulate[@]}" "${model[@]}" --micro-batches 4 \
@@ -80,7 +69,7 @@ done
 for schedule in dp 1f1b; do
   m=$(cut -d' ' -f1 "$log/$schedule" | median)
   s=$(cut -d' ' -f2 "$log/$schedule" | median)
-  printf '| %s | %s | %s | %s | %s | %s |\n' "$rate" "$schedule" "$latency" "$m" "$s" \
+  printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$rate" "$batch" "$schedule" "$latency" "$m" "$s" \
     "$(awk -v m="$m" -v s="$s" 'BEGIN { printf "%+.1f%%", (s - m) * 100 / m }')"
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

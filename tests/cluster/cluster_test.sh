@@ -47,10 +47,17 @@ echo "two clusters side by side: names, addresses, links"
   fail "no tbf on the switch's side of h2's link"
 [[ $("$cluster" run --name "$a" --host h2 tc qdisc show dev pvnet0) != *tbf* ]] ||
   fail "cluster $a's links are limited"
+# The bucket holds 250 us at the rate, at least 16 KiB; GSO packets half of it.
+[[ $(tc -n "pvc-$b-sw" qdisc show dev h2) == *"burst 16Kb"* ]] ||
+  fail "the bucket at 100mbit is not 16 KiB: $(tc -n "pvc-$b-sw" qdisc show dev h2)"
+[[ $(ip -n "pvc-$b-h2" -d link show pvnet0) == *"gso_max_size 8192 "* ]] ||
+  fail "GSO packets at 100mbit are not limited to 8 KiB"
 "$cluster" rate h2 unlimited --name "$b"
 [[ $("$cluster" run --name "$b" --host h2 tc qdisc show dev pvnet0) != *tbf* ]] ||
   fail "rate unlimited left a tbf"
-echo "rates: tbf on both ends of a link, removed by 'rate HOST unlimited'"
+[[ $(ip -n "pvc-$b-h2" -d link show pvnet0) == *"gso_max_size 65536 "* ]] ||
+  fail "rate unlimited left the GSO limit"
+echo "rates: tbf with a 250 us bucket and GSO limited on both ends of a link, removed by 'rate HOST unlimited'"
 
 "$cluster" link h2 down --name "$a"
 ! reaches "$a" h1 198.18.0.12 || fail "h1 reaches h2 while h2's link is down"

@@ -115,5 +115,65 @@ TEST(costs, measurements_give_medians_in_microseconds) {
   EXPECT_DOUBLE_EQ(costs.optimizer, 0);
 }
 
+TEST(costs, measurements_give_medians_per_stage_too) {
+  // Two stages, one Fwd and one Bwd each; stage 1's take three times longer.
+  const Program program =
+      testing::make_program({2, 1, 1, 1}, {{testing::op(Opcode::Fwd), testing::op(Opcode::Bwd)},
+                                           {testing::op(Opcode::Fwd), testing::op(Opcode::Bwd)}});
+  const std::vector<MeasuredInstruction> measured = {
+      {0, 0, 0, 1000}, {0, 1, 1000, 3000}, {1, 0, 0, 3000}, {1, 1, 3000, 9000}};
+  const Costs costs = costs_from_measurements(program, measured);
+  EXPECT_DOUBLE_EQ(costs.fwd, 2);  // the median of 1 and 3: no stage's
+  ASSERT_EQ(costs.stages.size(), 2U);
+  EXPECT_DOUBLE_EQ(costs.stages[0].fwd, 1);
+  EXPECT_DOUBLE_EQ(costs.stages[1].fwd, 3);
+  EXPECT_DOUBLE_EQ(costs.duration(CostKind::bwd, 0), 2);
+  EXPECT_DOUBLE_EQ(costs.duration(CostKind::bwd, 1), 6);
+  EXPECT_DOUBLE_EQ(costs.duration(CostKind::bwd, 2), 4);  // no entry: the keys above
+  // One stage: nothing per stage.
+  const Program one = testing::make_program({1, 1, 1, 1}, {{testing::op(Opcode::Fwd)}});
+  EXPECT_TRUE(costs_from_measurements(one, {{0, 0, 0, 1000}}).stages.empty());
+}
+
+TEST(costs, stages_round_trip_and_flags_override_every_stage) {
+  std::string error;
+  Costs costs;
+  ASSERT_TRUE(
+      parse_costs_yaml("fwd: 1\nsend: 5\nstages:\n  - fwd: 2\n    bwd: 3\n  - {}\n", costs, error))
+      << error;
+  ASSERT_EQ(costs.stages.size(), 2U);
+  EXPECT_EQ(costs.stages[0].fwd, 2);
+  EXPECT_EQ(costs.stages[0].backward(), 3);
+  EXPECT_EQ(costs.stages[1].fwd, 1);  // from the file's other keys
+  std::ostringstream out;
+  write_costs_yaml(out, costs);
+  Costs read;
+  ASSERT_TRUE(parse_costs_yaml(out.str(), read, error)) << error << out.str();
+  ASSERT_EQ(read.stages.size(), 2U);
+  EXPECT_EQ(read.stages[0].fwd, 2);
+  EXPECT_EQ(read.stages[0].backward(), 3);
+  EXPECT_EQ(read.stages[1].fwd, 1);
+  EXPECT_EQ(read.send, 5);
+  // A flag given after the file sets the key for every stage.
+  ASSERT_TRUE(parse_cost_flags("fwd=7,send=1", read, error)) << error;
+  EXPECT_EQ(read.duration(CostKind::fwd, 0), 7);
+  EXPECT_EQ(read.duration(CostKind::fwd, 1), 7);
+  EXPECT_NE(describe(read).find("compute per stage for 2 stages"), std::string::npos);
+}
+
+TEST(costs, stages_take_only_keys_that_differ_by_stage) {
+  Costs costs;
+  std::string error;
+  EXPECT_FALSE(parse_costs_yaml("stages:\n  - fwd: 1\n  - send: 2\n", costs, error));
+  EXPECT_NE(error.find("stage 1: 'send' is not a cost that differs by stage"), std::string::npos)
+      << error;
+  EXPECT_FALSE(parse_costs_yaml("stages: 3\n", costs, error));
+  EXPECT_NE(error.find("'stages' is a list"), std::string::npos) << error;
+  EXPECT_FALSE(parse_costs_yaml("stages:\n  - 1\n", costs, error));
+  EXPECT_NE(error.find("stage 0 of 'stages' is not a mapping"), std::string::npos) << error;
+  EXPECT_FALSE(parse_costs_yaml("stages:\n  - fwd: -1\n", costs, error));
+  EXPECT_NE(error.find("stage 0: cost 'fwd' must be"), std::string::npos) << error;
+}
+
 }  // namespace
 }  // namespace pipevm

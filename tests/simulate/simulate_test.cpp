@@ -287,6 +287,20 @@ TEST(engine, split_backward_frees_activations_at_the_weight_gradient) {
   EXPECT_DOUBLE_EQ(s.bubble_fraction, 0);
 }
 
+// A pipeline goes at the pace of its slowest stage: with stage 1's forward
+// and backward twice stage 0's, GPipe's steady state is stage 1's.
+TEST(engine, compute_per_stage_paces_the_pipeline) {
+  Costs costs = textbook();  // F = 1, B = 2 for every stage
+  EXPECT_DOUBLE_EQ(run(gpipe(2, 4), costs).timeline.makespan, (4 + 1) * 3);
+  Costs slow = textbook();
+  slow.fwd = 2;
+  slow.bwd = 4;
+  costs.stages = {textbook(), slow};
+  // Stage 0's first forward, then stage 1's 4 forwards and 4 backwards,
+  // then stage 0's last backward.
+  EXPECT_DOUBLE_EQ(run(gpipe(2, 4), costs).timeline.makespan, 1 + 4 * (2 + 4) + 2);
+}
+
 TEST(engine, large_pipelines_simulate_in_linear_time) {
   const Program program = one_f_one_b(64, 512);
   const Simulation s = run(program, textbook());
