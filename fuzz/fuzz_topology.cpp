@@ -20,19 +20,17 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "ast.hpp"
 #include "check.hpp"
 #include "costs.hpp"
 #include "fuzz_support.hpp"
 #include "options.hpp"
+#include "shipped_schedule.hpp"
 #include "simulate.hpp"
 #include "topology.hpp"
 
@@ -140,17 +138,7 @@ void expect_groups_consistent(const Topology& topology, const pipevm::Config& co
 }
 
 const pipevm::Schedule& gossip_schedule() {
-  static const std::shared_ptr<const pipevm::Schedule> schedule = [] {
-    const std::string path = std::string(PIPEVM_SOURCE_DIR) + "/schedules/gossip.pipe";
-    std::ifstream in(path);
-    std::ostringstream text;
-    text << in.rdbuf();
-    pipevm::Diagnostics diagnostics;
-    auto parsed =
-        pipevm::parse(std::make_shared<const pipevm::SourceFile>(path, text.str()), diagnostics);
-    FUZZ_ASSERT(parsed != nullptr, "schedules/gossip.pipe parses");
-    return parsed;
-  }();
+  static const std::shared_ptr<const pipevm::Schedule> schedule = shipped_schedule("gossip.pipe");
   return *schedule;
 }
 

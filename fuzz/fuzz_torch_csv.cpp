@@ -13,6 +13,11 @@
 //     table again; written compute-only, read back (lowered by PyTorch's
 //     rule), it is accepted and its compute is the exported one after
 //     _merge_bw.
+// A first byte 0xFF makes the rest a recipe instead of a table, so that
+// accepted tables are common enough to exercise the round trip: a shipped
+// schedule, a configuration and compute-only or with communication
+// (the next four bytes), exported as a table, then cells swapped with their
+// right neighbour (each further pair of bytes: a row, a position).
 // Leaves out the command line (check_file, output formats).
 #include <cstddef>
 #include <cstdint>
@@ -20,10 +25,14 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "check.hpp"
+#include "compile.hpp"
 #include "fuzz_support.hpp"
 #include "lower.hpp"
+#include "shipped_schedule.hpp"
 #include "torch_csv.hpp"
 
 namespace {
@@ -132,18 +141,59 @@ void expect_round_trips(const pipevm::Program& program) {
       "the compute-only table read back runs the same compute (after _merge_bw)");
 }
 
+// The shipped schedules that have a PyTorch table (not mirror, not dp).
+const std::vector<std::shared_ptr<const pipevm::Schedule>>& table_schedules() {
+  static const auto schedules = [] {
+    std::vector<std::shared_ptr<const pipevm::Schedule>> parsed;
+    for (const char* name :
+         {"gpipe.pipe", "1f1b.pipe", "zb-h1.pipe", "interleaved-1f1b.pipe", "looped-bfs.pipe",
+          "interleaved-zb.pipe", "zb-v.pipe", "dualpipev.pipe"}) {
+      parsed.push_back(shipped_schedule(name));
+    }
+    return parsed;
+  }();
+  return schedules;
+}
+
+// The table the recipe describes (see the top of the file); nullopt when
+// the configuration does not fit the schedule.
+std::optional<std::string> recipe_table(const std::uint8_t* data, std::size_t size) {
+  if (size < 4) return std::nullopt;
+  const auto& schedules = table_schedules();
+  const pipevm::Config config{
+      .stages = 1 + data[1] % 4, .micro_batches = 1 + data[2] % 8, .chunks = 1 + data[3] % 3};
+  pipevm::Diagnostics diagnostics;
+  const auto program = pipevm::expand(*schedules[data[0] % schedules.size()], config, diagnostics);
+  if (!program) return std::nullopt;
+  std::string error;
+  auto table = pipevm::pytorch::to_table(*program, (data[3] & 0x80) != 0, error);
+  FUZZ_ASSERT(table.has_value(), "a looped or V program has a table");
+  for (std::size_t i = 4; i + 1 < size; i += 2) {
+    auto& row = table->rows[data[i] % table->rows.size()];
+    if (row.size() < 2) continue;
+    const std::size_t at = data[i + 1] % (row.size() - 1);
+    std::swap(row[at], row[at + 1]);
+  }
+  return pipevm::pytorch::write_table(*table);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const auto file = std::make_shared<const pipevm::SourceFile>(
-      "fuzz.csv", std::string(reinterpret_cast<const char*>(data), size));
+  std::string text(reinterpret_cast<const char*>(data), size);
+  if (size > 0 && data[0] == 0xFF) {
+    auto recipe = recipe_table(data + 1, size - 1);
+    if (!recipe) return 0;
+    text = std::move(*recipe);
+  }
+  const auto file = std::make_shared<const pipevm::SourceFile>("fuzz.csv", std::move(text));
   pipevm::Diagnostics diagnostics;
   const auto program = pipevm::pytorch::load_csv(file, diagnostics);
   if (!program) {
     FUZZ_ASSERT(diagnostics.has_errors(), "a refused table reports an error");
     for (const pipevm::Diagnostic& d : diagnostics.all()) {
       FUZZ_ASSERT(d.location.file == file && d.location.range.begin <= d.location.range.end &&
-                      d.location.range.end <= size,
+                      d.location.range.end <= file->text().size(),
                   "a refused table's diagnostic is inside the file");
     }
     return 0;
