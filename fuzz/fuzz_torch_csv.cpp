@@ -14,10 +14,11 @@
 //     rule), it is accepted and its compute is the exported one after
 //     _merge_bw.
 // A first byte 0xFF makes the rest a recipe instead of a table, so that
-// accepted tables are common enough to exercise the round trip: a shipped
-// schedule, a configuration and compute-only or with communication
-// (the next four bytes), exported as a table, then cells swapped with their
-// right neighbour (each further pair of bytes: a row, a position).
+// accepted tables are common enough to exercise the round trip: the next
+// four bytes choose a shipped schedule, stages (1-4), micro-batches (1-8),
+// chunks (1-3) and, by the last one's top bit, a table with communication;
+// that program is exported as a table, then each further pair of bytes (a
+// row, a position) swaps a cell with its right neighbour.
 // Leaves out the command line (check_file, output formats).
 #include <cstddef>
 #include <cstdint>
