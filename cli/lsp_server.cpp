@@ -1,8 +1,12 @@
 // The LSP server's framing and message handling (lsp_server.hpp).
 #include "lsp_server.hpp"
 
+#include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <cstdint>
 #include <istream>
+#include <limits>
 #include <memory>
 #include <ostream>
 #include <sstream>
@@ -11,6 +15,7 @@
 #include "check_run.hpp"
 #include "check_sarif.hpp"
 #include "isa_doc.hpp"
+#include "read_file.hpp"
 
 #ifndef PIPEVM_VERSION
 #define PIPEVM_VERSION "unknown"
@@ -23,6 +28,11 @@ namespace {
 // JSON-RPC error codes (LSP 3.17).
 constexpr int kMethodNotFound = -32601;
 constexpr int kInvalidRequest = -32600;
+constexpr int kInvalidParams = -32602;
+
+// A frame longer than this is refused as broken: a document is at most a
+// schedule's size limit, and the margin is for JSON's escapes.
+constexpr std::size_t kMaxMessageBytes = 4 * kMaxScheduleBytes;
 
 // file:///a/b%20c.pipe -> /a/b c.pipe; other URIs as they are.
 std::string path_of(const std::string& uri) {
@@ -71,6 +81,17 @@ std::size_t offset_of(const std::string& text, int line, int character) {
   return std::min(i, text.size());
 }
 
+// A Position's line or character: LSP's uinteger, within int here;
+// nullopt for anything else (a float such as 1e300, a negative number).
+std::optional<int> position_part(const nlohmann::json& position, const char* key) {
+  const nlohmann::json& value = position.at(key);
+  if (!value.is_number_unsigned() ||
+      value.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) {
+    return std::nullopt;
+  }
+  return value.get<int>();
+}
+
 std::string isa_row(const std::string& opcode) {
   static const std::string doc = isa_markdown();
   const std::string start = "| `" + opcode;
@@ -93,18 +114,27 @@ std::optional<std::string> read_lsp_message(std::istream& in) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) {
       if (!has_length) return std::nullopt;
-      std::string body(length, '\0');
-      if (!in.read(body.data(), static_cast<std::streamsize>(length))) return std::nullopt;
+      // Read as it comes: a header that promises more than the input holds
+      // costs no more memory than the input.
+      std::string body;
+      char chunk[1 << 16];
+      while (body.size() < length) {
+        const std::size_t want = std::min(sizeof chunk, length - body.size());
+        if (!in.read(chunk, static_cast<std::streamsize>(want))) return std::nullopt;
+        body.append(chunk, want);
+      }
       return body;
     }
     const std::string key = "Content-Length:";
     if (line.size() > key.size() && line.compare(0, key.size(), key) == 0) {
-      try {
-        length = std::stoul(line.substr(key.size()));
-        has_length = true;
-      } catch (const std::exception&) {
-        return std::nullopt;
-      }
+      std::size_t at = key.size();
+      while (at < line.size() && line[at] == ' ') ++at;
+      const char* end = line.data() + line.size();
+      const auto [stop, error] = std::from_chars(line.data() + at, end, length);
+      // Digits only, and not over the limit: a length that is not believed
+      // cannot be skipped, so the frame is broken.
+      if (error != std::errc{} || stop != end || length > kMaxMessageBytes) return std::nullopt;
+      has_length = true;
     }
   }
   return std::nullopt;
@@ -173,13 +203,11 @@ void LspServer::publish(const std::string& uri) {
                            {"params", {{"uri", uri}, {"diagnostics", std::move(diagnostics)}}}});
 }
 
-nlohmann::json LspServer::hover(const nlohmann::json& params) const {
-  const std::string uri = params.at("textDocument").at("uri");
+nlohmann::json LspServer::hover(const std::string& uri, int line, int character) const {
   const auto document = documents_.find(uri);
   if (document == documents_.end()) return nullptr;
   const std::string& text = document->second;
-  const std::size_t at = offset_of(text, params.at("position").at("line").get<int>(),
-                                   params.at("position").at("character").get<int>());
+  const std::size_t at = offset_of(text, line, character);
   const auto word_char = [&](std::size_t i) {
     return i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_');
   };
@@ -194,21 +222,28 @@ nlohmann::json LspServer::hover(const nlohmann::json& params) const {
 }
 
 bool LspServer::handle(const nlohmann::json& message) {
-  if (!message.is_object()) return true;
-  const std::string method = message.value("method", "");
+  if (!message.is_object()) {
+    // JSON-RPC 2.0: what is not a request object is answered as one with id null.
+    reply_error(nullptr, kInvalidRequest, "a message is a JSON object");
+    return true;
+  }
+  const auto method_at = message.find("method");
+  const std::string method = method_at != message.end() && method_at->is_string()
+                                 ? method_at->get<std::string>()
+                                 : std::string();
+  // A request has an id and is answered exactly once; a notification never.
   const bool request = message.contains("id");
   const nlohmann::json id = request ? message.at("id") : nlohmann::json();
   const nlohmann::json params = message.value("params", nlohmann::json::object());
   try {
+    nlohmann::json result;  // null for the methods that have nothing to say
     if (method == "initialize") {
-      reply(
-          id,
-          {{"capabilities",
-            {{"textDocumentSync", {{"openClose", true}, {"change", 1}}}, {"hoverProvider", true}}},
-           {"serverInfo", {{"name", "pipevm"}, {"version", PIPEVM_VERSION}}}});
+      result = {
+          {"capabilities",
+           {{"textDocumentSync", {{"openClose", true}, {"change", 1}}}, {"hoverProvider", true}}},
+          {"serverInfo", {{"name", "pipevm"}, {"version", PIPEVM_VERSION}}}};
     } else if (method == "shutdown") {
       shutdown_ = true;
-      reply(id, nullptr);
     } else if (method == "exit") {
       return false;
     } else if (method == "textDocument/didOpen") {
@@ -226,10 +261,18 @@ bool LspServer::handle(const nlohmann::json& message) {
       documents_.erase(uri);
       publish(uri);
     } else if (method == "textDocument/hover") {
-      reply(id, hover(params));
-    } else if (request) {
-      reply_error(id, kMethodNotFound, "pipevm lsp does not handle " + method);
+      const auto line = position_part(params.at("position"), "line");
+      const auto character = position_part(params.at("position"), "character");
+      if (!line || !character) {
+        if (request) reply_error(id, kInvalidParams, "a position is two unsigned integers");
+        return true;
+      }
+      result = hover(params.at("textDocument").at("uri").get<std::string>(), *line, *character);
+    } else {
+      if (request) reply_error(id, kMethodNotFound, "pipevm lsp does not handle " + method);
+      return true;
     }
+    if (request) reply(id, std::move(result));
   } catch (const nlohmann::json::exception& e) {
     if (request) reply_error(id, kInvalidRequest, std::string("bad parameters: ") + e.what());
   }

@@ -36,7 +36,8 @@ class LspServer {
   void reply(const nlohmann::json& id, nlohmann::json result);
   void reply_error(const nlohmann::json& id, int code, const std::string& message);
   void publish(const std::string& uri);
-  nlohmann::json hover(const nlohmann::json& params) const;
+  // The hover of a position (0-based line, UTF-16 character) in an open document.
+  nlohmann::json hover(const std::string& uri, int line, int character) const;
 
   std::ostream& out_;
   std::map<std::string, std::string> documents_;  // uri -> text

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <optional>
 #include <string>
 
 #include "compile.hpp"
@@ -23,6 +24,10 @@ void add_config_options(CLI::App& app, Config& config, bool required = true);
 // options.topology_name, a file's rounds to options.topology; false with
 // `error` when the file cannot be read or is not rounds of groups.
 bool topology_option(const std::string& value, ExpandOptions& options, std::string& error);
+// The rounds of a topology file's text; `name` (the file) names it in
+// `error` and in the Topology. Only the shape is checked here.
+std::optional<Topology> read_topology_yaml(const std::string& text, const std::string& name,
+                                           std::string& error);
 inline constexpr const char* kTopologyHelp =
     "Gossip topology: complete, ring, one-peer-exp, alternating-exp-ring:L or FILE.yaml "
     "(overrides the schedule's `topology`)";

@@ -22,6 +22,41 @@ bool names_file(const std::string& value) {
 }
 }  // namespace
 
+std::optional<Topology> read_topology_yaml(const std::string& text, const std::string& name,
+                                           std::string& error) {
+  try {
+    const YAML::Node root = YAML::Load(text);
+    const YAML::Node rounds = root["rounds"];
+    if (!rounds || !rounds.IsSequence()) {
+      error = name + ": expected `rounds:`, a list of rounds, each a list of groups of ranks";
+      return std::nullopt;
+    }
+    Topology topology;
+    topology.name = name;
+    for (const YAML::Node& round : rounds) {
+      if (!round.IsSequence()) {
+        error =
+            name + ": round " + std::to_string(topology.rounds.size()) + " is not a list of groups";
+        return std::nullopt;
+      }
+      auto& groups = topology.rounds.emplace_back();
+      for (const YAML::Node& group : round) {
+        if (!group.IsSequence()) {
+          error = name + ": round " + std::to_string(topology.rounds.size() - 1) +
+                  ": a group is not a list of ranks";
+          return std::nullopt;
+        }
+        auto& ranks = groups.emplace_back();
+        for (const YAML::Node& rank : group) ranks.push_back(rank.as<int>());
+      }
+    }
+    return topology;
+  } catch (const YAML::Exception& e) {
+    error = name + ": " + e.what();
+    return std::nullopt;
+  }
+}
+
 bool topology_option(const std::string& value, ExpandOptions& options, std::string& error) {
   if (value.empty()) return true;
   if (!names_file(value)) {
@@ -33,38 +68,10 @@ bool topology_option(const std::string& value, ExpandOptions& options, std::stri
     error = "cannot read " + value + ": " + error;
     return false;
   }
-  try {
-    const YAML::Node root = YAML::Load(text);
-    const YAML::Node rounds = root["rounds"];
-    if (!rounds || !rounds.IsSequence()) {
-      error = value + ": expected `rounds:`, a list of rounds, each a list of groups of ranks";
-      return false;
-    }
-    Topology topology;
-    topology.name = value;
-    for (const YAML::Node& round : rounds) {
-      if (!round.IsSequence()) {
-        error = value + ": round " + std::to_string(topology.rounds.size()) +
-                " is not a list of groups";
-        return false;
-      }
-      auto& groups = topology.rounds.emplace_back();
-      for (const YAML::Node& group : round) {
-        if (!group.IsSequence()) {
-          error = value + ": round " + std::to_string(topology.rounds.size() - 1) +
-                  ": a group is not a list of ranks";
-          return false;
-        }
-        auto& ranks = groups.emplace_back();
-        for (const YAML::Node& rank : group) ranks.push_back(rank.as<int>());
-      }
-    }
-    options.topology = std::make_shared<const Topology>(std::move(topology));
-    return true;
-  } catch (const YAML::Exception& e) {
-    error = value + ": " + e.what();
-    return false;
-  }
+  auto topology = read_topology_yaml(text, value, error);
+  if (!topology) return false;
+  options.topology = std::make_shared<const Topology>(std::move(*topology));
+  return true;
 }
 
 }  // namespace pipevm::cli

@@ -6,6 +6,10 @@
 # left as BUILD/fuzz/findings/NAME/crash-* (or leak-, timeout-, oom-).
 #
 #   fuzz/run.sh [-t SECONDS] [-b BUILD_DIR] [NAME ...]    (default: 30 s, build/fuzz, all)
+#   fuzz/run.sh -l [-b BUILD_DIR]                          (the targets' names, one a line)
+#
+# The targets are those of fuzz/CMakeLists.txt, as the build lists them:
+# pipe, run_config, costs, safetensors, checkpoint, torch_csv, lsp, topology.
 #
 # New inputs the fuzzer finds interesting go to BUILD/fuzz/work/NAME, not
 # into the checked-in corpus; docs/fuzzing.md says how to minimize and keep
@@ -15,11 +19,13 @@ cd "$(dirname "$0")/.."
 
 seconds=30
 build=build/fuzz
-while getopts "t:b:" option; do
+list_only=0
+while getopts "t:b:l" option; do
   case "$option" in
     t) seconds="$OPTARG" ;;
     b) build="$OPTARG" ;;
-    *) echo "usage: fuzz/run.sh [-t SECONDS] [-b BUILD_DIR] [NAME ...]" >&2; exit 2 ;;
+    l) list_only=1 ;;
+    *) echo "usage: fuzz/run.sh [-t SECONDS] [-b BUILD_DIR] [-l] [NAME ...]" >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -28,6 +34,11 @@ list="$build/fuzz/fuzz-targets.txt"
 if [[ ! -f "$list" ]]; then
   echo "no $list: configure and build the fuzz preset first" >&2
   exit 2
+fi
+
+if [[ "$list_only" -eq 1 ]]; then
+  cut -d'|' -f1 "$list"
+  exit 0
 fi
 
 status=0

@@ -80,10 +80,12 @@ std::optional<Table> read_table(const std::shared_ptr<const SourceFile>& file,
       if (error) {
         const std::uint32_t where = is_quoted ? static_cast<std::uint32_t>(begin)
                                               : static_cast<std::uint32_t>(begin) + error->offset;
-        diagnostics.report(
-            DiagnosticKind::SyntaxError, error->message,
-            location_at(file, {where, std::max(where + 1, static_cast<std::uint32_t>(end))},
-                        static_cast<int>(table.rows.size())));
+        // At least one character, but not past the end of the file (a cell
+        // cut short by it: `1F` as the last bytes).
+        const auto last = std::min(std::max(where + 1, static_cast<std::uint32_t>(end)),
+                                   static_cast<std::uint32_t>(text.size()));
+        diagnostics.report(DiagnosticKind::SyntaxError, error->message,
+                           location_at(file, {where, last}, static_cast<int>(table.rows.size())));
         ok = false;
       }
       row.push_back(std::move(action));
