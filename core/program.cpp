@@ -150,6 +150,22 @@ GroupSet groups_holding_copies(Placement placement, const Config& config) {
   return copies;
 }
 
+int chunks_per_rank(Placement placement, const Config& config) {
+  return placement == Placement::looped ? config.chunks : 2;
+}
+
+LayerRange chunk_layers(const Program& program, int stage, int chunk) {
+  const int piece = piece_at(position_of(program.placement, program.config, stage, chunk));
+  if (piece < 0 || static_cast<std::size_t>(piece) >= program.layer_split.size()) return {};
+  return program.layer_split[static_cast<std::size_t>(piece)];
+}
+
+LayerRange instruction_layers(const Program& program, int stage, const Instruction& in) {
+  const int layer = layer_of(in);
+  if (layer != kNoLayer) return {layer, layer + 1};
+  return chunk_layers(program, stage, in.chunk);
+}
+
 std::string disassemble_rank(const Program& program, int rank) {
   const Config& c = program.config;
   std::string out;

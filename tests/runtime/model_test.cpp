@@ -275,8 +275,8 @@ ChainResult run_chain(const ModelConfig& config, int pieces, int rows) {
     }
   }
   for (const Piece& piece : chain) {
-    result.gradients.insert(result.gradients.end(), piece.gradients().begin(),
-                            piece.gradients().end());
+    const std::vector<float> gradients = piece.gradients();
+    result.gradients.insert(result.gradients.end(), gradients.begin(), gradients.end());
   }
   return result;
 }

@@ -118,7 +118,8 @@ void shipped_schedule_trains_the_sequential_weights(const std::string& schedule)
     Diagnostics diagnostics;
     const auto file = read_source(schedule_path(schedule), diagnostics);
     ASSERT_TRUE(file);
-    const std::optional<Program> program = compile(file, config, diagnostics);
+    const std::optional<Program> program =
+        compile(file, config, diagnostics, vm_test::for_model(vm_test::deep_model().sizes));
     if (!program) continue;  // a require excludes this configuration
     // Gossip replicas average parameters, not gradients: only without
     // replicas is it sequential training (mpi_gossip.cpp is its oracle).
