@@ -473,7 +473,8 @@ void RankWalker::step_optimizer(std::size_t local) {
     if (!copies.contains(group) || reduced.contains(group)) continue;
     // Gossip averages the parameters instead of the gradients.
     if (group == Group::dp && reduced.contains(Group::gossip)) continue;
-    report(DiagnosticKind::DataflowStepTooEarly, unreduced_step(group), local);
+    report(DiagnosticKind::DataflowStepTooEarly,
+           std::string(name(program_.code[begin_ + local].op)) + unreduced_step(group), local);
   }
 }
 
@@ -481,19 +482,18 @@ void RankWalker::step_optimizer(std::size_t local) {
 std::string RankWalker::unreduced_step(Group group) {
   switch (group) {
     case Group::dp:
-      return "OptimizerStep applies gradients that were not reduced over the data-parallel "
-             "group (no AllReduce or BwdAllReduce after the last backward)";
+      return " applies gradients that were not reduced over the data-parallel group (no "
+             "AllReduce, BwdAllReduce or ReduceScatter after the last backward of every layer)";
     case Group::mirror:
-      return "OptimizerStep applies gradients that were not summed with the other copy of each "
-             "model piece (no AllReduce over mirror after the last backward)";
+      return " applies gradients that were not summed with the other copy of each model piece "
+             "(no AllReduce over mirror after the last backward)";
     case Group::none:
     case Group::pipeline:
     case Group::world: break;
     case Group::gossip:
       break;
   }
-  return "OptimizerStep applies gradients that were not summed over the " +
-         std::string(name(group)) + " group";
+  return " applies gradients that were not summed over the " + std::string(name(group)) + " group";
 }
 
 void RankWalker::finish() {
