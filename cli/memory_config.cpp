@@ -7,9 +7,10 @@ namespace pipevm::cli {
 
 void add_memory_config_option(CLI::App& app, std::string& path) {
   app.add_option("--config", path,
-                 "A `pipevm run` YAML file: the model (sizes, element_bytes), batch size and "
-                 "optimizer that the memory figures (per_rank[].peak_bytes) count, and the message "
-                 "and all-reduce bytes of simulate --hosts")
+                 "A `pipevm run` YAML file: the model (sizes, element_bytes, bias) whose layers "
+                 "`layer L` operands name, the batch size and optimizer that the memory figures "
+                 "(per_rank[].peak_bytes) count, the costs of simulate and the message and "
+                 "all-reduce bytes of simulate --hosts")
       ->check(CLI::ExistingFile);
 }
 
