@@ -703,6 +703,12 @@ void VmStep::all_reduce(Group group, int layer) {
     case Group::dp:
       if (m_.comm_.dp() == 1) return;
       for (Chunk& chunk : m_.chunks_) {
+        // The whole chunk in one call when it can.
+        if (const std::span<float> all = chunk.piece.contiguous_gradients();
+            layer == kNoLayer && !all.empty()) {
+          m_.comm_.allreduce_sum(all);
+          continue;
+        }
         const runtime::LayerRange held = chunk.piece.layers();
         for (int l = held.begin; l < held.end; ++l) {
           if (layer != kNoLayer && l != layer) continue;

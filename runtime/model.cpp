@@ -358,7 +358,7 @@ void Piece::backward_weight_layer(int slot, int layer, const LayerHook& on_layer
   const LayerShape& sh = shape(l);
   const std::size_t k = to_size(l);
   std::span<float>& grads = gradients_[k];
-  if (grads.empty()) grads = take(MemoryCategory::gradients, layer_size(layer), true);
+  if (grads.empty()) take_gradients(l);
   const LayerView d = layer_gradients(layer);
   linear_backward_weight(as_matrix(d.weight, sh.outputs, sh.inputs), as_row_vector(d.bias),
                          ConstMatrixMap(s.g[k + 1].data(), s.rows, sh.outputs),
@@ -463,11 +463,42 @@ void Piece::release(int slot) {
 }
 
 void Piece::zero_grad() {
-  for (std::span<float>& grads : gradients_) give_back(MemoryCategory::gradients, grads);
+  for (int l = 0; l < static_cast<int>(gradients_.size()); ++l) give_back_gradients(l);
 }
 
 void Piece::drop_layer_gradients(int layer) {
-  give_back(MemoryCategory::gradients, gradients_[to_size(local(layer, "drop_layer_gradients"))]);
+  give_back_gradients(local(layer, "drop_layer_gradients"));
+}
+
+// A layer's gradients live in its place of the piece's gradient area, one
+// region for all its layers, so that a chunk's gradients reduce in one call
+// (contiguous_gradients); each is counted in the ledger while it holds one,
+// as a pool buffer would be.
+void Piece::take_gradients(int local_layer) {
+  if (gradient_area_.empty()) {
+    std::size_t floats = 0;
+    for (int layer = layers_.begin; layer < layers_.end; ++layer) floats += layer_size(layer);
+    gradient_area_.resize(floats);
+  }
+  const int layer = layers_.begin + local_layer;
+  const std::span<float> slot =
+      std::span<float>(gradient_area_).subspan(layer_offset(layer), layer_size(layer));
+  std::fill(slot.begin(), slot.end(), 0.0F);
+  pool_->ledger().add(MemoryCategory::gradients, slot.size_bytes());
+  gradients_[to_size(local_layer)] = slot;
+}
+
+void Piece::give_back_gradients(int local_layer) {
+  std::span<float>& grads = gradients_[to_size(local_layer)];
+  if (grads.empty()) return;
+  pool_->ledger().remove(MemoryCategory::gradients, grads.size_bytes());
+  grads = {};
+}
+
+std::span<float> Piece::contiguous_gradients() {
+  const bool all = std::none_of(gradients_.begin(), gradients_.end(),
+                                [](std::span<float> grads) { return grads.empty(); });
+  return all ? std::span<float>(gradient_area_) : std::span<float>{};
 }
 
 std::vector<float> Piece::gradients() const {
@@ -489,7 +520,7 @@ void Piece::set_layer_gradients(int layer, std::span<const float> values) {
     throw std::invalid_argument("set_layer_gradients: " + std::to_string(values.size()) +
                                 " floats for a layer of " + std::to_string(layer_size(layer)));
   }
-  if (grads.empty()) grads = take(MemoryCategory::gradients, layer_size(layer));
+  if (grads.empty()) take_gradients(local(layer, "set_layer_gradients"));
   std::copy(values.begin(), values.end(), grads.begin());
 }
 

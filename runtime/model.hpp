@@ -7,13 +7,15 @@
 // time, in any order a schedule gives. Every layer but the model's last is
 // followed by a ReLU; the last feeds the loss.
 //
-// Every buffer that comes and goes is taken from a BufferPool and counted in
-// its MemoryLedger while held, by the rules of docs/memory.md: a layer's
-// input from its arrival until the layer's weight gradient, the piece's
-// output until the input half of its top layer's backward (longer while a
-// send reads it), the gradient at the top of a layer until its weight
-// gradient, the piece's input gradient until it is sent, a layer's weight
-// gradient from its first backward until zero_grad().
+// Every buffer that comes and goes is taken from a BufferPool (a layer's
+// weight gradients: from its place in the piece's gradient area, so that a
+// chunk's gradients are one array to reduce) and counted in the pool's
+// MemoryLedger while held, by the rules of docs/memory.md: a layer's input
+// from its arrival until the layer's weight gradient, the piece's output
+// until the input half of its top layer's backward (longer while a send
+// reads it), the gradient at the top of a layer until its weight gradient,
+// the piece's input gradient until it is sent, a layer's weight gradient
+// from its first backward until zero_grad().
 //
 // Flat layout: a piece's parameters are its layers in order, each layer's
 // weight ([out, in], row-major) then its bias. The whole model's array is the
@@ -183,6 +185,9 @@ class Piece {
   std::vector<float> gradients() const;
   // Gives back one layer's gradients.
   void drop_layer_gradients(int layer);
+  // Every layer's gradients as one flat array (the piece's layout), when
+  // every layer holds them; else empty.
+  std::span<float> contiguous_gradients();
   // Replaces layer `layer`'s gradients (given or not) by `values`.
   void set_layer_gradients(int layer, std::span<const float> values);
 
@@ -218,6 +223,8 @@ class Piece {
   std::span<float> take(MemoryCategory category, std::size_t floats, bool zeroed = false);
   void give_back(MemoryCategory category, std::span<float>& buffer);
   void give_back_output(Slot& s);
+  void take_gradients(int local_layer);
+  void give_back_gradients(int local_layer);
 
   ModelConfig config_;
   LayerRange layers_;
@@ -228,7 +235,8 @@ class Piece {
   BufferPool* pool_ = nullptr;
   std::vector<float> parameters_;            // own weights (empty when bound)
   std::vector<std::span<float>> weights_;    // per local layer: the whole weights, or empty
-  std::vector<std::span<float>> gradients_;  // per local layer: from the pool, or empty
+  std::vector<float> gradient_area_;         // every layer's place, allocated at first use
+  std::vector<std::span<float>> gradients_;  // per local layer: its place while held, or empty
   int max_rows_ = 0;
   std::vector<Slot> slots_;
 };
