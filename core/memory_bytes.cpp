@@ -263,6 +263,9 @@ void RankBytesWalk::compute(const Instruction& in) {
   const int layer = layer_of(in);
   const LayerRange r = c ? c->layers : LayerRange{};
   const LayerRange these = layer != kNoLayer ? LayerRange{layer, layer + 1} : r;
+  // A layer outside the cell's chunk (a program expanded for another model)
+  // is no work of this walk.
+  if (cell && layer != kNoLayer && (layer < r.begin || layer >= r.end)) return;
   const bool in_model =
       static_cast<std::size_t>(these.end) <= parameters_.size() && these.begin >= 0;
   switch (in.op) {
