@@ -91,6 +91,7 @@ int run_check(const CheckArguments& args) {
   }
   try {
     request.model = read_memory_config(args.config_file);
+    expand_for_model(request.model, request.expand);
   } catch (const ConfigError& error) {
     std::cerr << "pipevm check: " << error.what() << '\n';
     return 2;

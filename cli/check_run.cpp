@@ -193,6 +193,7 @@ FileReport check_file(std::shared_ptr<const SourceFile> file, const SweepRequest
   // The folder needs every diagnostic to fold; the cap only guards against floods.
   options.max_diagnostics_per_kind = 4096;
   options.p2p_posted_order = request.p2p_posted_order;
+  options.layer_widths = request.model.model.sizes;
   if (pytorch::is_csv_path(file->name())) return check_table(file, request, options);
   FileReport report;
   report.name = file->name();

@@ -17,6 +17,7 @@
 #include "hosts_options.hpp"
 #include "link.hpp"
 #include "links.hpp"
+#include "memory_config.hpp"
 #include "model_shape.hpp"
 #include "options.hpp"
 #include "schedule_input.hpp"
@@ -34,6 +35,7 @@ struct ExpandArguments {
   bool with_comms = false;
   std::uint64_t max_instructions = ExpandOptions{}.max_instructions;
   HostArguments hosts;
+  std::string config_file;  // --config: the model `layer` operands name
 };
 
 // Where the ranks run and who each message and collective talks to: the
@@ -143,6 +145,7 @@ nlohmann::json instruction_json(const Program& program, const Instruction& in) {
   if (parts.kind) j["kind"] = name(in.kind);
   if (parts.micro_batch) j["mb"] = in.micro_batch;
   if (parts.chunk) j["chunk"] = in.chunk;
+  if (parts.layer && layer_of(in) != kNoLayer) j["layer"] = layer_of(in);
   if (parts.second_cell) {
     j["second_mb"] = second_cell(in).micro_batch;
     j["second_chunk"] = second_cell(in).chunk;
@@ -209,6 +212,12 @@ int run_expand(const CLI::App& app, const ExpandArguments& args) {
   ExpandOptions options;
   options.only_rank = args.rank;
   options.max_instructions = args.max_instructions;
+  try {
+    expand_for_model(read_memory_config(args.config_file), options);
+  } catch (const ConfigError& error) {
+    std::cerr << "pipevm expand: " << error.what() << '\n';
+    return 2;
+  }
   const ProgramInput input = load_program(app, args.file, args.config, diagnostics, options);
   print_diagnostics(diagnostics);
   if (!input.program) return input.status;
@@ -255,6 +264,7 @@ Command add_expand_command(CLI::App& root) {
       "schedule. Exit status: 0 ok, 1 errors in the program, 2 unreadable file or usage.");
   app.add_option("file", args->file, "The schedule (.pipe, or a PyTorch table .csv)")->required();
   add_config_options(app, args->config, false);
+  add_memory_config_option(app, args->config_file);
   app.add_option("--rank,-r", args->rank, "Expand only this world rank (dp_rank * stages + stage)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--format", args->format, "Output format")

@@ -7,9 +7,10 @@ namespace pipevm::cli {
 
 void add_memory_config_option(CLI::App& app, std::string& path) {
   app.add_option("--config", path,
-                 "A `pipevm run` YAML file: the model (sizes, element_bytes), batch size and "
-                 "optimizer that the memory figures (per_rank[].peak_bytes) count, and the message "
-                 "and all-reduce bytes of simulate --hosts")
+                 "A `pipevm run` YAML file: the model (sizes, element_bytes, bias) whose layers "
+                 "`layer L` operands name, the batch size and optimizer that the memory figures "
+                 "(per_rank[].peak_bytes) count, the costs of simulate and the message and "
+                 "all-reduce bytes of simulate --hosts")
       ->check(CLI::ExistingFile);
 }
 
@@ -17,7 +18,7 @@ RunConfig read_memory_config(const std::string& path) {
   RunConfig run;
   if (!path.empty()) {
     apply_yaml_file(path, run);
-    validate(run);
+    validate(run, ConfigUse::figures);
   }
   return run;
 }
@@ -26,6 +27,7 @@ MemoryShape memory_shape(const RunConfig& run, const Config& config) {
   MemoryShape shape;
   shape.layer_widths = run.model.sizes;
   shape.element_bytes = run.element_bytes;
+  shape.bias = run.bias;
   const int split = std::max(1, config.dp) * std::max(1, config.micro_batches);
   shape.rows = std::max(1, run.batch_size / split);
   if (run.optimizer.kind == "adam") {
@@ -34,6 +36,10 @@ MemoryShape memory_shape(const RunConfig& run, const Config& config) {
     shape.optimizer_states = run.optimizer.momentum != 0.0F ? 1 : 0;
   }
   return shape;
+}
+
+void expand_for_model(const RunConfig& run, ExpandOptions& options) {
+  options.layer_widths = run.model.sizes;
 }
 
 }  // namespace pipevm::cli

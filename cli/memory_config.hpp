@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "compile.hpp"
 #include "memory_bytes.hpp"
 #include "program.hpp"
 #include "run_config.hpp"
@@ -24,5 +25,9 @@ RunConfig read_memory_config(const std::string& path);
 // The shape for one configuration: rows per micro-batch are the batch size
 // over dp x micro-batches (at least one).
 MemoryShape memory_shape(const RunConfig& run, const Config& config);
+
+// Expansion of the configuration's model: its layer widths give the
+// built-in names layers, layer_begin and layer_end.
+void expand_for_model(const RunConfig& run, ExpandOptions& options);
 
 }  // namespace pipevm::cli

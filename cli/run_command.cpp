@@ -83,6 +83,7 @@ struct RunFlags {
   std::string split = "measured";  // how the model is cut into pieces: measured or flops
   std::string trace;               // Chrome trace of one step of the first epoch
   std::string profile;             // measured costs for `pipevm simulate --costs`
+  std::string report;              // JSON: per-epoch figures and per-rank memory
   std::string topology;            // gossip: a built-in name or FILE.yaml
 };
 
@@ -283,8 +284,8 @@ int train(const RunFlags& flags, runtime::MpiSession& session, int& world_rank) 
     return agree([&](bool ok) { return session.all_ok(ok); }, world_rank, error);
   };
   // Before anything long: a run must not train for hours and then fail to write.
-  const RunOutputs outputs{config.save, flags.trace, flags.profile, config.checkpoint,
-                           flags.resume};
+  const RunOutputs outputs{config.save,       flags.trace,  flags.profile,
+                           config.checkpoint, flags.resume, flags.report};
   if (!session_agrees(check_outputs(outputs, root))) return kExitUsage;
 
   // Compile for the whole world: the checker needs every rank's stream.
@@ -296,6 +297,7 @@ int train(const RunFlags& flags, runtime::MpiSession& session, int& world_rank) 
   if (std::string error; !topology_option(flags.topology, expand_options, error)) {
     return everyone_fails(kExitUsage, error);
   }
+  expand_options.layer_widths = config.model.sizes;
   if (source) program = compile(source, shape, diagnostics, expand_options);
   if (!program || diagnostics.has_errors()) {
     if (root) {
@@ -341,6 +343,17 @@ int train(const RunFlags& flags, runtime::MpiSession& session, int& world_rank) 
     session.broadcast_from_root(std::as_writable_bytes(std::span<double>(layer_costs)));
   }
   if (split.empty()) split = runtime::split_layers(config.model.sizes, pieces, layer_costs);
+  if (program->layer_split != split) {
+    // `layer L` operands and layer_begin/layer_end name the layers of this cut.
+    expand_options.split = split;
+    program = compile(source, shape, diagnostics, expand_options);
+    if (!program) {
+      if (root) {
+        for (const Diagnostic& d : diagnostics.all()) print_text(std::cerr, d, isatty(2) != 0);
+      }
+      return kExitFailed;
+    }
+  }
   CheckOptions check_options;
   check_options.layer_widths = config.model.sizes;
   check_options.split = split;
@@ -456,6 +469,7 @@ int train(const RunFlags& flags, runtime::MpiSession& session, int& world_rank) 
   }
   const auto start = std::chrono::steady_clock::now();
   const int first_epoch = trainer->position().epoch;
+  std::vector<EpochReport> epochs;
   try {
     for (int epoch = first_epoch; epoch < config.epochs; ++epoch) {
       const EpochReport report = trainer->train_epoch(
@@ -468,6 +482,7 @@ int train(const RunFlags& flags, runtime::MpiSession& session, int& world_rank) 
       bar.clear();
       if (checkpoints) checkpoints->after_epoch(*trainer, *comm);
       if (!root) continue;
+      epochs.push_back(report);
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       std::string test = "n/a";
@@ -500,6 +515,15 @@ int train(const RunFlags& flags, runtime::MpiSession& session, int& world_rank) 
     std::string error;
     recorded = recorder->write(*comm, *program, flags.trace, flags.profile, error);
     if (!recorded) std::cerr << "pipevm run: error: " << error << "\n";
+  }
+
+  // World-wide: every rank's memory peak goes to rank 0.
+  if (!flags.report.empty()) {
+    std::string error;
+    if (!write_run_report(flags.report, *comm, *program, trainer->machine(), epochs, error)) {
+      std::cerr << "pipevm run: error: " << error << "\n";
+      recorded = false;
+    }
   }
 
   // Gossip ends with the global average of the replicas.
@@ -555,8 +579,8 @@ Command add_run_command(CLI::App& root) {
       "Train the MLP with a schedule on the MPI ranks (the default command):\n"
       "  mpirun -n 4 pipevm run schedules/gpipe.pipe [--config FILE.yaml] [flags]\n"
       "stages = number of ranks / dp; flags override the YAML file.\n"
-      "Every output (--save, --trace, --profile, --checkpoint) is checked writable before\n"
-      "the run starts; a bad one stops it at once with the path and the reason.");
+      "Every output (--save, --trace, --profile, --report, --checkpoint) is checked writable\n"
+      "before the run starts; a bad one stops it at once with the path and the reason.");
   command.app = app;
   app->add_option("file", flags->file, "The schedule (.pipe)")->required();
   app->add_option("--config", flags->config_file, "YAML configuration (see examples/)");
@@ -602,6 +626,11 @@ Command add_run_command(CLI::App& root) {
   app->add_option(
          "--profile", flags->profile,
          "Write the measured median cost of each instruction kind (YAML for simulate --costs)")
+      ->type_name("FILE");
+  app->add_option("--report", flags->report,
+                  "Write the run's figures as JSON: per epoch the loss, accuracy and seconds; per "
+                  "rank the peak bytes of its buffers by category, as the runtime counted them "
+                  "(the per_rank of simulate --format json; docs/running.md)")
       ->type_name("FILE");
   flags->layout =
       app->add_option("--layout", f.layout,

@@ -128,6 +128,7 @@ void apply_yaml_text(const std::string& text, const std::string& name, RunConfig
       s.read("loss", loss);
       s.read("seed", config.model.seed);
       s.read("element_bytes", config.element_bytes);
+      s.read("bias", config.bias);
       s.reject_unknown();
       try {
         config.model.loss = parse_loss(loss);
@@ -162,10 +163,24 @@ void apply_yaml_text(const std::string& text, const std::string& name, RunConfig
       s.read("directory", config.checkpoint);
       s.read("every_steps", config.checkpoint_every);
       s.reject_unknown();
+    } else if (section == "costs") {
+      if (!node.IsMap()) fail_at(name, node.Mark(), "'costs' must be a mapping");
+      for (const auto& cost : node) {
+        CostSetting setting;
+        setting.key = key_of(cost.first, name);
+        setting.where = name + ":" + std::to_string(cost.second.Mark().line + 1) + ":" +
+                        std::to_string(cost.second.Mark().column + 1);
+        try {
+          setting.value = cost.second.as<double>();
+        } catch (const YAML::Exception&) {
+          fail_at(name, cost.second.Mark(), "'costs." + setting.key + "' must be a number");
+        }
+        config.costs.push_back(std::move(setting));
+      }
     } else {
       fail_at(name, entry.first.Mark(),
               "unknown section '" + section +
-                  "' (expected model, data, training, parallel or checkpoint)");
+                  "' (expected model, data, training, parallel, checkpoint or costs)");
     }
   }
 }
@@ -179,7 +194,7 @@ void apply_yaml_file(const std::string& path, RunConfig& config) {
   apply_yaml_text(text, path, config);
 }
 
-void validate(const RunConfig& config) {
+void validate(const RunConfig& config, ConfigUse use) {
   const auto positive = [](int value, const char* what) {
     if (value <= 0)
       throw ConfigError(std::string(what) + " must be positive, not " + std::to_string(value));
@@ -194,8 +209,13 @@ void validate(const RunConfig& config) {
     throw ConfigError("model.sizes needs at least an input and an output width");
   }
   for (const int size : config.model.sizes) positive(size, "every model width");
-  if (config.model.sizes.back() > 256) {
+  if (use == ConfigUse::run && config.model.sizes.back() > 256) {
     throw ConfigError("the output width (classes) must be at most 256: labels are bytes");
+  }
+  if (use == ConfigUse::run && !config.bias) {
+    throw ConfigError(
+        "model.bias: false is for the memory figures of check and simulate; pipevm run trains "
+        "layers with biases");
   }
   if (!(config.optimizer.lr > 0.0F)) throw ConfigError("the learning rate must be positive");
   if (config.optimizer.kind != "adam" && config.optimizer.kind != "sgd") {

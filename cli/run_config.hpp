@@ -3,11 +3,13 @@
 // key optional, unknown keys an error:
 //
 //   model:    {sizes: [784, 128, ..., 10], loss: cross-entropy | softmax-mse, seed: 0,
-//              element_bytes: 4 (memory figures of check and simulate only)}
+//              element_bytes: 4, bias: true (these two: memory figures of check and
+//              simulate only; run computes in float with biases)}
 //   data:     {source: fashion-mnist | synthetic | DIR, synthetic_train: N, synthetic_test: N}
 //   training: {epochs, batch_size, micro_batches, optimizer: adam | sgd, lr, momentum, seed}
 //   parallel: {dp, chunks, layout: mpi | pp-inner | dp-inner, timeout: SECONDS}
 //   checkpoint: {directory: DIR, every_steps: N}   (0: every epoch)
+//   costs:    {fwd: 1, allreduce: 0.3, ...}  (simulate's cost keys; run ignores them)
 //
 // Not here: validation against the world size or the schedule (run_command.cpp).
 #pragma once
@@ -27,9 +29,18 @@ class ConfigError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// One key of the `costs` section, checked by simulate (interpreter/costs.hpp).
+struct CostSetting {
+  std::string key;
+  double value = 0;
+  std::string where;  // file:line:col, for messages
+};
+
 struct RunConfig {
   runtime::ModelConfig model;
   int element_bytes = 4;  // bytes per number in memory figures; the runtime computes in float
+  bool bias = true;       // layers with biases; memory figures only (run needs them)
+  std::vector<CostSetting> costs;      // the `costs` section, in file order
   std::string data = "fashion-mnist";  // fashion-mnist, synthetic, or a directory of IDX files
   int synthetic_train = 4096;
   int synthetic_test = 1024;
@@ -59,7 +70,12 @@ runtime::Loss parse_loss(const std::string& text);
 // Throws ConfigError naming the bad part.
 std::vector<int> parse_widths(const std::string& text);
 
+// What a configuration is read for: running, or counting the memory and
+// time of check and simulate (which take models run cannot train: wider
+// outputs, no biases).
+enum class ConfigUse { run, figures };
+
 // Throws ConfigError when a value is out of its range (sizes, counts, lr...).
-void validate(const RunConfig& config);
+void validate(const RunConfig& config, ConfigUse use = ConfigUse::run);
 
 }  // namespace pipevm::cli

@@ -26,11 +26,12 @@ struct RunOutputs {
   std::string profile;     // written by world rank 0
   std::string checkpoint;  // every rank writes its piece there
   std::string resume;      // every rank reads its piece there
+  std::string report;      // written by world rank 0
 };
 
 // What keeps this rank from writing its outputs, one line per problem
 // ("--save PATH: reason"); empty when nothing does. World rank 0 checks
-// --save, --trace and --profile; every rank checks the checkpoint directory
+// --save, --trace, --profile and --report; every rank checks the checkpoint directory
 // (creating it when missing), which must not hold a checkpoint unless the run
 // resumes from it.
 std::string check_outputs(const RunOutputs& outputs, bool root);
@@ -83,6 +84,16 @@ class Checkpoints {
   runtime::RunIdentity identity_;
   std::optional<runtime::CheckpointPosition> latest_;
 };
+
+// World-wide: writes `path` on world rank 0, a JSON object with the
+// schedule and its configuration, per epoch the training loss and accuracy,
+// the test accuracy and the seconds of training, and per rank the peak of
+// its buffers by category as the runtime's ledger counted them (the
+// per_rank objects of `pipevm simulate --format json`, plus "total").
+// False, with `error` set on rank 0, when the file cannot be written.
+bool write_run_report(const std::string& path, runtime::Comm& comm, const Program& program,
+                      const Machine& machine, const std::vector<EpochReport>& epochs,
+                      std::string& error);
 
 // "epoch 2, step 5/16 (37 steps)" — where a checkpoint stands, for the log.
 std::string describe(const runtime::CheckpointPosition& position);

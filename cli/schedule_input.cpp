@@ -21,19 +21,35 @@ ProgramInput load_program(const CLI::App& app, const std::string& path, const Co
     input.status = 2;
     return input;
   }
-  if (!csv && (app.count("--stages") == 0 || app.count("--micro-batches") == 0)) {
-    std::cerr << "pipevm " << app.get_name()
-              << ": --stages and --micro-batches are required for a .pipe schedule\n";
-    input.status = 2;
-    return input;
-  }
   const auto file = read_source(path, diagnostics);
   if (!file) {
     input.status = 2;
     return input;
   }
-  input.program =
-      csv ? pytorch::load_csv(file, diagnostics) : compile(file, config, diagnostics, options);
+  if (csv) {
+    input.program = pytorch::load_csv(file, diagnostics);
+    if (!input.program) input.status = 1;
+    return input;
+  }
+  const auto schedule = parse(file, diagnostics);
+  if (!schedule) {
+    input.status = 1;
+    return input;
+  }
+  Config chosen = config;
+  if (app.count("--stages") == 0 || app.count("--micro-batches") == 0) {
+    // Without them, the one configuration the schedule declares.
+    const std::optional<Config> declared = declared_configuration(*schedule);
+    if (!declared || named) {
+      std::cerr << "pipevm " << app.get_name()
+                << ": --stages and --micro-batches are required for a .pipe schedule that does "
+                   "not declare exactly one configuration (`check stages N micro_batches M`)\n";
+      input.status = 2;
+      return input;
+    }
+    chosen = *declared;
+  }
+  input.program = expand(*schedule, chosen, diagnostics, options);
   if (!input.program) input.status = 1;
   return input;
 }

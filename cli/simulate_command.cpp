@@ -52,14 +52,21 @@ void print_diagnostics(const Diagnostics& diagnostics) {
   for (const Diagnostic& d : diagnostics.all()) print_text(std::cerr, d, color);
 }
 
-// The cost model the user asked for; the textbook default when they gave none.
-bool costs_of(const SimulateArguments& args, Costs& costs) {
-  if (args.cost_file.empty() && args.cost_flags.empty()) {
+// The cost model the user asked for: the configuration's `costs` section,
+// then --costs, then --cost on top; the textbook default when none gives any.
+bool costs_of(const SimulateArguments& args, const RunConfig& run, Costs& costs) {
+  if (args.cost_file.empty() && args.cost_flags.empty() && run.costs.empty()) {
     costs = default_costs();
     return true;
   }
   costs = Costs{};
   std::string error;
+  for (const CostSetting& setting : run.costs) {
+    if (!set_cost(costs, setting.key, setting.value, error)) {
+      std::cerr << "pipevm simulate: " << setting.where << ": costs: " << error << '\n';
+      return false;
+    }
+  }
   if ((!args.cost_file.empty() && !read_costs_yaml(args.cost_file, costs, error)) ||
       !parse_cost_flags(args.cost_flags, costs, error)) {
     std::cerr << "pipevm simulate: " << error << '\n';
@@ -133,8 +140,6 @@ nlohmann::json traffic_json(const LinkTraffic& traffic) {
 }
 
 int run_simulate(const CLI::App& app, const SimulateArguments& args) {
-  Costs costs;
-  if (!costs_of(args, costs)) return 2;
   ExpandOptions expand_options;
   if (std::string error; !topology_option(args.topology, expand_options, error)) {
     std::cerr << "pipevm simulate: " << error << "\n";
@@ -149,6 +154,9 @@ int run_simulate(const CLI::App& app, const SimulateArguments& args) {
     std::cerr << "pipevm simulate: " << error.what() << '\n';
     return 2;
   }
+  expand_for_model(model, expand_options);
+  Costs costs;
+  if (!costs_of(args, model, costs)) return 2;
   Diagnostics diagnostics;
   ProgramInput input = load_program(app, args.file, args.config, diagnostics, expand_options);
   if (!input.program) {
@@ -161,8 +169,9 @@ int run_simulate(const CLI::App& app, const SimulateArguments& args) {
   if (!program->carried.empty()) program = unroll_steps(*program, 2);
   if (!network_of(args, model, program->config, network, placement)) return 2;
   const Link linked =
-      link(*program, {piece_boundary_widths(network.layer_widths,
-                                            model_pieces(program->placement, program->config))});
+      link(*program, {program->layer_split.empty()
+                          ? std::vector<int>{}
+                          : piece_boundary_widths(network.layer_widths, program->layer_split)});
   const auto simulation = simulate(*program, linked, costs, diagnostics, network);
   print_diagnostics(diagnostics);
   if (!simulation) return 1;

@@ -1,12 +1,13 @@
 # Helpers for the test folders.
 #
 # pipevm_add_gtest(NAME target [FAMILY family] SOURCES a.cpp ... [LIBS ...]
-#                  [LABELS ...] [OWN_MAIN])
+#                  [LABELS ...] [FIXTURES ...] [OWN_MAIN])
 #   one GoogleTest executable; every TEST(suite, name) becomes its own CTest
 #   test named family.suite.name (`ctest -R '^family\.'` selects the
 #   executable's tests, `-R '^family\.suite\.'` one suite). Without FAMILY
 #   the suites carry it (suites registered with dots in their names).
-#   OWN_MAIN: the sources define main() (not gtest_main).
+#   OWN_MAIN: the sources define main() (not gtest_main). FIXTURES: the
+#   CTest fixtures (FIXTURES_SETUP of other tests) its tests need.
 # pipevm_add_mpi_test(NAME ctest-name NP n COMMAND exe args...)
 #   runs `mpiexec -n NP --oversubscribe --allow-run-as-root exe args...`
 #   with label `mpi` and PROCESSORS NP.
@@ -17,7 +18,7 @@ include(GoogleTest)
 find_package(GTest REQUIRED)
 
 function(pipevm_add_gtest)
-  cmake_parse_arguments(T "OWN_MAIN" "NAME;FAMILY" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "OWN_MAIN" "NAME;FAMILY" "SOURCES;LIBS;LABELS;FIXTURES" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest pipevm::warnings)
   if(NOT T_OWN_MAIN)
@@ -29,6 +30,9 @@ function(pipevm_add_gtest)
   set(properties TIMEOUT 120)
   if(T_LABELS)
     list(APPEND properties LABELS "${T_LABELS}")
+  endif()
+  if(T_FIXTURES)
+    list(APPEND properties FIXTURES_REQUIRED "${T_FIXTURES}")
   endif()
   set(prefix "")
   if(T_FAMILY)

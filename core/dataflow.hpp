@@ -158,4 +158,33 @@ inline constexpr std::array<CellPlan, kOpcodeCount> kCellPlans = [] {
   return plans;
 }();
 
+// One layer of a chunk (`layer L`) does a cell's work in part: the layer a
+// pass through the chunk meets first reads what the whole step reads, the
+// layer it meets last makes what the whole step makes. A forward meets the
+// chunk's bottom layer first; a backward its top one. Layers in between
+// neither read nor make a cell value (their order is check_layers.cpp's).
+enum class LayerRole : std::uint8_t { whole, first, last, between };
+
+constexpr LayerRole layer_role(const OpcodeInfo& row, int layer, int begin, int end) {
+  if (layer < 0 || (layer == begin && layer == end - 1)) return LayerRole::whole;
+  const bool upward = row.produces.contains(Value::activation);
+  const int first = upward ? begin : end - 1;
+  const int last = upward ? end - 1 : begin;
+  if (layer == first) return LayerRole::first;
+  if (layer == last) return LayerRole::last;
+  return LayerRole::between;
+}
+
+constexpr CellPlan layer_plan(CellPlan plan, LayerRole role) {
+  if (role == LayerRole::last || role == LayerRole::between) {
+    plan.reads = 0;
+    plan.reads_message = false;
+  }
+  if (role == LayerRole::first || role == LayerRole::between) {
+    plan.makes = plan.again = 0;
+    plan.makes_message = plan.stashes = plan.unstashes = false;
+  }
+  return plan;
+}
+
 }  // namespace pipevm::dataflow

@@ -146,7 +146,12 @@ std::string operand_syntax(Opcode op) {
   if (parts.direction) add("send|recv");
   if (parts.kind) add("act|grad");
   if (parts.micro_batch) add("mb");
-  if (parts.chunk) add("[chunk C]");
+  if (parts.chunk && parts.layer && !parts.micro_batch) {
+    add("[chunk C | layer L]");
+  } else {
+    if (parts.chunk) add("[chunk C]");
+    if (parts.layer) add("[layer L]");
+  }
   if (parts.second_cell) add("with mb [chunk C]");
   if (parts.peer) add(is_send(op) ? "[to S]" : "[from S]");
   if (parts.group) {
@@ -179,6 +184,7 @@ std::string disassemble(const Instruction& in) {
     out += " with " + std::to_string(second.micro_batch);
     if (second.chunk != 0) out += " chunk " + std::to_string(second.chunk);
   }
+  if (parts.layer && layer_of(in) != kNoLayer) out += " layer " + std::to_string(layer_of(in));
   if (parts.peer && in.explicit_peer()) {
     out += is_send(in.op) ? " to " : " from ";
     out += std::to_string(in.peer);

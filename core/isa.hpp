@@ -33,7 +33,16 @@ inline constexpr std::size_t kOpcodeCount = 0
     ;
 
 // What follows the opcode's name; see isa.def.
-enum class OperandSyntax : std::uint8_t { none, cell, message, wait, pair, piece };
+enum class OperandSyntax : std::uint8_t {
+  none,
+  cell,
+  layered,
+  message,
+  wait,
+  pair,
+  piece,
+  reduction
+};
 
 // What kind of step an instruction is.
 enum class OpClass : std::uint8_t { data, compute, p2p, wait, collective, optimizer };
@@ -222,12 +231,16 @@ struct OperandParts {
   bool peer = false;         // [to S] for sends, [from S] for receives
   bool group = false;        // [over G]
   bool second_cell = false;  // with mb [chunk C]: a second (micro-batch, chunk) cell
+  bool layer = false;        // [layer L]: one layer of the model (a global index)
 };
 constexpr OperandParts operand_parts_of(const OpcodeInfo& row) {
   OperandParts parts;
   switch (row.operands) {
     case OperandSyntax::none: break;
     case OperandSyntax::cell: parts.micro_batch = parts.chunk = true; break;
+    case OperandSyntax::layered:
+      parts.micro_batch = parts.chunk = parts.layer = true;
+      break;
     case OperandSyntax::message:
       parts.kind = parts.micro_batch = parts.chunk = parts.peer = true;
       break;
@@ -235,7 +248,12 @@ constexpr OperandParts operand_parts_of(const OpcodeInfo& row) {
       parts.direction = parts.kind = parts.micro_batch = parts.chunk = true;
       break;
     case OperandSyntax::pair: parts.micro_batch = parts.chunk = parts.second_cell = true; break;
-    case OperandSyntax::piece: parts.chunk = true; break;
+    case OperandSyntax::piece:
+      parts.chunk = parts.layer = true;
+      break;
+    case OperandSyntax::reduction:
+      parts.layer = true;
+      break;
   }
   parts.group = !row.over.empty();
   return parts;
@@ -248,7 +266,7 @@ inline constexpr std::array<OperandParts, kOpcodeCount> kOperandParts = [] {
 constexpr const OperandParts& operand_parts(Opcode op) {
   return kOperandParts[static_cast<std::size_t>(op)];
 }
-// "act|grad mb [chunk C] [to S]", "[over dp|mirror]", "" for none.
+// "act|grad mb [chunk C] [to S]", "[layer L] [over dp|mirror]", "" for none.
 std::string operand_syntax(Opcode op);
 
 // One instruction of one rank's stream. 16 bytes: the source position is an
@@ -261,7 +279,9 @@ struct Instruction {
   WaitDirection direction = WaitDirection::none;  // send|recv operand
   Group group = Group::none;  // `over G`; none: the row's group (group_of)
   std::uint32_t micro_batch = 0;
-  std::int16_t peer = -1;  // p2p: the partner stage, resolved (may be out of range)
+  // p2p: the partner stage, resolved (may be out of range); a row taking
+  // [layer L]: the layer, kNoLayer when none is named (layer_of).
+  std::int16_t peer = -1;
   std::uint16_t chunk = 0;
   // Bits 0-30: the index into Program::sources; bit 31: the source said
   // `to S` / `from S` (explicit_peer). One word, so that building an
@@ -331,6 +351,21 @@ constexpr Instruction half(const Instruction& in, int which) {
 
 // One instruction in the language's own syntax, e.g. "Recv act 3 chunk 1 from 2".
 std::string disassemble(const Instruction& instruction);
+
+// --- one layer of the model (operand `layer L`) ------------------------------
+//
+// Rows whose operands take [layer L] keep the layer, a global index into the
+// model's layers, in `peer` (which no such row uses otherwise); kNoLayer
+// means the instruction names none: the whole chunk (compute, AllGather,
+// Release) or every gradient of the rank (AllReduce, ReduceScatter).
+inline constexpr int kNoLayer = -1;
+inline constexpr int kMaxLayer = 0x7fff;
+constexpr int layer_of(const Instruction& in) {
+  return operand_parts(in.op).layer ? in.peer : kNoLayer;
+}
+constexpr void set_layer(Instruction& in, int layer) {
+  in.peer = static_cast<std::int16_t>(layer);
+}
 
 // The group an instruction talks to: the one its `over` named, else its row's.
 constexpr Group group_of(const Instruction& in) {

@@ -1,258 +1,432 @@
-// The byte count of one rank's stream, walked in program order. Each
-// category changes only at the rank's own instructions:
-//  - weights: a chunk that the stream gathers (AllGather) is held as its own
-//    shard (ceil(P / group)) except between an AllGather and its Release,
-//    when it is whole; other chunks are whole throughout;
-//  - gradients: whole per chunk, the own shard from a reduce-scatter to the
-//    next ZeroGrad;
-//  - optimizer state: states x the parameters the step updates (the own
-//    shard under ShardStep);
-//  - activations: from a forward to its weight gradient (or the step's end),
-//    rows x the widths of every layer boundary of the chunk;
-//  - activation gradients: the output gradient from its arrival to the
-//    backward, the input gradient from the backward to its send;
-//  - messages: the buffer of a non-blocking request until a wait completes it.
+// The byte count of one rank's stream, walked in program order, layer by
+// layer. Each value changes only at the rank's own instructions:
+//  - weights: the layers of the rank's chunks whole, except sharded layers
+//    (those the stream gathers), held as the own shard ceil(P / group) plus,
+//    from an AllGather to its Release, a whole copy;
+//  - gradients: a layer's from its first weight gradient (whole) to the
+//    step; after a reduce-scatter of it, the own shard;
+//  - optimizer state: states x (whole layers + own shards);
+//  - activations, per micro-batch: the input of layer l from its arrival
+//    (LoadInput, Recv) or the forward of the layer below until the weight
+//    gradient of layer l; the chunk's output until the input gradient of its
+//    top layer;
+//  - activation gradients: the gradient at the top of layer l (received, the
+//    loss's, or from the layer above) until the weight gradient of layer l;
+//    the chunk's input gradient until it is sent;
+//  - messages: a value a send still in flight keeps after its last use.
+// Sends and receives use the values' own buffers, collectives reduce in
+// place. What an instruction needs only while it runs (a loss gradient made
+// and used by one Bwd, the zeros a member that computes no gradient of a
+// layer reduce-scatters) is not counted: the moments are between
+// instructions.
 #include "memory_bytes.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 namespace pipevm {
 
-namespace {
-
-struct ChunkShape {
-  std::uint64_t parameters = 0;
-  std::uint64_t boundaries = 0;  // floats per row of every layer boundary
-  std::uint64_t input = 0;       // floats per row entering the chunk
-  std::uint64_t output = 0;      // floats per row leaving it
-};
-
-int chunk_count(const Program& program) {
-  return program.placement == Placement::looped ? program.config.chunks : 2;
+std::uint64_t layer_parameters(const MemoryShape& shape, int layer) {
+  const auto in = static_cast<std::uint64_t>(shape.layer_widths[static_cast<std::size_t>(layer)]);
+  const auto out =
+      static_cast<std::uint64_t>(shape.layer_widths[static_cast<std::size_t>(layer) + 1]);
+  return out * in + (shape.bias ? out : 0);
 }
 
-std::uint64_t shard(std::uint64_t whole, int members) {
+std::uint64_t shard_of(std::uint64_t whole, int members) {
   const auto m = static_cast<std::uint64_t>(std::max(1, members));
   return (whole + m - 1) / m;
 }
+
+namespace {
+
+enum class Grad : std::uint8_t { none, whole, shard };
+
+// A per-micro-batch value's state: absent, held, or held by a send only.
+enum Held : std::uint8_t { absent = 0, live = 1, sending = 2 };
 
 class RankBytesWalk {
  public:
   RankBytesWalk(const Program& program, const MemoryShape& shape,
                 const std::vector<LayerRange>& split)
-      : program_(program), shape_(shape) {
-    const int chunks = chunk_count(program);
-    chunks_.resize(static_cast<std::size_t>(chunks));
-    split_ = split;
+      : program_(program), shape_(shape), split_(split) {
+    const int layers = layer_count(shape.layer_widths);
+    parameters_.resize(static_cast<std::size_t>(layers));
+    for (int l = 0; l < layers; ++l) {
+      parameters_[static_cast<std::size_t>(l)] = layer_parameters(shape, l);
+    }
   }
 
-  RankBytes walk(int rank);
+  using Moment = std::function<void(std::size_t index, const RankBytes& now)>;
+  // Calls `moment` before the first instruction (index = stream size) and
+  // after each; returns the peak.
+  RankBytes walk(int rank, const Moment& moment);
 
  private:
-  struct Pending {
-    Instruction in;
-    std::uint64_t bytes;
+  struct Chunk {
+    LayerRange layers;
+    bool first = false;    // holds the model's first layer (no input gradient)
+    bool last = false;     // holds the model's last layer (the loss)
+    std::size_t base = 0;  // of its cells' boundary slots
   };
-  std::uint64_t weights() const;
-  std::uint64_t gradient_bytes() const;
-  void update_peak(RankBytes& peak) const;
-  std::size_t cell(const Instruction& in) const {
-    return static_cast<std::size_t>(in.chunk) * micro_batches_ + in.micro_batch;
+  struct Pending {
+    std::size_t slot;
+    bool activation;  // A (else G)
+    Instruction in;
+  };
+
+  std::uint64_t floats(int boundary) const {
+    return rows_ *
+           static_cast<std::uint64_t>(shape_.layer_widths[static_cast<std::size_t>(boundary)]);
   }
-  bool in_range(const Instruction& in) const {
-    return in.chunk < chunks_.size() && in.micro_batch < micro_batches_;
+  std::size_t slot(const Chunk& c, std::uint32_t mb, int boundary) const {
+    return c.base + mb * static_cast<std::size_t>(c.layers.size() + 1) +
+           static_cast<std::size_t>(boundary - c.layers.begin);
   }
+  void set(std::vector<std::uint8_t>& values, std::uint64_t& total, std::size_t s, int boundary,
+           Held to);
+  void free_value(std::vector<std::uint8_t>& values, std::uint64_t& total, std::size_t s,
+                  int boundary);
+  void compute(const Instruction& in);
+  void backward_layer(const Chunk& c, std::uint32_t mb, int l, bool input, bool weight);
+  void message(const Instruction& in);
+  void wait(const Instruction& in);
+  void reduce(const Instruction& in, bool scatter);
+  RankBytes now() const;
 
   const Program& program_;
   const MemoryShape& shape_;
   std::vector<LayerRange> split_;
-  std::vector<ChunkShape> chunks_;
-  std::size_t micro_batches_ = 0;
+  std::vector<std::uint64_t> parameters_;
   std::uint64_t rows_ = 1;
   int rank_ = 0;
-
-  std::vector<int> members_;  // per chunk: the group it is sharded over (0: not sharded)
-  std::vector<bool> gathered_;
-  bool scattered_ = false;
-  bool shard_step_ = false;
-  std::vector<std::uint8_t> stashed_, waiting_grad_, unsent_grad_;
-  std::uint64_t activations_ = 0, activation_gradients_ = 0, messages_ = 0;
+  int stage_ = 0;
+  std::vector<Chunk> chunks_;
+  std::vector<std::uint8_t> held_;      // per layer: one of the rank's chunks computes it
+  std::vector<int> group_;              // per layer: members it is sharded over (0: whole)
+  std::vector<std::uint8_t> gathered_;  // per layer
+  std::vector<Grad> grad_;              // per layer
+  std::vector<std::uint8_t> a_, g_;     // per (chunk, micro-batch, boundary): Held
   std::vector<Pending> pending_;
+  std::uint64_t activations_ = 0, activation_gradients_ = 0, messages_ = 0;
 };
 
-std::uint64_t RankBytesWalk::weights() const {
-  std::uint64_t floats = 0;
-  for (std::size_t c = 0; c < chunks_.size(); ++c) {
-    const std::uint64_t p = chunks_[c].parameters;
-    floats += members_[c] == 0 || gathered_[c] ? p : shard(p, members_[c]);
-  }
-  return floats;
+void RankBytesWalk::set(std::vector<std::uint8_t>& values, std::uint64_t& total, std::size_t s,
+                        int boundary, Held to) {
+  const std::uint8_t from = values[s];
+  if (from == to) return;
+  const std::uint64_t f = floats(boundary);
+  if (from == live) total -= f;
+  if (from == sending) messages_ -= f;
+  if (to == live) total += f;
+  if (to == sending) messages_ += f;
+  values[s] = to;
 }
 
-std::uint64_t RankBytesWalk::gradient_bytes() const {
-  std::uint64_t floats = 0;
-  for (std::size_t c = 0; c < chunks_.size(); ++c) {
-    const std::uint64_t p = chunks_[c].parameters;
-    floats += scattered_ && members_[c] != 0 ? shard(p, members_[c]) : p;
-  }
-  return floats;
+// The value's last use: gone, unless a send still reads it.
+void RankBytesWalk::free_value(std::vector<std::uint8_t>& values, std::uint64_t& total,
+                               std::size_t s, int boundary) {
+  if (values[s] != live) return;
+  const bool sent = std::any_of(pending_.begin(), pending_.end(), [&](const Pending& p) {
+    return p.slot == s && (&values == &a_) == p.activation;
+  });
+  set(values, total, s, boundary, sent ? sending : absent);
 }
 
-void RankBytesWalk::update_peak(RankBytes& peak) const {
+RankBytes RankBytesWalk::now() const {
   const auto e = static_cast<std::uint64_t>(shape_.element_bytes);
-  RankBytes now = peak;
-  now.weights = weights() * e;
-  now.gradients = gradient_bytes() * e;
-  std::uint64_t optimizer = 0;
-  for (std::size_t c = 0; c < chunks_.size(); ++c) {
-    const std::uint64_t p = chunks_[c].parameters;
-    optimizer += shard_step_ && members_[c] != 0 ? shard(p, members_[c]) : p;
+  RankBytes r;
+  r.rank = rank_;
+  r.stage = stage_;
+  std::uint64_t weights = 0, gradients = 0, optimizer = 0;
+  for (std::size_t l = 0; l < parameters_.size(); ++l) {
+    const std::uint64_t p = parameters_[l];
+    const bool sharded = group_[l] > 0;
+    if (!held_[l] && !sharded) continue;
+    const std::uint64_t own = sharded ? shard_of(p, group_[l]) : p;
+    weights += own + (gathered_[l] ? p : 0);
+    optimizer += own;
+    if (grad_[l] == Grad::whole) gradients += p;
+    if (grad_[l] == Grad::shard) gradients += own;
   }
-  now.optimizer = optimizer * static_cast<std::uint64_t>(shape_.optimizer_states) * e;
-  now.activations = activations_ * e;
-  now.activation_gradients = activation_gradients_ * e;
-  now.messages = messages_ * e;
-  if (now.total() > peak.total() || (peak.weights == 0 && peak.total() == 0)) peak = now;
+  r.weights = weights * e;
+  r.gradients = gradients * e;
+  r.optimizer = optimizer * static_cast<std::uint64_t>(shape_.optimizer_states) * e;
+  r.activations = activations_ * e;
+  r.activation_gradients = activation_gradients_ * e;
+  r.messages = messages_ * e;
+  return r;
 }
 
-RankBytes RankBytesWalk::walk(int rank) {
+RankBytes RankBytesWalk::walk(int rank, const Moment& moment) {
   rank_ = rank;
   const Config& config = program_.config;
-  const int stage = stage_of(config, rank);
-  micro_batches_ = static_cast<std::size_t>(std::max(0, config.micro_batches));
+  stage_ = stage_of(config, rank);
+  const auto micro_batches = static_cast<std::size_t>(std::max(0, config.micro_batches));
   rows_ = static_cast<std::uint64_t>(std::max(1, shape_.rows));
-  for (std::size_t c = 0; c < chunks_.size(); ++c) {
-    const PipelinePosition where =
-        position_of(program_.placement, config, stage, static_cast<int>(c));
-    const LayerRange layers = split_[static_cast<std::size_t>(piece_at(where))];
-    ChunkShape& s = chunks_[c];
-    s = ChunkShape{};
-    s.parameters = parameter_count(shape_.layer_widths, layers);
-    for (int l = layers.begin; l <= layers.end; ++l) {
-      s.boundaries += static_cast<std::uint64_t>(shape_.layer_widths[static_cast<std::size_t>(l)]);
-    }
-    s.input =
-        static_cast<std::uint64_t>(shape_.layer_widths[static_cast<std::size_t>(layers.begin)]);
-    s.output =
-        static_cast<std::uint64_t>(shape_.layer_widths[static_cast<std::size_t>(layers.end)]);
+  const std::size_t layers = parameters_.size();
+  held_.assign(layers, 0);
+  group_.assign(layers, 0);
+  gathered_.assign(layers, 0);
+  grad_.assign(layers, Grad::none);
+  chunks_.clear();
+  std::size_t slots = 0;
+  const int last_position = lane_length(program_.placement, config) - 1;
+  for (int c = 0; c < chunks_per_rank(program_.placement, config); ++c) {
+    const PipelinePosition where = position_of(program_.placement, config, stage_, c);
+    Chunk chunk;
+    chunk.layers = split_[static_cast<std::size_t>(piece_at(where))];
+    chunk.first = where.position == 0;
+    chunk.last = where.position == last_position;
+    chunk.base = slots;
+    slots += micro_batches * static_cast<std::size_t>(chunk.layers.size() + 1);
+    for (int l = chunk.layers.begin; l < chunk.layers.end; ++l)
+      held_[static_cast<std::size_t>(l)] = 1;
+    chunks_.push_back(chunk);
   }
   const std::span<const Instruction> stream = program_.rank(rank);
-  members_.assign(chunks_.size(), 0);
-  gathered_.assign(chunks_.size(), false);
-  shard_step_ = false;
   for (const Instruction& in : stream) {
-    if (in.op == Opcode::AllGather && in.chunk < chunks_.size()) {
-      members_[in.chunk] = group_of(in) == Group::world ? config.ranks() : config.dp;
+    if (in.op != Opcode::AllGather) continue;
+    const int members = group_of(in) == Group::world ? config.ranks() : config.dp;
+    const int layer = layer_of(in);
+    if (layer != kNoLayer) {
+      if (static_cast<std::size_t>(layer) < layers)
+        group_[static_cast<std::size_t>(layer)] = members;
+    } else if (in.chunk < chunks_.size()) {
+      const LayerRange r = chunks_[in.chunk].layers;
+      for (int l = r.begin; l < r.end; ++l) group_[static_cast<std::size_t>(l)] = members;
     }
-    if (in.op == Opcode::ShardStep) shard_step_ = true;
   }
-  scattered_ = false;
-  const std::size_t cells = chunks_.size() * micro_batches_;
-  stashed_.assign(cells, 0);
-  waiting_grad_.assign(cells, 0);
-  unsent_grad_.assign(cells, 0);
-  activations_ = activation_gradients_ = messages_ = 0;
+  a_.assign(slots, absent);
+  g_.assign(slots, absent);
   pending_.clear();
+  activations_ = activation_gradients_ = messages_ = 0;
 
-  RankBytes peak;
-  peak.rank = rank;
-  peak.stage = stage;
-  update_peak(peak);
-  for (const Instruction& in : stream) {
-    const OpcodeInfo& row = info(in.op);
-    const bool cell_ok = in_range(in);
-    const ChunkShape* chunk = in.chunk < chunks_.size() ? &chunks_[in.chunk] : nullptr;
-    if (in.op == Opcode::AllGather && chunk) gathered_[in.chunk] = true;
-    if (in.op == Opcode::Release && chunk) gathered_[in.chunk] = false;
-    if (in.op == Opcode::ZeroGrad) scattered_ = false;
-    if (row.cost == CostKind::reduce_scatter || row.cost == CostKind::bwd_reduce_scatter) {
-      scattered_ = true;
-    }
-    // A blocking message's buffer exists only while its rank waits in it:
-    // counted at that moment, then gone.
-    std::uint64_t transient = 0;
-    if (row.cls == OpClass::p2p && chunk) {
-      const std::uint64_t floats =
-          rows_ * (is_send(in.op) == (in.kind == MessageKind::act) ? chunk->output : chunk->input);
-      if (posts_request(in.op)) {
-        pending_.push_back({in, floats});
-        messages_ += floats;
-      } else {
-        transient = floats;
-      }
-      if (is_send(in.op) && in.kind == MessageKind::grad && cell_ok && unsent_grad_[cell(in)]) {
-        unsent_grad_[cell(in)] = 0;
-        activation_gradients_ -= rows_ * chunk->input;
-      }
-      if (is_recv(in.op) && in.kind == MessageKind::grad && cell_ok && !waiting_grad_[cell(in)]) {
-        waiting_grad_[cell(in)] = 1;
-        activation_gradients_ += rows_ * chunk->output;
+  RankBytes peak = now();
+  moment(stream.size(), peak);
+  for (std::size_t i = 0; i < stream.size(); ++i) {
+    const Instruction& in = stream[i];
+    for (int h = 0; h < half_count(in); ++h) {
+      const Instruction part = half(in, h);
+      switch (info(part.op).cls) {
+        case OpClass::p2p:
+          message(part);
+          break;
+        case OpClass::wait:
+          wait(part);
+          break;
+        case OpClass::data:
+        case OpClass::compute:
+        case OpClass::collective:
+        case OpClass::optimizer:
+          compute(part);
+          break;
       }
     }
-    if (in.op == Opcode::Wait || in.op == Opcode::WaitAll) {
-      for (auto it = pending_.begin(); it != pending_.end();) {
-        const Instruction& p = it->in;
-        const bool match =
-            in.op == Opcode::WaitAll ||
-            (p.kind == in.kind && p.micro_batch == in.micro_batch && p.chunk == in.chunk &&
-             (in.direction == WaitDirection::send) == is_send(p.op));
-        if (!match) {
-          ++it;
-          continue;
-        }
-        messages_ -= it->bytes;
-        it = pending_.erase(it);
-        if (in.op == Opcode::Wait) break;
-      }
-    }
-    if (cell_ok && chunk && row.cls != OpClass::p2p) {
-      const std::size_t c = cell(in);
-      if (row.produces.contains(Value::activation) && !stashed_[c]) {
-        stashed_[c] = 1;
-        activations_ += rows_ * chunk->boundaries;
-      }
-      if (row.produces.contains(Value::target) && !waiting_grad_[c]) {
-        waiting_grad_[c] = 1;  // the loss's gradient, made from the target
-        activation_gradients_ += rows_ * chunk->output;
-      }
-      if (row.produces.contains(Value::input_gradient)) {
-        if (waiting_grad_[c]) {
-          waiting_grad_[c] = 0;
-          activation_gradients_ -= rows_ * chunk->output;
-        }
-        const PipelinePosition where = position_of(program_.placement, config, stage, in.chunk);
-        if (where.position > 0 && !unsent_grad_[c]) {
-          unsent_grad_[c] = 1;
-          activation_gradients_ += rows_ * chunk->input;
-        }
-      }
-      if (row.produces.contains(Value::weight_gradient) && stashed_[c]) {
-        stashed_[c] = 0;
-        activations_ -= rows_ * chunk->boundaries;
-      }
-    }
-    messages_ += transient;
-    update_peak(peak);
-    messages_ -= transient;
+    const RankBytes current = now();
+    if (current.total() > peak.total()) peak = current;
+    moment(i, current);
   }
   return peak;
+}
+
+// The backward of layer l of a cell: its input part (the gradient below it)
+// and its weight part (its weight gradient, after which its input and the
+// gradient above it are gone).
+void RankBytesWalk::backward_layer(const Chunk& c, std::uint32_t mb, int l, bool input,
+                                   bool weight) {
+  const LayerRange r = c.layers;
+  if (input) {
+    if (l == r.end - 1) {
+      // The top gradient: received, or made here by the loss from the output.
+      set(g_, activation_gradients_, slot(c, mb, r.end), r.end, live);
+      free_value(a_, activations_, slot(c, mb, r.end), r.end);
+    }
+    if (l > r.begin || !c.first) set(g_, activation_gradients_, slot(c, mb, l), l, live);
+  }
+  if (weight) {
+    free_value(a_, activations_, slot(c, mb, l), l);
+    free_value(g_, activation_gradients_, slot(c, mb, l + 1), l + 1);
+    Grad& grad = grad_[static_cast<std::size_t>(l)];
+    if (grad == Grad::none) grad = Grad::whole;
+  }
+}
+
+void RankBytesWalk::compute(const Instruction& in) {
+  const bool cell = operand_parts(in.op).micro_batch;
+  const bool known = in.chunk < chunks_.size() &&
+                     in.micro_batch < static_cast<std::uint32_t>(program_.config.micro_batches);
+  if (cell && !known) return;
+  const Chunk* c = in.chunk < chunks_.size() ? &chunks_[in.chunk] : nullptr;
+  const std::uint32_t mb = in.micro_batch;
+  const int layer = layer_of(in);
+  const LayerRange r = c ? c->layers : LayerRange{};
+  const LayerRange these = layer != kNoLayer ? LayerRange{layer, layer + 1} : r;
+  // A layer outside the cell's chunk (a program expanded for another model)
+  // is no work of this walk.
+  if (cell && layer != kNoLayer && (layer < r.begin || layer >= r.end)) return;
+  const bool in_model =
+      static_cast<std::size_t>(these.end) <= parameters_.size() && these.begin >= 0;
+  switch (in.op) {
+    case Opcode::LoadInput:
+      set(a_, activations_, slot(*c, mb, r.begin), r.begin, live);
+      return;
+    case Opcode::Fwd:
+      for (int l = these.begin; l < these.end; ++l)
+        set(a_, activations_, slot(*c, mb, l + 1), l + 1, live);
+      return;
+    case Opcode::Bwd:
+    case Opcode::BwdAllReduce:
+    case Opcode::BwdReduceScatter:
+      for (int l = these.end - 1; l >= these.begin; --l) backward_layer(*c, mb, l, true, true);
+      if (in.op == Opcode::BwdReduceScatter) {
+        for (int l = these.begin; l < these.end; ++l) {
+          if (group_[static_cast<std::size_t>(l)] > 0)
+            grad_[static_cast<std::size_t>(l)] = Grad::shard;
+        }
+      }
+      return;
+    case Opcode::BwdInput:
+      for (int l = these.end - 1; l >= these.begin; --l) backward_layer(*c, mb, l, true, false);
+      return;
+    case Opcode::BwdWeight:
+      for (int l = these.end - 1; l >= these.begin; --l) backward_layer(*c, mb, l, false, true);
+      return;
+    case Opcode::AllGather:
+    case Opcode::Release: {
+      if (layer == kNoLayer && !c) return;
+      if (!in_model) return;
+      for (int l = these.begin; l < these.end; ++l) {
+        gathered_[static_cast<std::size_t>(l)] = in.op == Opcode::AllGather ? 1 : 0;
+      }
+      return;
+    }
+    case Opcode::ReduceScatter:
+      reduce(in, true);
+      return;
+    case Opcode::ZeroGrad:
+    case Opcode::OptimizerStep:
+    case Opcode::ShardStep:
+      std::fill(grad_.begin(), grad_.end(), Grad::none);
+      return;
+    case Opcode::LoadTarget:
+    case Opcode::AllReduce:
+    case Opcode::GossipStart:
+    case Opcode::GossipWait:
+    case Opcode::GlobalAverage:
+    case Opcode::FwdBwd:
+    case Opcode::Send:
+    case Opcode::Recv:
+    case Opcode::ISend:
+    case Opcode::IRecv:
+    case Opcode::Wait:
+    case Opcode::WaitAll:
+      return;
+  }
+}
+
+// A reduce-scatter leaves each sharded layer's own shard of the sum (also on
+// a member that computed no gradient of it: it contributed zeros).
+void RankBytesWalk::reduce(const Instruction& in, bool scatter) {
+  if (!scatter) return;
+  const int layer = layer_of(in);
+  const std::size_t begin = layer == kNoLayer ? 0 : static_cast<std::size_t>(layer);
+  const std::size_t end = layer == kNoLayer ? parameters_.size() : begin + 1;
+  for (std::size_t l = begin; l < end && l < parameters_.size(); ++l) {
+    if (group_[l] > 0) grad_[l] = Grad::shard;
+  }
+}
+
+void RankBytesWalk::message(const Instruction& in) {
+  if (in.chunk >= chunks_.size() ||
+      in.micro_batch >= static_cast<std::uint32_t>(program_.config.micro_batches)) {
+    return;
+  }
+  const Chunk& c = chunks_[in.chunk];
+  const bool act = in.kind == MessageKind::act;
+  // The value a message carries: a send reads the chunk's output (act) or
+  // input gradient (grad); a receive makes its input (act) or top gradient.
+  const int boundary = is_send(in.op) == act ? c.layers.end : c.layers.begin;
+  const std::size_t s = slot(c, in.micro_batch, boundary);
+  std::vector<std::uint8_t>& values = act ? a_ : g_;
+  std::uint64_t& total = act ? activations_ : activation_gradients_;
+  if (is_recv(in.op)) {
+    set(values, total, s, boundary, live);
+    return;
+  }
+  if (posts_request(in.op)) pending_.push_back({s, act, in});
+  // A sent gradient has no other use.
+  if (!act) free_value(values, total, s, boundary);
+}
+
+void RankBytesWalk::wait(const Instruction& in) {
+  if (in.op != Opcode::Wait && in.op != Opcode::WaitAll) return;
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    const Instruction& p = it->in;
+    const bool match =
+        in.op == Opcode::WaitAll || (p.kind == in.kind && p.micro_batch == in.micro_batch &&
+                                     p.chunk == in.chunk && in.direction == WaitDirection::send);
+    if (!match) {
+      ++it;
+      continue;
+    }
+    const std::size_t s = it->slot;
+    const bool act = it->activation;
+    const std::uint16_t chunk = p.chunk;
+    it = pending_.erase(it);
+    std::vector<std::uint8_t>& values = act ? a_ : g_;
+    const bool still_sent = std::any_of(pending_.begin(), pending_.end(), [&](const Pending& q) {
+      return q.slot == s && q.activation == act;
+    });
+    if (values[s] == sending && !still_sent) {
+      const Chunk& c = chunks_[chunk];
+      const int boundary = act ? c.layers.end : c.layers.begin;
+      set(values, act ? activations_ : activation_gradients_, s, boundary, absent);
+    }
+    if (in.op == Opcode::Wait) break;
+  }
+}
+
+std::vector<LayerRange> split_for(const Program& program, const MemoryShape& shape) {
+  const int pieces = model_pieces(program.placement, program.config);
+  if (!shape.split.empty()) {
+    return static_cast<int>(shape.split.size()) == pieces ? shape.split : std::vector<LayerRange>{};
+  }
+  if (program.layer_widths == shape.layer_widths && !program.layer_split.empty()) {
+    return program.layer_split;
+  }
+  if (pieces < 1 || pieces > layer_count(shape.layer_widths)) return {};
+  return split_layers(shape.layer_widths, pieces);
 }
 
 }  // namespace
 
 std::vector<RankBytes> peak_bytes(const Program& program, const MemoryShape& shape) {
-  const int pieces = model_pieces(program.placement, program.config);
-  std::vector<LayerRange> split = shape.split;
-  if (split.empty()) {
-    if (pieces < 1 || pieces > layer_count(shape.layer_widths)) return {};
-    split = split_layers(shape.layer_widths, pieces);
-  }
-  if (static_cast<int>(split.size()) != pieces) return {};
+  const std::vector<LayerRange> split = split_for(program, shape);
+  if (split.empty()) return {};
   RankBytesWalk walk(program, shape, split);
   std::vector<RankBytes> ranks;
   ranks.reserve(static_cast<std::size_t>(program.ranks()));
-  for (int r = 0; r < program.ranks(); ++r) ranks.push_back(walk.walk(r));
+  for (int r = 0; r < program.ranks(); ++r) {
+    ranks.push_back(walk.walk(r, [](std::size_t, const RankBytes&) {}));
+  }
+  return ranks;
+}
+
+std::vector<std::vector<RankBytes>> bytes_after_each(const Program& program,
+                                                     const MemoryShape& shape) {
+  const std::vector<LayerRange> split = split_for(program, shape);
+  if (split.empty()) return {};
+  RankBytesWalk walk(program, shape, split);
+  std::vector<std::vector<RankBytes>> ranks(static_cast<std::size_t>(program.ranks()));
+  for (int r = 0; r < program.ranks(); ++r) {
+    std::vector<RankBytes>& after = ranks[static_cast<std::size_t>(r)];
+    after.resize(program.rank(r).size());
+    walk.walk(r, [&after](std::size_t i, const RankBytes& now) {
+      if (i < after.size()) after[i] = now;
+    });
+  }
   return ranks;
 }
 

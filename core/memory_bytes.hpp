@@ -1,9 +1,9 @@
 // Memory in bytes: what one rank holds at its worst moment, by category,
 // from its stream alone (memory depends on the order of a rank's own
 // instructions, not on when its partners arrive), so the checker and the
-// simulator report the same figures. docs/memory.md says what is counted
-// and when it is freed. Not here: the VM's own buffers (it keeps every
-// chunk whole; see vm_shards.cpp).
+// simulator report the same figures, and `pipevm run --report` measures the
+// same rules in the runtime's own buffers (runtime/memory_ledger.hpp).
+// docs/memory.md says what is counted and when it is freed.
 #pragma once
 
 #include <cstdint>
@@ -19,30 +19,42 @@ namespace pipevm {
 // The model being run, as far as its bytes go.
 struct MemoryShape {
   std::vector<int> layer_widths = default_layer_widths();
-  std::vector<LayerRange> split;  // empty: split_layers into model_pieces(...)
+  std::vector<LayerRange> split;  // empty: the program's split, else split_layers
   int element_bytes = 4;          // float32
   int rows = 1;                   // samples in one micro-batch
   int optimizer_states = 2;       // state floats per parameter: Adam 2, momentum 1, SGD 0
+  bool bias = true;               // every layer has a bias (out floats besides out x in)
 };
 
-// One rank at its peak (the first moment its total is largest).
+// The bytes of one rank at one moment, by category.
 struct RankBytes {
   int rank = 0;
   int stage = 0;
-  std::uint64_t weights = 0;               // own shards, or whole chunks (gathered or unsharded)
-  std::uint64_t gradients = 0;             // weight gradients (own shard after a reduce-scatter)
-  std::uint64_t optimizer = 0;             // optimizer state (own shard under ShardStep)
-  std::uint64_t activations = 0;           // stashed forwards: every layer boundary of the chunk
-  std::uint64_t activation_gradients = 0;  // output gradients waiting, input gradients unsent
-  std::uint64_t messages = 0;              // buffers of requests in flight
+  std::uint64_t weights = 0;      // whole layers, own shards and gathered copies
+  std::uint64_t gradients = 0;    // weight gradients: whole, or own shards after a reduce-scatter
+  std::uint64_t optimizer = 0;    // optimizer state (own shards of sharded layers)
+  std::uint64_t activations = 0;  // layer inputs and outputs kept for the backward
+  std::uint64_t activation_gradients = 0;  // gradients between layers and at the chunk's ends
+  std::uint64_t messages = 0;              // values kept only for a send still in flight
   std::uint64_t total() const {
     return weights + gradients + optimizer + activations + activation_gradients + messages;
   }
+  friend bool operator==(const RankBytes&, const RankBytes&) = default;
 };
 
-// Per rank, in rank order. Empty when the model cannot be cut into the
-// program's pieces.
+// Floats of one layer's parameters under `shape` (weights, and the bias if any).
+std::uint64_t layer_parameters(const MemoryShape& shape, int layer);
+// A member's share of `whole` floats split over `members`: ceil(whole / members).
+std::uint64_t shard_of(std::uint64_t whole, int members);
+
+// Per rank, in rank order: the first moment (before the first instruction
+// or after one) at which its total is largest. Empty when the model cannot
+// be cut into the program's pieces.
 std::vector<RankBytes> peak_bytes(const Program& program, const MemoryShape& shape);
+// Per rank, the bytes after each of its instructions: `after[r][i]` follows
+// instruction i of rank r's stream (what the runtime's ledger samples).
+std::vector<std::vector<RankBytes>> bytes_after_each(const Program& program,
+                                                     const MemoryShape& shape);
 
 // [{"rank", "stage", "peak_bytes", "weights", "gradients", "optimizer",
 //   "activations", "activation_gradients", "messages"}] per rank.

@@ -157,6 +157,22 @@ RankBlock rank_block(const Config& config, int rank) {
   return {stage + "    if dp_rank == " + dp_rank + " {\n", "        ", "    }\n}\n"};
 }
 
+int chunks_per_rank(Placement placement, const Config& config) {
+  return placement == Placement::looped ? config.chunks : 2;
+}
+
+LayerRange chunk_layers(const Program& program, int stage, int chunk) {
+  const int piece = piece_at(position_of(program.placement, program.config, stage, chunk));
+  if (piece < 0 || static_cast<std::size_t>(piece) >= program.layer_split.size()) return {};
+  return program.layer_split[static_cast<std::size_t>(piece)];
+}
+
+LayerRange instruction_layers(const Program& program, int stage, const Instruction& in) {
+  const int layer = layer_of(in);
+  if (layer != kNoLayer) return {layer, layer + 1};
+  return chunk_layers(program, stage, in.chunk);
+}
+
 std::string disassemble_rank(const Program& program, int rank) {
   const Config& c = program.config;
   const RankBlock block = rank_block(c, rank);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "isa.hpp"
+#include "model_shape.hpp"
 #include "source.hpp"
 
 namespace pipevm {
@@ -117,6 +118,12 @@ struct Program {
   std::shared_ptr<const Topology> topology;
   std::vector<Opcode> carried;
   int steps = 1;
+  // The model the program was expanded for: its layer widths and the layers
+  // of each model piece (what `layer_begin`, `layer_end` and `layer L`
+  // operands refer to). The split is empty when the model has fewer layers
+  // than the program has pieces.
+  std::vector<int> layer_widths;
+  std::vector<LayerRange> layer_split;
 
   int ranks() const { return static_cast<int>(rank_begin.empty() ? 0 : rank_begin.size() - 1); }
   std::span<const Instruction> rank(int r) const {
@@ -136,6 +143,15 @@ struct RankBlock {
   std::string close;   // the closing lines
 };
 RankBlock rank_block(const Config& config, int rank);
+
+// The model's layers that chunk `chunk` of `stage` holds; empty ({0, 0})
+// when the program has no split.
+LayerRange chunk_layers(const Program& program, int stage, int chunk);
+// The layers a compute or piece instruction of `stage` works on: its
+// `layer L` alone, else its chunk's.
+LayerRange instruction_layers(const Program& program, int stage, const Instruction& in);
+// How many chunks each rank holds under a placement (v and mirror: two).
+int chunks_per_rank(Placement placement, const Config& config);
 
 // A rank's stream as a flat program: "stage S {\n  ...\n}\n" (rank_block).
 std::string disassemble_rank(const Program& program, int rank);

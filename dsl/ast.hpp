@@ -89,6 +89,7 @@ struct Stmt {
   std::uint32_t peer = kNoIndex;
   std::uint32_t second_micro_batch = kNoIndex;  // `with mb [chunk C]` (two-cell rows)
   std::uint32_t second_chunk = kNoIndex;
+  std::uint32_t layer = kNoIndex;  // `layer L`
   Group group = Group::none;  // `over G`, else the opcode's own group
   std::uint32_t source = 0;  // index into Schedule::instruction_sources
   SourceRange range;
@@ -101,11 +102,24 @@ struct Procedure {
   Block body;
 };
 
-// Names every schedule can read; slots 0..5 in this order.
-inline constexpr const char* kBuiltinNames[] = {"stage",  "stages",  "micro_batches",
-                                                "chunks", "dp_rank", "dp"};
-inline constexpr std::uint32_t kBuiltinCount = 6;
-enum BuiltinSlot : std::uint32_t { kStage, kStages, kMicroBatches, kChunks, kDpRank, kDp };
+// Names every schedule can read; slots 0..8 in this order. The last three
+// are the model's: its layer count and the layers [layer_begin, layer_end)
+// of the rank's chunk 0.
+inline constexpr const char* kBuiltinNames[] = {"stage",  "stages",      "micro_batches",
+                                                "chunks", "dp_rank",     "dp",
+                                                "layers", "layer_begin", "layer_end"};
+inline constexpr std::uint32_t kBuiltinCount = 9;
+enum BuiltinSlot : std::uint32_t {
+  kStage,
+  kStages,
+  kMicroBatches,
+  kChunks,
+  kDpRank,
+  kDp,
+  kLayers,
+  kLayerBegin,
+  kLayerEnd
+};
 
 class Schedule {
  public:

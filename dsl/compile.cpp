@@ -33,6 +33,17 @@ const std::vector<DeclaredSweep>& declared_sweeps(const Schedule& schedule) {
   return schedule.sweeps;
 }
 
+std::optional<Config> declared_configuration(const Schedule& schedule) {
+  if (schedule.sweeps.size() != 1) return std::nullopt;
+  const DeclaredSweep& sweep = schedule.sweeps.front();
+  const auto one = [](const ValueRange& range) { return range.first == range.last; };
+  if (!one(sweep.stages) || !one(sweep.micro_batches) || !one(sweep.dp) || !one(sweep.chunks) ||
+      sweep.stages.first < 1 || sweep.micro_batches.first < 1) {
+    return std::nullopt;
+  }
+  return Config{sweep.stages.first, sweep.micro_batches.first, sweep.chunks.first, sweep.dp.first};
+}
+
 int implied_stages(const Schedule& schedule) {
   return schedule.flat_stages;
 }

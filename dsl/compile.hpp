@@ -51,6 +51,12 @@ struct ExpandOptions {
   // name (topology.hpp) built for the configuration's dp.
   std::shared_ptr<const Topology> topology;
   std::string topology_name;
+  // The model: its layer widths (empty: the default MLP of model_shape.hpp)
+  // and the layers of each piece (empty: split_layers). They give the
+  // built-in names layers, layer_begin and layer_end, and the range of
+  // `layer L` operands; the Program keeps them.
+  std::vector<int> layer_widths;
+  std::vector<LayerRange> split;
 };
 
 // Reads a schedule file (read_file.hpp: a regular file of at most
@@ -73,6 +79,9 @@ std::string name_of(const Schedule& schedule);
 
 // The schedule's `check` header lines, in order (none: empty).
 const std::vector<DeclaredSweep>& declared_sweeps(const Schedule& schedule);
+// The configuration of a schedule whose `check` headers declare exactly one
+// (a single header line whose every range is one value); else empty.
+std::optional<Config> declared_configuration(const Schedule& schedule);
 // A flat program (only `stage N { ... }` blocks at the top level, as `pipevm
 // expand` writes) fixes its stage count: the highest N + 1. Else 0.
 int implied_stages(const Schedule& schedule);

@@ -53,6 +53,7 @@ template <> inline constexpr const char* error_message<arguments> = "expected th
 template <> inline constexpr const char* error_message<argument> = "expected an argument after ','";
 template <> inline constexpr const char* error_message<micro_batch> = "expected a micro-batch after 'with'";
 template <> inline constexpr const char* error_message<chunk_number> = "expected the chunk number after 'chunk'";
+template <> inline constexpr const char* error_message<layer_number> = "expected the layer number after 'layer'";
 template <> inline constexpr const char* error_message<peer_stage> = "expected a stage after 'to' or 'from'";
 template <> inline constexpr const char* error_message<group_name> = "expected a group after 'over' (such as dp or mirror)";
 template <> inline constexpr const char* error_message<string_body> = "expected the text of the message";

@@ -88,6 +88,10 @@ class Expander {
     slots_[kChunks] = config_.chunks;
     slots_[kDpRank] = dp_rank_of(config_, rank);
     slots_[kDp] = config_.dp;
+    const LayerRange first_chunk = chunk_layers(program_, stage_, 0);
+    slots_[kLayers] = layer_count(program_.layer_widths);
+    slots_[kLayerBegin] = first_chunk.begin;
+    slots_[kLayerEnd] = first_chunk.end;
     call_stack_.clear();
     depth_ = 0;
     execute(s_.top);
@@ -298,6 +302,36 @@ class Expander {
     return static_cast<std::uint16_t>(c);
   }
 
+  // A layer operand: a layer of the model, and on a compute step one of its
+  // chunk's layers.
+  int layer(std::uint32_t expression, const Instruction& in) {
+    const std::int64_t l = eval(expression);
+    const int layers = layer_count(program_.layer_widths);
+    const SourceRange where = s_.exprs[expression].range;
+    if (l < 0 || l >= layers || l > kMaxLayer) {
+      fail(DiagnosticKind::LayerOutOfRange,
+           "layer " + std::to_string(l) + " is out of range: the model has " +
+               std::to_string(layers) + " layers, so 0 .. " + std::to_string(layers - 1),
+           where);
+    }
+    if (operand_parts(in.op).micro_batch) {
+      const LayerRange held = chunk_layers(program_, stage_, in.chunk);
+      if (l < held.begin || l >= held.end) {
+        const std::string chunk = config_.chunks > 1 || in.chunk > 0
+                                      ? "chunk " + std::to_string(in.chunk) + " of stage "
+                                      : "stage ";
+        fail(DiagnosticKind::LayerOutOfRange,
+             "layer " + std::to_string(l) + " is not held by " + chunk + std::to_string(stage_) +
+                 (held.size() == 0 ? std::string(": the model's ") + std::to_string(layers) +
+                                         " layers cannot be cut into the program's pieces"
+                                   : ", which holds layers " + std::to_string(held.begin) + " .. " +
+                                         std::to_string(held.end - 1)),
+             where);
+      }
+    }
+    return static_cast<int>(l);
+  }
+
   // The second cell of a two-cell instruction, in range and in the 16 + 8
   // bits the Instruction keeps it in (isa.hpp).
   Cell second_cell(const Stmt& st) {
@@ -330,6 +364,8 @@ class Expander {
     if (st.micro_batch != kNoIndex) in.micro_batch = micro_batch(st.micro_batch);
     if (st.chunk != kNoIndex) in.chunk = chunk(st.chunk);
     if (operand_parts(st.op).second_cell) set_second_cell(in, second_cell(st));
+    if (operand_parts(st.op).layer)
+      set_layer(in, st.layer == kNoIndex ? kNoLayer : layer(st.layer, in));
     if (operand_parts(st.op).peer) {
       if (st.peer != kNoIndex) {
         const std::int64_t peer = eval(st.peer);
@@ -401,6 +437,14 @@ std::optional<Program> expand(const Schedule& schedule, const Config& config,
   program.config = config;
   program.sources = schedule.instruction_sources;
   program.carried = schedule.carried;
+  program.layer_widths =
+      options.layer_widths.empty() ? default_layer_widths() : options.layer_widths;
+  const int pieces = model_pieces(program.placement, config);
+  if (static_cast<int>(options.split.size()) == pieces) {
+    program.layer_split = options.split;
+  } else if (program.layer_widths.size() >= 2 && pieces <= layer_count(program.layer_widths)) {
+    program.layer_split = split_layers(program.layer_widths, pieces);
+  }
   if (!resolve_topology(schedule, options, program, diagnostics)) return std::nullopt;
   if (!Expander(schedule, config, diagnostics, options, program).run()) return std::nullopt;
   if (!program.topology) {

@@ -82,8 +82,9 @@ struct kw_to : TAO_PEGTL_KEYWORD("to") {};
 struct kw_from : TAO_PEGTL_KEYWORD("from") {};
 struct kw_over : TAO_PEGTL_KEYWORD("over") {};
 struct kw_with : TAO_PEGTL_KEYWORD("with") {};
+struct kw_layer : TAO_PEGTL_KEYWORD("layer") {};
 // `stage` is missing on purpose: it is a keyword only at the start of a statement.
-struct reserved : sor<kw_schedule, kw_placement, kw_require, kw_let, kw_proc, kw_for, kw_in, kw_if, kw_else, kw_reversed, kw_and, kw_or, kw_not, kw_min, kw_max, kw_act, kw_grad, kw_send, kw_recv, kw_chunk, kw_to, kw_from, kw_over> {};
+struct reserved : sor<kw_schedule, kw_placement, kw_require, kw_let, kw_proc, kw_for, kw_in, kw_if, kw_else, kw_reversed, kw_and, kw_or, kw_not, kw_min, kw_max, kw_act, kw_grad, kw_send, kw_recv, kw_chunk, kw_layer, kw_to, kw_from, kw_over> {};
 struct name : seq<not_at<reserved>, identifier> {};
 struct integer : plus<digit> {};
 
@@ -157,13 +158,15 @@ struct micro_batch : expr {};
 struct chunk_number : expr {};
 struct peer_stage : expr {};
 struct chunk_clause : if_must<kw_chunk, sp, chunk_number> {};
+struct layer_number : expr {};
+struct layer_clause : if_must<kw_layer, sp, layer_number> {};
 struct to_clause : if_must<kw_to, sp, peer_stage> {};
 struct from_clause : if_must<kw_from, sp, peer_stage> {};
 struct group_name : identifier {};
 struct over_clause : if_must<kw_over, sp, group_name> {};
 // `with mb [chunk C]`: the second cell of a two-cell instruction (FwdBwd).
 struct second_cell : if_must<kw_with, sp, micro_batch, opt<sp, chunk_clause>> {};
-struct operands : seq<opt<direction, sp>, opt<message_kind, sp>, opt<micro_batch, sp>, opt<chunk_clause, sp>, opt<second_cell, sp>, opt<sor<to_clause, from_clause>, sp>, opt<over_clause>> {};
+struct operands : seq<opt<direction, sp>, opt<message_kind, sp>, opt<micro_batch, sp>, opt<chunk_clause, sp>, opt<layer_clause, sp>, opt<second_cell, sp>, opt<sor<to_clause, from_clause>, sp>, opt<over_clause>> {};
 struct instruction : seq<opcode, sp, operands> {};
 
 struct stmt : sor<for_stmt, if_stmt, stage_stmt, let_stmt, instruction, call_stmt> {};

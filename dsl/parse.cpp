@@ -43,11 +43,11 @@ using selector = pt::selector<
         g::call_name, g::proc_name, g::param, g::opcode, g::direction, g::message_kind,
         g::stage_number, g::string_body, g::schedule_name, g::placement_name, g::topology_name,
         g::carried_opcode, g::negate, g::not_op, g::min_call, g::max_call, g::expr, g::micro_batch,
-        g::chunk_number, g::peer_stage, g::argument, g::let_stmt, g::for_stmt, g::reversed_range,
-        g::forward_range, g::if_stmt, g::else_clause, g::stage_stmt, g::call_stmt, g::instruction,
-        g::chunk_clause, g::to_clause, g::from_clause, g::over_clause, g::group_name,
-        g::second_cell, g::require_item, g::proc_item, g::check_header, g::check_item,
-        g::check_dimension, g::check_value>,
+        g::chunk_number, g::layer_number, g::peer_stage, g::argument, g::let_stmt, g::for_stmt,
+        g::reversed_range, g::forward_range, g::if_stmt, g::else_clause, g::stage_stmt,
+        g::call_stmt, g::instruction, g::chunk_clause, g::layer_clause, g::to_clause,
+        g::from_clause, g::over_clause, g::group_name, g::second_cell, g::require_item,
+        g::proc_item, g::check_header, g::check_item, g::check_dimension, g::check_value>,
     fold_keep::on<g::and_expr, g::not_expr, g::cmp_expr, g::add_expr, g::mul_expr, g::unary,
                   g::primary, g::paren_expr>>;
 
@@ -264,7 +264,7 @@ class Builder {
 
   static bool is_or_level(const Node& n) {
     return n.is_type<g::expr>() || n.is_type<g::micro_batch>() || n.is_type<g::chunk_number>() ||
-           n.is_type<g::peer_stage>() || n.is_type<g::argument>();
+           n.is_type<g::layer_number>() || n.is_type<g::peer_stage>() || n.is_type<g::argument>();
   }
 
   std::uint32_t expr(const Node& n) {
@@ -444,7 +444,7 @@ std::optional<std::uint32_t> Builder::instruction(const Node& n, Stmt st) {
   std::string usage(word);
   if (const std::string syntax = operand_syntax(*op); !syntax.empty()) usage += " " + syntax;
   const bool takes_any = takes.direction || takes.kind || takes.micro_batch || takes.chunk ||
-                         takes.peer || takes.group;
+                         takes.layer || takes.peer || takes.group;
   const auto misuse = [&](const Node& part, const std::string& what) {
     error(DiagnosticKind::SyntaxError, what + "; usage: " + usage, range_of(part));
     return std::nullopt;
@@ -478,6 +478,13 @@ std::optional<std::uint32_t> Builder::instruction(const Node& n, Stmt st) {
     } else if (part.is_type<g::chunk_clause>()) {
       if (!takes.chunk) return takes_no(part, "chunk");
       st.chunk = expr(*part.children.front());
+    } else if (part.is_type<g::layer_clause>()) {
+      if (!takes.layer) return takes_no(part, "layer");
+      // A piece is a chunk's weights or one layer's: not both.
+      if (!takes.micro_batch && st.chunk != kNoIndex) {
+        return misuse(part, std::string(word) + " names a chunk or a layer, not both");
+      }
+      st.layer = expr(*part.children.front());
     } else if (part.is_type<g::to_clause>() || part.is_type<g::from_clause>()) {
       const bool to = part.is_type<g::to_clause>();
       if (!takes.peer) return misuse(part, std::string(word) + " has no peer");

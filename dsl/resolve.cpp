@@ -154,7 +154,8 @@ std::uint32_t Resolver::lookup(SourceRange name) {
   }
   error(DiagnosticKind::UnknownName,
         "unknown name '" + std::string(word) +
-            "' (built-in names: stage, stages, micro_batches, chunks, dp_rank, dp)",
+            "' (built-in names: stage, stages, micro_batches, chunks, dp_rank, dp, layers, "
+            "layer_begin, layer_end)",
         name);
   return 0;
 }

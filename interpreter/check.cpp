@@ -86,7 +86,7 @@ std::string Reporter::describe(std::size_t index) const {
 }
 
 int chunks_per_rank(const Program& program) {
-  return program.placement == Placement::looped ? std::max(1, program.config.chunks) : 2;
+  return std::max(1, pipevm::chunks_per_rank(program.placement, program.config));
 }
 
 }  // namespace check_detail
@@ -144,6 +144,7 @@ CheckResult check(const Program& stepped, const CheckOptions& options) {
   report_collectives(program, linked, reporter);
   check_ranks(one, one_linked, alone, quiet, result.memory);
   check_shards(one, alone, quiet);
+  check_layers(one, alone, quiet);
   check_progress(program, linked, reporter, options.p2p_posted_order);
   check_gossip_flight(program, reporter);
 

@@ -68,6 +68,9 @@ void check_ranks(const Program& program, const Link& link, Reporter& reporter,
 // Sharded weights (AllGather, Release, ReduceScatter, ShardStep): compute
 // only on gathered chunks, every copy released, the right kind of step.
 void check_shards(const Program& program, Reporter& reporter, const std::vector<bool>& quiet);
+// One layer at a time (`layer L` on a forward or backward): each
+// micro-batch's layers in order, once each.
+void check_layers(const Program& program, Reporter& reporter, const std::vector<bool>& quiet);
 // Runs all ranks together under rendezvous semantics; reports deadlocks,
 // buffering hazards and collective cycles.
 void check_progress(const Program& program, const Link& link, Reporter& reporter,

@@ -111,8 +111,10 @@ class RankWalker {
   int rank_ = 0;
   std::size_t begin_ = 0;
   bool loud_ = true;
-  // Per chunk of the rank: whether its piece is the model's first or last.
+  // Per chunk of the rank: whether its piece is the model's first or last,
+  // and its layers.
   std::vector<std::uint8_t> ends_;
+  std::vector<LayerRange> layers_;
   int held_ = 0;
   StageMemory peak_;
   bool zeroed_ = false;
@@ -120,7 +122,11 @@ class RankWalker {
   std::uint32_t first_step_ = kNone;
   bool reported_late_backward_ = false;
   int half_ = -1;     // the half of an overlapped pair being stepped, else -1
-  GroupSet reduced_;  // groups the accumulated gradients are summed over since the last backward
+  // Per layer of the model (one entry when the program has no split): the
+  // groups its accumulated gradient is summed over since its last backward.
+  std::vector<GroupSet> reduced_;
+  // The entries of reduced_ an instruction's layers cover.
+  LayerRange reduced_range(const Instruction& in) const;
 };
 
 void RankWalker::post(std::size_t local) {
@@ -177,11 +183,17 @@ StageMemory RankWalker::walk(int rank, bool loud) {
   held_ = 0;
   peak_ = StageMemory{stage, 0, 0};
   zeroed_ = reported_no_zero_grad_ = reported_late_backward_ = false;
-  reduced_ = all_groups();
+  reduced_.assign(
+      std::max<std::size_t>(1, program_.layer_split.empty()
+                                   ? 1
+                                   : static_cast<std::size_t>(layer_count(program_.layer_widths))),
+      all_groups());
   first_step_ = kNone;
   const int last_position = lane_length(program_.placement, program_.config) - 1;
   ends_.assign(static_cast<std::size_t>(chunks_), 0);
+  layers_.assign(static_cast<std::size_t>(chunks_), LayerRange{});
   for (int chunk = 0; chunk < chunks_; ++chunk) {
+    layers_[static_cast<std::size_t>(chunk)] = chunk_layers(program_, stage, chunk);
     const int position = position_of(program_.placement, program_.config, stage, chunk).position;
     ends_[static_cast<std::size_t>(chunk)] =
         static_cast<std::uint8_t>((position == 0 ? 1 : 0) + (position == last_position ? 2 : 0));
@@ -236,7 +248,11 @@ StageMemory RankWalker::walk(int rank, bool loud) {
 }
 
 void RankWalker::step_data(std::size_t local, const Instruction& in, std::size_t c) {
-  const CellPlan& plan = kCellPlans[static_cast<std::size_t>(in.op)];
+  CellPlan plan = kCellPlans[static_cast<std::size_t>(in.op)];
+  if (const int layer = layer_of(in); layer != kNoLayer && in.chunk < chunks_) {
+    const LayerRange held = layers_[in.chunk];
+    plan = layer_plan(plan, layer_role(info(in.op), layer, held.begin, held.end));
+  }
   if (plan.rank_level) step_rank(local, in);
   if (c == cells_) return;
 
@@ -295,13 +311,31 @@ void RankWalker::step_rank(std::size_t local, const Instruction& in) {
     reporter_.note(d, "a backward after it: " + reporter_.describe(begin_ + local),
                    reporter_.at(begin_ + local));
   }
-  if (row.produces.contains(Value::weight_gradient)) reduced_ = GroupSet{};
+  const LayerRange layers = reduced_range(in);
+  if (row.produces.contains(Value::weight_gradient)) {
+    for (int l = layers.begin; l < layers.end; ++l)
+      reduced_[static_cast<std::size_t>(l)] = GroupSet{};
+  }
   if (row.produces.contains(Value::gradient)) zeroed_ = true;
   // A sum over every rank is a sum over every group that holds copies.
   if (row.produces.contains(Value::reduced_gradient)) {
-    reduced_ = group_of(in) == Group::world ? all_groups() : reduced_.with(group_of(in));
+    for (int l = layers.begin; l < layers.end; ++l) {
+      GroupSet& reduced = reduced_[static_cast<std::size_t>(l)];
+      reduced = group_of(in) == Group::world ? all_groups() : reduced.with(group_of(in));
+    }
   }
   if (row.consumes.contains(Value::reduced_gradient)) step_optimizer(local);
+}
+
+LayerRange RankWalker::reduced_range(const Instruction& in) const {
+  const int all = static_cast<int>(reduced_.size());
+  if (program_.layer_split.empty()) return {0, all};
+  const int layer = layer_of(in);
+  if (layer != kNoLayer) return {std::min(layer, all - 1), std::min(layer + 1, all)};
+  // A compute step works on its chunk's layers; a reduction without a layer
+  // sums every gradient of the rank.
+  if (operand_parts(in.op).micro_batch && in.chunk < chunks_) return layers_[in.chunk];
+  return {0, all};
 }
 
 void RankWalker::report_pending_read(std::size_t local, Value value) {
@@ -416,13 +450,31 @@ void RankWalker::step_optimizer(std::size_t local) {
   }
   // The parameters have copies on other ranks (or twice on this one): the
   // gradients must be summed over each group that holds them first.
+  // Every layer the rank holds counts (the layers of its chunks).
+  GroupSet reduced = all_groups();
+  if (program_.layer_split.empty()) {
+    reduced = reduced_.front();
+  } else {
+    for (const LayerRange& held : layers_) {
+      for (int l = held.begin; l < held.end; ++l) {
+        const GroupSet of = reduced_[static_cast<std::size_t>(l)];
+        GroupSet both;
+        for (std::size_t g = 0; g < kGroupCount; ++g) {
+          const auto group = static_cast<Group>(g);
+          if (reduced.contains(group) && of.contains(group)) both = both.with(group);
+        }
+        reduced = both;
+      }
+    }
+  }
   const GroupSet copies = groups_holding_copies(program_.placement, program_.config);
   for (std::size_t g = 0; g < kGroupCount; ++g) {
     const auto group = static_cast<Group>(g);
-    if (!copies.contains(group) || reduced_.contains(group)) continue;
+    if (!copies.contains(group) || reduced.contains(group)) continue;
     // Gossip averages the parameters instead of the gradients.
-    if (group == Group::dp && reduced_.contains(Group::gossip)) continue;
-    report(DiagnosticKind::DataflowStepTooEarly, unreduced_step(group), local);
+    if (group == Group::dp && reduced.contains(Group::gossip)) continue;
+    report(DiagnosticKind::DataflowStepTooEarly,
+           std::string(name(program_.code[begin_ + local].op)) + unreduced_step(group), local);
   }
 }
 
@@ -430,19 +482,18 @@ void RankWalker::step_optimizer(std::size_t local) {
 std::string RankWalker::unreduced_step(Group group) {
   switch (group) {
     case Group::dp:
-      return "OptimizerStep applies gradients that were not reduced over the data-parallel "
-             "group (no AllReduce or BwdAllReduce after the last backward)";
+      return " applies gradients that were not reduced over the data-parallel group (no "
+             "AllReduce, BwdAllReduce or ReduceScatter after the last backward of every layer)";
     case Group::mirror:
-      return "OptimizerStep applies gradients that were not summed with the other copy of each "
-             "model piece (no AllReduce over mirror after the last backward)";
+      return " applies gradients that were not summed with the other copy of each model piece "
+             "(no AllReduce over mirror after the last backward)";
     case Group::none:
     case Group::pipeline:
     case Group::world: break;
     case Group::gossip:
       break;
   }
-  return "OptimizerStep applies gradients that were not summed over the " +
-         std::string(name(group)) + " group";
+  return " applies gradients that were not summed over the " + std::string(name(group)) + " group";
 }
 
 void RankWalker::finish() {

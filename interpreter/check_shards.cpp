@@ -1,7 +1,9 @@
-// The checker's rules for sharded weights, one rank's stream at a time: a
-// chunk the rank gathers (AllGather) is sharded, and then
-//  - every compute on it (a forward or a backward) runs while a gathered
-//    copy is held, so a use after its Release is an error;
+// The checker's rules for sharded weights, one rank's stream at a time, per
+// layer of the model: a layer the rank gathers (AllGather of it, or of its
+// chunk) is sharded, and then
+//  - every compute on it (a forward or a backward of its chunk, or of the
+//    layer alone) runs while a gathered copy is held, so a use after its
+//    Release is an error;
 //  - a Release frees a gathered copy, and every gathered copy is released
 //    before the stream ends (a step would leave it stale);
 //  - the step is a ShardStep (the rank updates its own shard only), never an
@@ -34,10 +36,20 @@ bool scatters(Opcode op) {
   return info(op).cost == CostKind::reduce_scatter || info(op).cost == CostKind::bwd_reduce_scatter;
 }
 
+// What a piece or compute instruction works on: layers of the model, or,
+// when the program has no split, one unit per chunk.
+struct Units {
+  int begin = 0;
+  int end = 0;
+};
+
 class ShardWalker {
  public:
   ShardWalker(const Program& program, Reporter& reporter)
-      : program_(program), reporter_(reporter), chunks_(chunks_per_rank(program)) {}
+      : program_(program),
+        reporter_(reporter),
+        chunks_(chunks_per_rank(program)),
+        units_(program.layer_split.empty() ? chunks_ : layer_count(program.layer_widths)) {}
   void walk(int rank);
 
  private:
@@ -48,11 +60,21 @@ class ShardWalker {
     return "`" + disassemble(program_.code[begin_ + local]) + "`";
   }
   bool known(std::uint16_t chunk) const { return chunk < static_cast<std::size_t>(chunks_); }
+  Units units_of(const Instruction& in) const;
+  std::string unit_name(int unit) const {
+    return (program_.layer_split.empty() ? "chunk " : "layer ") + std::to_string(unit);
+  }
+  // What a message calls the units of `in`: its chunk when it names no layer.
+  std::string name_for(const Instruction& in, int unit) const {
+    return layer_of(in) == kNoLayer ? "chunk " + std::to_string(in.chunk) : unit_name(unit);
+  }
   void step(std::size_t local, const Instruction& in);
 
   const Program& program_;
   Reporter& reporter_;
   const int chunks_;
+  const int units_;
+  int stage_ = 0;
   std::size_t begin_ = 0;
   std::vector<bool> sharded_;
   std::vector<std::uint32_t> gathered_at_;  // the holding AllGather, or kNone
@@ -60,20 +82,35 @@ class ShardWalker {
   bool only_scattered_ = false;             // the gradients' last reduction kept shards only
 };
 
+Units ShardWalker::units_of(const Instruction& in) const {
+  if (program_.layer_split.empty()) {
+    return known(in.chunk) ? Units{in.chunk, in.chunk + 1} : Units{};
+  }
+  const int layer = layer_of(in);
+  if (layer != kNoLayer) return layer < units_ ? Units{layer, layer + 1} : Units{};
+  if (!known(in.chunk)) return {};
+  const LayerRange held = chunk_layers(program_, stage_, in.chunk);
+  return {held.begin, held.end};
+}
+
 void ShardWalker::walk(int rank) {
   begin_ = program_.rank_begin[static_cast<std::size_t>(rank)];
+  stage_ = stage_of(program_.config, rank);
   const std::span<const Instruction> stream = program_.rank(rank);
-  sharded_.assign(static_cast<std::size_t>(chunks_), false);
-  gathered_at_.assign(static_cast<std::size_t>(chunks_), kNone);
-  released_at_.assign(static_cast<std::size_t>(chunks_), kNone);
+  sharded_.assign(static_cast<std::size_t>(units_), false);
+  gathered_at_.assign(static_cast<std::size_t>(units_), kNone);
+  released_at_.assign(static_cast<std::size_t>(units_), kNone);
   only_scattered_ = false;
   for (const Instruction& in : stream) {
-    if (in.op == Opcode::AllGather && known(in.chunk)) sharded_[in.chunk] = true;
+    if (in.op != Opcode::AllGather) continue;
+    const Units u = units_of(in);
+    for (int i = u.begin; i < u.end; ++i) sharded_[static_cast<std::size_t>(i)] = true;
   }
   for (std::size_t local = 0; local < stream.size(); ++local) step(local, stream[local]);
-  for (int c = 0; c < chunks_; ++c) {
+  for (int c = 0; c < units_; ++c) {
     const std::uint32_t at = gathered_at_[static_cast<std::size_t>(c)];
-    if (at == kNone) continue;
+    // A copy gathered by one instruction is reported once.
+    if (at == kNone || (c > 0 && gathered_at_[static_cast<std::size_t>(c) - 1] == at)) continue;
     report(DiagnosticKind::ShardGatherMisuse,
            what(at) +
                " gathers weights that no Release frees before the step ends (the next "
@@ -84,32 +121,52 @@ void ShardWalker::walk(int rank) {
 
 void ShardWalker::step(std::size_t local, const Instruction& in) {
   const auto l = static_cast<std::uint32_t>(local);
-  const std::string chunk = "chunk " + std::to_string(in.chunk);
-  if (in.op == Opcode::AllGather && known(in.chunk)) {
-    if (gathered_at_[in.chunk] != kNone) {
-      Diagnostic* d =
-          report(DiagnosticKind::ShardGatherMisuse,
-                 what(local) + " gathers " + chunk + " while its gathered copy is held", local);
-      reporter_.note(d, "gathered here: " + reporter_.describe(begin_ + gathered_at_[in.chunk]),
-                     reporter_.at(begin_ + gathered_at_[in.chunk]));
+  const Units units = units_of(in);
+  if (in.op == Opcode::AllGather) {
+    for (int u = units.begin; u < units.end; ++u) {
+      const std::uint32_t held = gathered_at_[static_cast<std::size_t>(u)];
+      if (held != kNone) {
+        Diagnostic* d =
+            report(DiagnosticKind::ShardGatherMisuse,
+                   what(local) + " gathers " + name_for(in, u) + " while its gathered copy is held",
+                   local);
+        reporter_.note(d, "gathered here: " + reporter_.describe(begin_ + held),
+                       reporter_.at(begin_ + held));
+        break;
+      }
     }
-    gathered_at_[in.chunk] = l;
-  } else if (in.op == Opcode::Release && known(in.chunk)) {
-    if (gathered_at_[in.chunk] == kNone) {
-      report(DiagnosticKind::ShardGatherMisuse,
-             what(local) + " releases the weights of " + chunk + ", which are not gathered", local);
+    for (int u = units.begin; u < units.end; ++u) gathered_at_[static_cast<std::size_t>(u)] = l;
+  } else if (in.op == Opcode::Release) {
+    for (int u = units.begin; u < units.end; ++u) {
+      if (gathered_at_[static_cast<std::size_t>(u)] != kNone) continue;
+      report(
+          DiagnosticKind::ShardGatherMisuse,
+          what(local) + " releases the weights of " + name_for(in, u) + ", which are not gathered",
+          local);
+      break;
     }
-    gathered_at_[in.chunk] = kNone;
-    released_at_[in.chunk] = l;
-  } else if (computes(in.op) && known(in.chunk) && sharded_[in.chunk] &&
-             gathered_at_[in.chunk] == kNone) {
-    Diagnostic* d = report(DiagnosticKind::ShardNotGathered,
-                           what(local) + " computes with the weights of " + chunk +
-                               ", which are not gathered (AllGather " + chunk + " first)",
-                           local);
-    if (released_at_[in.chunk] != kNone) {
-      reporter_.note(d, "released here: " + reporter_.describe(begin_ + released_at_[in.chunk]),
-                     reporter_.at(begin_ + released_at_[in.chunk]));
+    for (int u = units.begin; u < units.end; ++u) {
+      gathered_at_[static_cast<std::size_t>(u)] = kNone;
+      released_at_[static_cast<std::size_t>(u)] = l;
+    }
+  } else if (computes(in.op)) {
+    // A chunk's compute names its chunk when none of its layers is gathered.
+    const bool none_held =
+        std::all_of(gathered_at_.begin() + units.begin, gathered_at_.begin() + units.end,
+                    [](std::uint32_t at) { return at == kNone; });
+    for (int u = units.begin; u < units.end; ++u) {
+      const auto i = static_cast<std::size_t>(u);
+      if (!sharded_[i] || gathered_at_[i] != kNone) continue;
+      const std::string unit = none_held ? name_for(in, u) : unit_name(u);
+      Diagnostic* d = report(DiagnosticKind::ShardNotGathered,
+                             what(local) + " computes with the weights of " + unit +
+                                 ", which are not gathered (AllGather " + unit + " first)",
+                             local);
+      if (released_at_[i] != kNone) {
+        reporter_.note(d, "released here: " + reporter_.describe(begin_ + released_at_[i]),
+                       reporter_.at(begin_ + released_at_[i]));
+      }
+      break;
     }
   }
 
@@ -138,10 +195,13 @@ void ShardWalker::step(std::size_t local, const Instruction& in) {
     }
     for (std::size_t c = 0; c < gathered_at_.size(); ++c) {
       if (gathered_at_[c] == kNone) continue;
+      const Instruction& gathering = program_.code[begin_ + gathered_at_[c]];
       report(DiagnosticKind::ShardStepMismatch,
-             "ShardStep runs while the gathered copy of chunk " + std::to_string(c) +
+             "ShardStep runs while the gathered copy of " +
+                 name_for(gathering, static_cast<int>(c)) +
                  " is held: Release it first (the copy would be stale)",
              local);
+      break;
     }
   }
 }

@@ -18,8 +18,8 @@ namespace pipevm {
 
 namespace {
 
-// Every key but `bwd` and `fwd-bwd` is a plain number; those two are
-// optional (derived from others when unset).
+// Every key but `bwd`, `fwd-bwd` and `ring-send` is a plain number; those
+// are optional (derived from others when unset).
 struct KeyField {
   CostKey key;
   double Costs::*field;                              // null for an optional key
@@ -35,6 +35,10 @@ const std::vector<KeyField>& key_fields() {
       {{"fwd-bwd", "FwdBwd, an overlapped forward+backward pair; default fwd + bwd", true},
        nullptr,
        &Costs::fwd_bwd},
+      {{"ring-send",
+        "latency of one step of a collective's ring between ranks of one host; default send"},
+       nullptr,
+       &Costs::ring_send},
       {{"bwd-input", "BwdInput: the input-gradient half of a backward", true}, &Costs::bwd_input},
       {{"bwd-weight", "BwdWeight: the weight-gradient half of a backward", true},
        &Costs::bwd_weight},
@@ -54,6 +58,10 @@ const std::vector<KeyField>& key_fields() {
        &Costs::cross_host_send},
       {{"cross-host-bandwidth", "bytes per time unit between hosts; 0 means infinite"},
        &Costs::cross_host_bandwidth},
+      {{"compute-rows",
+        "0: compute and optimizer costs per instruction; R: per layer and R rows (a step: per "
+        "layer it updates)"},
+       &Costs::compute_rows},
       {{"act-bytes", "bytes of one activation message; 0: from the model's shapes"},
        &Costs::act_bytes},
       {{"grad-bytes", "bytes of one gradient message; 0: from the model's shapes"},

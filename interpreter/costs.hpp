@@ -42,6 +42,12 @@ struct Costs {
   double cross_host_send = 0;
   double cross_host_bandwidth = 0;
   std::optional<double> fwd_bwd;  // FwdBwd; unset: fwd + backward() (no overlap)
+  // The latency of one step of a collective's ring on one host; unset: send.
+  std::optional<double> ring_send;
+  // 0: compute and optimizer costs are per instruction. R > 0: they are per
+  // layer and R rows: a forward or backward costs its key x its layers x its
+  // micro-batch's rows / R, a step its key x the layers it updates.
+  double compute_rows = 0;
 
   // Compute per pipeline stage, for stages whose pieces differ (a profile
   // of a pipeline measures each): entry s holds stage s's values of the
@@ -52,6 +58,7 @@ struct Costs {
 
   double backward() const { return bwd.value_or(bwd_input + bwd_weight); }
   double overlapped() const { return fwd_bwd.value_or(fwd + backward()); }
+  double ring_latency() const { return ring_send.value_or(send); }
   // The time an instruction of cost `kind` keeps its rank working (compute,
   // data, optimizer), excluding its communication and waits for partners.
   double duration(CostKind kind) const;

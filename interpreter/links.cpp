@@ -95,9 +95,16 @@ double LinkCosts::collective_bytes(std::size_t instruction) const {
     const int piece = piece_at(position_of(program_.placement, program_.config, stage, chunk));
     return piece_bytes_[static_cast<std::size_t>(piece)];
   };
-  // A BwdAllReduce reduces the gradients of the chunk it computes; an
-  // AllReduce those of every chunk of its rank.
-  if (is_backward(in.op)) return piece_bytes(in.chunk);
+  // One layer's (`layer L`); a BwdAllReduce the gradients of the chunk it
+  // computes, an AllGather its chunk's weights; an AllReduce or a
+  // ReduceScatter those of every chunk of its rank.
+  if (const int layer = layer_of(in); layer != kNoLayer) {
+    return layer + 1 < static_cast<int>(network_.layer_widths.size())
+               ? static_cast<double>(parameter_count(network_.layer_widths, {layer, layer + 1})) *
+                     kBytesPerValue
+               : 0;
+  }
+  if (is_backward(in.op) || operand_parts(in.op).chunk) return piece_bytes(in.chunk);
   double bytes = 0;
   for (int chunk = 0; chunk < program_.config.chunks; ++chunk) bytes += piece_bytes(chunk);
   return bytes;
@@ -111,8 +118,12 @@ double LinkCosts::reduction(std::uint32_t slot) const {
   const CostKind kind = info(program_.code[first].op).cost;
   const double steps = 2.0 * (members - 1);
   const double step_bytes = collective_bytes(first) / members;
-  return costs_.reduction(kind, static_cast<int>(members)) +
-         steps * transfer(slot_class(slot), step_bytes);
+  const LinkClass link_class = slot_class(slot);
+  const double step =
+      link_class == LinkClass::same_host
+          ? costs_.ring_latency() + (costs_.bandwidth > 0 ? step_bytes / costs_.bandwidth : 0)
+          : transfer(link_class, step_bytes);
+  return costs_.reduction(kind, static_cast<int>(members)) + steps * step;
 }
 
 LinkTraffic link_traffic(const Program& program, const Link& link, const LinkCosts& costs) {

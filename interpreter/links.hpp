@@ -51,6 +51,9 @@ class LinkCosts {
  public:
   LinkCosts(const Program& program, const Link& link, const Costs& costs, const Network& network);
 
+  // The rows of one micro-batch (0 when the network gives none).
+  double micro_batch_rows() const { return network_.micro_batch_rows; }
+
   // The class of the link between two ranks.
   LinkClass class_between(int rank_a, int rank_b) const;
   // A send or receive: the bytes its message carries.

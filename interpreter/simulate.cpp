@@ -56,6 +56,7 @@ class Simulator {
                                      program.rank_begin[static_cast<std::size_t>(r) + 1]),
                 r);
     }
+    if (costs.compute_rows > 0) count_stepped_layers();
   }
 
   std::optional<Timeline> run() {
@@ -97,6 +98,46 @@ class Simulator {
     double wait_end = 0;
     std::size_t wait_latest = kNone;  // the request the wait found to finish last
   };
+
+  // The time instruction i keeps its rank busy: its cost, per layer and row
+  // when the costs say so (compute-rows).
+  double busy(std::size_t i) const {
+    const Instruction& in = program_.code[i];
+    const int r = owner_[i];
+    const double base = costs_.duration(info(in.op).cost, stage_of(config_, r));
+    if (costs_.compute_rows <= 0 || base == 0) return base;
+    if (info(in.op).cls == OpClass::optimizer) {
+      return base * stepped_layers_[static_cast<std::size_t>(r)];
+    }
+    if (info(in.op).cls != OpClass::compute && !is_backward(in.op)) return base;
+    const LayerRange layers = instruction_layers(program_, stage_of(config_, r), half(in, 0));
+    return base * std::max(1, layers.size()) * links_.micro_batch_rows() / costs_.compute_rows;
+  }
+
+  // Per rank: the layers its step updates (its chunks', and those it holds
+  // a shard of).
+  void count_stepped_layers() {
+    stepped_layers_.assign(static_cast<std::size_t>(program_.ranks()), 1);
+    if (program_.layer_split.empty()) return;
+    const auto layers = static_cast<std::size_t>(layer_count(program_.layer_widths));
+    for (int r = 0; r < program_.ranks(); ++r) {
+      std::vector<bool> stepped(layers, false);
+      const int stage = stage_of(config_, r);
+      const auto mark = [&](LayerRange range) {
+        for (int l = range.begin; l < range.end; ++l) {
+          if (static_cast<std::size_t>(l) < layers) stepped[static_cast<std::size_t>(l)] = true;
+        }
+      };
+      for (int c = 0; c < chunks_per_rank(program_.placement, config_); ++c) {
+        mark(chunk_layers(program_, stage, c));
+      }
+      for (const Instruction& in : program_.rank(r)) {
+        if (in.op == Opcode::AllGather) mark(instruction_layers(program_, stage, in));
+      }
+      stepped_layers_[static_cast<std::size_t>(r)] =
+          static_cast<double>(std::count(stepped.begin(), stepped.end(), true));
+    }
+  }
 
   Location location_of(std::size_t i) const {
     const int r = owner_[i];
@@ -182,8 +223,7 @@ class Simulator {
     posted_[i] = now;
     const std::uint32_t s = link_.to[i];
     SlotState& slot = slots_[s];
-    const CostKind cost = info(program_.code[i].op).cost;
-    const double compute = costs_.duration(cost, stage_of(config_, owner_[i]));
+    const double compute = busy(i);
     slot.last_arrival = slot.arrived == 0 ? now : std::max(slot.last_arrival, now);
     slot.last_compute_end =
         slot.arrived == 0 ? now + compute : std::max(slot.last_compute_end, now + compute);
@@ -270,14 +310,14 @@ class Simulator {
         }
         if (!await(r, i)) return false;
         // A collective that computes first (BwdAllReduce) is busy from its start.
-        t.busy = costs_.duration(row.cost, stage_of(config_, r));
+        t.busy = busy(i);
         t.started = is_backward(in.op) ? now : transfer_begin_[i];
         t.ended = completion_[i];
         return true;
       case OpClass::data:
       case OpClass::compute:
       case OpClass::optimizer:
-        t.busy = costs_.duration(row.cost, stage_of(config_, r));
+        t.busy = busy(i);
         t.started = now;
         t.ended = now + t.busy;
         return true;
@@ -341,6 +381,7 @@ class Simulator {
   const LinkCosts& links_;
   Diagnostics& diagnostics_;
   std::vector<int> owner_;
+  std::vector<double> stepped_layers_;  // per rank, with compute-rows
   std::vector<SlotState> slots_;
   std::vector<double> posted_;
   std::vector<double> transfer_begin_;

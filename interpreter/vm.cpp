@@ -32,10 +32,6 @@ std::int64_t now_ns() {
 
 }  // namespace
 
-int chunks_per_rank(Placement placement, const Config& config) {
-  return placement == Placement::looped ? config.chunks : 2;
-}
-
 Diagnostic to_diagnostic(const VmError& error, const Program& program, int rank) {
   Diagnostic diagnostic;
   diagnostic.kind = error.kind();
@@ -103,26 +99,56 @@ Machine::Machine(const Program& program, int rank, runtime::Comm& comm,
                                 " pieces, but it has only " + std::to_string(layers) + " layers");
   }
   const std::vector<runtime::LayerRange> split_ranges = model_split(program, options);
+  const bool names_layers =
+      std::any_of(program.code.begin(), program.code.end(),
+                  [](const Instruction& in) { return layer_of(in) != kNoLayer; });
+  if (names_layers && program.layer_split != split_ranges) {
+    throw std::invalid_argument(
+        "the program was expanded for another model or cut of it into pieces than the run's "
+        "(its `layer` operands would name other layers)");
+  }
+  model_sizes_ = options.model.sizes;
   const int chunk_count = chunks_per_rank(program.placement, config);
   const std::size_t micro_batches = to_size(config.micro_batches);
   chunks_.reserve(to_size(chunk_count));
   for (int c = 0; c < chunk_count; ++c) {
     const PipelinePosition where = position_of(program.placement, config, stage_, c);
-    runtime::Piece piece(options.model, split_ranges[to_size(piece_at(where))]);
-    const Shard shard = shard_of(c, piece.parameters().size());
-    const std::size_t parameters = shard.sharded ? shard.count : piece.parameters().size();
-    Chunk chunk{
-        where, std::move(piece), runtime::Optimizer(options.optimizer, parameters), {}, {}, {}, {},
-        shard};
+    const runtime::LayerRange range = split_ranges[to_size(piece_at(where))];
+    std::vector<Layer> held = layers_of(c, range);
+    const bool bound =
+        std::any_of(held.begin(), held.end(), [](const Layer& l) { return l.sharded; });
+    runtime::Piece piece =
+        bound ? runtime::Piece(options.model, range, pool_, runtime::Piece::BoundWeights{})
+              : runtime::Piece(options.model, range, &pool_);
+    if (bound) {
+      // Each layer's own floats, from the same initial weights as a whole model's.
+      for (Layer& l : held) {
+        std::vector<float> whole(piece.layer_size(l.index));
+        runtime::initialize_layer(whole, options.model, l.index);
+        l.own.assign(whole.begin() + static_cast<std::ptrdiff_t>(l.offset),
+                     whole.begin() + static_cast<std::ptrdiff_t>(l.offset + l.count));
+        l.own.resize(l.stored, 0.0F);
+        ledger_.add(runtime::MemoryCategory::weights, l.own.size() * sizeof(float));
+        if (!l.sharded) piece.bind_weights(l.index, l.own);
+      }
+    }
+    std::size_t own = 0;
+    for (const Layer& l : held) own += l.stored;
+    Chunk chunk{where,
+                std::move(piece),
+                runtime::Optimizer(options.optimizer, own),
+                std::move(held),
+                bound,
+                {},
+                {}};
+    ledger_.add(runtime::MemoryCategory::optimizer, chunk.optimizer.state_bytes());
     chunk.piece.reserve(config.micro_batches, rows_);
-    chunk.output_grads.resize(micro_batches * to_size(rows_) * to_size(chunk.piece.output_width()));
     if (chunk.piece.is_last()) chunk.labels.resize(micro_batches * to_size(rows_));
-    chunk.input_grads.resize(micro_batches);
     chunk.flags.resize(micro_batches);
     chunks_.push_back(std::move(chunk));
   }
   pending_.reserve(4 * micro_batches * to_size(chunk_count) + 16);
-  posted_sends_.reserve(2 * micro_batches * to_size(chunk_count));
+  posted_sends_.reserve(micro_batches * to_size(chunk_count));
   wait_requests_ = wait_requests(program, rank);
   reductions_.reserve(to_size(layers) * 2);
   // Every rank splits, in the same order, or MPI waits forever: the groups
@@ -198,14 +224,16 @@ void Machine::restore_parameters() {
   saved_parameters_.clear();
 }
 
-// Inputs are loaded and received straight into the slot the forward reads.
-std::span<float> Machine::input_buffer(Chunk& chunk, std::uint32_t micro_batch) {
-  return chunk.piece.input_buffer(static_cast<int>(micro_batch), rows_);
-}
-
-std::span<float> Machine::output_grad_buffer(Chunk& chunk, std::uint32_t micro_batch) {
-  const std::size_t size = to_size(rows_) * to_size(chunk.piece.output_width());
-  return std::span<float>(chunk.output_grads).subspan(micro_batch * size, size);
+void Machine::complete_posted_send(Chunk& chunk, std::uint32_t micro_batch) {
+  const auto chunk_index = static_cast<std::uint16_t>(&chunk - chunks_.data());
+  const auto match = std::find_if(
+      posted_sends_.begin(), posted_sends_.end(), [&](const PendingMessage& message) {
+        return message.chunk == chunk_index && message.micro_batch == micro_batch;
+      });
+  if (match == posted_sends_.end()) return;
+  comm_.wait(match->request);
+  chunk.piece.end_output_send(static_cast<int>(micro_batch));
+  posted_sends_.erase(match);
 }
 
 std::span<std::uint8_t> Machine::label_buffer(Chunk& chunk, std::uint32_t micro_batch) {
@@ -252,12 +280,16 @@ class VmStep {
   void forward(const Instruction& in);
   void backward_input(const Instruction& in);
   void backward_weight(const Instruction& in, bool reduce_per_layer);
+  // The layers an instruction works on: its `layer L`, else its chunk's.
+  runtime::LayerRange layers_of(const Chunk& chunk, const Instruction& in) const;
+  void gather_or_release(const Instruction& in, bool gather);
+  void reduce_scatter(const Instruction& in);
   void send(const Instruction& in);
   void receive(const Instruction& in);
   void wait(const Instruction& in);
   void wait_all();
   void complete(const Machine::PendingMessage& message);
-  void all_reduce(Group group);
+  void all_reduce(Group group, int layer);
   void sum_over_holders();
   void require_no_pending() const;
   void optimizer_step();
@@ -285,6 +317,7 @@ StepResult VmStep::run(VmObserver* observer) {
       program_.topology) {
     m_.start_gossip(round_of_step(*program_.topology, 0));
   }
+  m_.ledger_.sample();
   for (index_ = 0; index_ < code_.size(); ++index_) {
     in_ = &code_[index_];
     try {
@@ -301,6 +334,7 @@ StepResult VmStep::run(VmObserver* observer) {
       // The model's own checks (a slot used out of order, a size mismatch).
       unsupported(error.what());
     }
+    m_.ledger_.sample();
   }
   finish_step();
   ++m_.steps_run_;
@@ -333,7 +367,7 @@ void VmStep::execute(const Instruction& in) {
       backward_weight(in, m_.comm_.dp() > 1);
       return;
     case Opcode::AllReduce:
-      all_reduce(group_of(in));
+      all_reduce(group_of(in), layer_of(in));
       return;
     case Opcode::Send:
     case Opcode::ISend:
@@ -350,7 +384,7 @@ void VmStep::execute(const Instruction& in) {
       wait_all();
       return;
     case Opcode::ZeroGrad:
-      for (Chunk& chunk : m_.chunks_) chunk.piece.zero_grad();
+      m_.drop_gradients();
       return;
     case Opcode::OptimizerStep:
       optimizer_step();
@@ -364,24 +398,23 @@ void VmStep::execute(const Instruction& in) {
       return;
     case Opcode::AllGather:
       if (group_of(in) != Group::dp) unsupported("weights sharded over every rank (over world)");
-      m_.gather(chunk_at(in));
+      gather_or_release(in, true);
       return;
     case Opcode::Release:
-      m_.release(chunk_at(in));
+      gather_or_release(in, false);
       return;
     case Opcode::ReduceScatter:
       if (group_of(in) != Group::dp) unsupported("gradients sharded over every rank (over world)");
-      all_reduce(Group::dp);
-      for (Chunk& chunk : m_.chunks_) m_.keep_own_gradients(chunk);
+      reduce_scatter(in);
       return;
     case Opcode::BwdReduceScatter:
       backward_input(in);
-      backward_weight(in, m_.comm_.dp() > 1);
-      m_.keep_own_gradients(chunk_of(in));
+      backward_weight(in, false);
+      reduce_scatter(in);
       return;
     case Opcode::ShardStep:
       require_no_pending();
-      m_.shard_step();
+      m_.step(true);
       return;
     case Opcode::GossipStart:
       if (!program_.topology) unsupported("no topology: name one with `topology` or --topology");
@@ -417,11 +450,26 @@ Machine::Chunk& VmStep::chunk_of(const Instruction& in) {
   return chunk;
 }
 
+runtime::LayerRange VmStep::layers_of(const Chunk& chunk, const Instruction& in) const {
+  const runtime::LayerRange held = chunk.piece.layers();
+  const int layer = layer_of(in);
+  if (layer == kNoLayer) return held;
+  if (layer < held.begin || layer >= held.end) {
+    unsupported("layer " + std::to_string(layer) + " is not held by chunk " +
+                std::to_string(in.chunk) + " (layers " + std::to_string(held.begin) + " .. " +
+                std::to_string(held.end - 1) + ")");
+  }
+  return {layer, layer + 1};
+}
+
 Machine::Chunk& VmStep::weights_of(const Instruction& in) {
   Chunk& chunk = chunk_of(in);
-  if (chunk.shard.sharded && !chunk.shard.gathered) {
-    unsupported("computes on chunk " + std::to_string(in.chunk) +
-                ", whose weights are not gathered (AllGather first)");
+  const runtime::LayerRange layers = layers_of(chunk, in);
+  for (const Machine::Layer& l : chunk.layers) {
+    if (l.index >= layers.begin && l.index < layers.end && l.sharded && l.gathered.empty()) {
+      unsupported("computes with layer " + std::to_string(l.index) + " of chunk " +
+                  std::to_string(in.chunk) + ", whose weights are not gathered (AllGather first)");
+    }
   }
   return chunk;
 }
@@ -447,7 +495,7 @@ void VmStep::load_input(const Instruction& in) {
     unsupported("the micro-batch's input buffer is in use");
   }
   m_.batcher_->input(m_.batch_, m_.dp_rank_, static_cast<int>(in.micro_batch),
-                     m_.input_buffer(chunk, in.micro_batch));
+                     chunk.piece.take_input(static_cast<int>(in.micro_batch), m_.rows_));
   flags |= dataflow::input_loaded;
 }
 
@@ -465,16 +513,21 @@ void VmStep::load_target(const Instruction& in) {
 void VmStep::forward(const Instruction& in) {
   Chunk& chunk = weights_of(in);
   std::uint16_t& flags = chunk.flags[in.micro_batch];
+  const runtime::LayerRange layers = layers_of(chunk, in);
+  const runtime::LayerRange held = chunk.piece.layers();
   if (flags & dataflow::forwarded) unsupported("the micro-batch was already forwarded");
-  if (flags & dataflow::input_pending) {
-    unsupported("its input is still being received: wait for the IRecv first");
+  if (layers.begin == held.begin) {
+    if (flags & dataflow::input_pending) {
+      unsupported("its input is still being received: wait for the IRecv first");
+    }
+    if (!(flags & dataflow::present(Value::input, ends(chunk)))) {
+      unsupported("its input was neither loaded nor received");
+    }
   }
-  if (!(flags & dataflow::present(Value::input, ends(chunk)))) {
-    unsupported("its input was neither loaded nor received");
+  for (int layer = layers.begin; layer < layers.end; ++layer) {
+    chunk.piece.forward_layer(static_cast<int>(in.micro_batch), layer);
   }
-  chunk.piece.forward(static_cast<int>(in.micro_batch), m_.input_buffer(chunk, in.micro_batch),
-                      m_.rows_);
-  flags |= dataflow::forwarded;
+  if (layers.end == held.end) flags |= dataflow::forwarded;
   if (m_.comm_.pending() > 0) m_.comm_.progress();
 }
 
@@ -482,92 +535,153 @@ void VmStep::backward_input(const Instruction& in) {
   Chunk& chunk = weights_of(in);
   std::uint16_t& flags = chunk.flags[in.micro_batch];
   const int slot = static_cast<int>(in.micro_batch);
+  const runtime::LayerRange layers = layers_of(chunk, in);
+  const runtime::LayerRange held = chunk.piece.layers();
   if (!(flags & dataflow::forwarded)) unsupported("backward before the micro-batch's forward");
   if (flags & dataflow::input_gradient_done) unsupported("the input gradient was already computed");
-  std::span<const float> grad_output;
-  if (chunk.piece.is_last()) {
-    if (!(flags & dataflow::target_loaded)) unsupported("the loss needs LoadTarget first");
-    const runtime::LossResult loss =
-        chunk.piece.loss(slot, m_.label_buffer(chunk, in.micro_batch), m_.loss_scale_);
-    result_.loss += static_cast<double>(loss.loss) * m_.loss_report_scale_;
-    result_.correct += loss.correct;
-    result_.rows += m_.rows_;
-  } else {
-    if (flags & dataflow::output_gradient_pending) {
-      unsupported("its output gradient is still being received: wait for the IRecv first");
+  if (layers.end == held.end) {
+    // The output's last use is this backward: a Send of it has completed by
+    // now (its receiver's forward made the gradient this backward takes).
+    m_.complete_posted_send(chunk, in.micro_batch);
+    // The top layer first: the gradient at the piece's top.
+    if (chunk.piece.is_last()) {
+      if (!(flags & dataflow::target_loaded)) unsupported("the loss needs LoadTarget first");
+      const runtime::LossResult loss =
+          chunk.piece.loss(slot, m_.label_buffer(chunk, in.micro_batch), m_.loss_scale_);
+      result_.loss += static_cast<double>(loss.loss) * m_.loss_report_scale_;
+      result_.correct += loss.correct;
+      result_.rows += m_.rows_;
+    } else {
+      if (flags & dataflow::output_gradient_pending) {
+        unsupported("its output gradient is still being received: wait for the IRecv first");
+      }
+      if (!(flags & dataflow::output_gradient_received)) {
+        unsupported("its output gradient was not received");
+      }
     }
-    if (!(flags & dataflow::output_gradient_received)) unsupported("its output gradient was not received");
-    grad_output = m_.output_grad_buffer(chunk, in.micro_batch);
   }
-  chunk.input_grads[in.micro_batch] = chunk.piece.backward_input(slot, grad_output);
-  flags |= dataflow::input_gradient_done;
+  for (int layer = layers.end - 1; layer >= layers.begin; --layer) {
+    chunk.piece.backward_input_layer(slot, layer);
+  }
+  if (layers.begin == held.begin) flags |= dataflow::input_gradient_done;
   if (m_.comm_.pending() > 0) m_.comm_.progress();
 }
 
 void VmStep::backward_weight(const Instruction& in, bool reduce_per_layer) {
-  Chunk& chunk = weights_of(in);
+  Chunk& chunk = chunk_of(in);
   std::uint16_t& flags = chunk.flags[in.micro_batch];
-  if (!(flags & dataflow::input_gradient_done)) unsupported("BwdWeight before BwdInput");
+  const runtime::LayerRange layers = layers_of(chunk, in);
+  const runtime::LayerRange held = chunk.piece.layers();
   if (flags & dataflow::weight_gradient_done) unsupported("the weight gradients were already accumulated");
   const int slot = static_cast<int>(in.micro_batch);
+  runtime::LayerHook hook;
+  Machine* machine = &m_;
+  // Layers finish last first; a piece keeps their gradients in one area in
+  // layer order, so finished layers not yet reduced are one span that grows
+  // downwards (a layer elsewhere starts a new bucket).
+  std::span<float> bucket;
+  const auto reduce = [machine, &bucket] {
+    machine->reductions_.push_back(machine->comm_.iallreduce_sum(bucket));
+    machine->comm_.progress();
+    bucket = {};
+  };
   if (reduce_per_layer) {
-    // Layers finish last first and a piece stores them in order, so the
-    // finished layers not yet reduced are one span, which grows downwards.
-    Machine* machine = &m_;
-    std::span<float> bucket;
-    const auto reduce = [machine, &bucket] {
-      machine->reductions_.push_back(machine->comm_.iallreduce_sum(bucket));
-      machine->comm_.progress();
-      bucket = {};
-    };
-    chunk.piece.backward_weight(slot, [&bucket, &reduce](int, std::span<float> layer_gradients) {
+    hook = [&bucket, &reduce](int, std::span<float> layer_gradients) {
+      if (!bucket.empty() && layer_gradients.data() + layer_gradients.size() != bucket.data()) {
+        reduce();
+      }
       bucket = std::span<float>(layer_gradients.data(), layer_gradients.size() + bucket.size());
       if (bucket.size_bytes() >= kReductionBucketBytes) reduce();
-    });
-    if (!bucket.empty()) reduce();
-    for (const runtime::Comm::Request request : m_.reductions_) m_.comm_.wait(request);
-    m_.reductions_.clear();
-  } else {
-    chunk.piece.backward_weight(slot);
+    };
   }
-  flags |= dataflow::weight_gradient_done;
+  for (int layer = layers.end - 1; layer >= layers.begin; --layer) {
+    chunk.piece.backward_weight_layer(slot, layer, hook);
+  }
+  if (!bucket.empty()) reduce();
+  for (const runtime::Comm::Request request : m_.reductions_) m_.comm_.wait(request);
+  m_.reductions_.clear();
+  if (layers.begin == held.begin) flags |= dataflow::weight_gradient_done;
   if (m_.comm_.pending() > 0) m_.comm_.progress();
+}
+
+void VmStep::gather_or_release(const Instruction& in, bool gather) {
+  // A layer names itself; a chunk names its layers.
+  const int layer = layer_of(in);
+  bool any = false;
+  for (Chunk& chunk : m_.chunks_) {
+    const runtime::LayerRange held = chunk.piece.layers();
+    if (layer == kNoLayer ? &chunk != &chunk_at(in) : layer < held.begin || layer >= held.end) {
+      continue;
+    }
+    for (Machine::Layer& l : chunk.layers) {
+      if (layer != kNoLayer && l.index != layer) continue;
+      any = true;
+      gather ? m_.gather(chunk, l) : m_.release(chunk, l);
+    }
+  }
+  if (!any) unsupported("no chunk of this rank holds layer " + std::to_string(layer));
+}
+
+void VmStep::reduce_scatter(const Instruction& in) {
+  const int layer = layer_of(in);
+  const bool cell = operand_parts(in.op).micro_batch;
+  for (Chunk& chunk : m_.chunks_) {
+    if (cell && &chunk != &chunk_at(in)) continue;
+    for (Machine::Layer& l : chunk.layers) {
+      if (layer != kNoLayer && l.index != layer) continue;
+      if (l.sharded) {
+        m_.reduce_scatter(chunk, l);
+        continue;
+      }
+      // A layer held whole keeps the whole sum (its own shard included).
+      const std::span<float> grads = chunk.piece.layer_gradients(l.index).all;
+      if (!grads.empty() && m_.comm_.dp() > 1) m_.comm_.allreduce_sum(grads);
+    }
+  }
 }
 
 void VmStep::send(const Instruction& in) {
   Chunk& chunk = chunk_of(in);
   const std::uint16_t flags = chunk.flags[in.micro_batch];
   const int peer = peer_of(in);
+  const int slot = static_cast<int>(in.micro_batch);
+  const bool act = in.kind == MessageKind::act;
   std::span<const float> data;
-  if (in.kind == MessageKind::act) {
+  if (act) {
     if (!(flags & dataflow::forwarded)) unsupported("sends an activation not yet computed");
-    data = chunk.piece.output(static_cast<int>(in.micro_batch));
+    data = chunk.piece.output(slot);
+    if (data.empty()) unsupported("the micro-batch's output is gone (its backward freed it)");
   } else {
     if (!(flags & dataflow::input_gradient_done)) unsupported("sends a gradient not yet computed");
-    data = chunk.input_grads[in.micro_batch];
-    if (data.empty()) unsupported("the model's first piece has no input gradient to send");
+    data = chunk.piece.input_gradient(slot);
+    if (data.empty()) unsupported("the micro-batch has no input gradient to send");
   }
   const int tag = tag_of(in);
-  // A blocking Send returns once its message is posted; the request completes
-  // at the end of the step. MPI lets a standard send return before its
-  // receive is posted, and the checker proved the program free of deadlock
-  // with no buffering at all, so this adds no hang; the buffer (the slot's
-  // output or input gradient) is written again only by the slot's next
-  // forward, in a later step. Open MPI's shared-memory transport completes a
-  // send of more than 256 bytes only once the receiver took it, so the sender
-  // would wait for the receiver to be scheduled: with more ranks than cores,
-  // for the rest of another rank's time slice.
-  const Machine::PendingMessage message{WaitDirection::send,
-                                        in.kind,
-                                        in.micro_batch,
-                                        in.chunk,
-                                        m_.comm_.isend(peer, tag, data),
-                                        index_};
   if (!posts_request(in.op)) {
-    m_.posted_sends_.push_back(message);
+    if (act) {
+      // A blocking Send of an activation returns once posted; it completes
+      // before the output's last use (backward_input) or at the end of the
+      // step. MPI lets a standard send return before its receive is posted,
+      // and the checker proved the program free of deadlock with no
+      // buffering at all, so this adds no hang. Open MPI's shared-memory
+      // transport completes a send of more than 256 bytes only once the
+      // receiver took it, so a sender waiting for it would wait for the
+      // receiver to be scheduled: with more ranks than cores, for the rest of
+      // another rank's time slice. A gradient's buffer has no later use to
+      // wait before, so its Send stays blocking and gives the buffer back at
+      // once, as the memory model counts it.
+      chunk.piece.begin_output_send(slot);
+      m_.posted_sends_.push_back(
+          {WaitDirection::send, in.kind, in.micro_batch, in.chunk, m_.comm_.isend(peer, tag, data), index_});
+      return;
+    }
+    m_.comm_.send(peer, tag, data);
+    chunk.piece.end_input_gradient_send(slot);
     return;
   }
-  m_.pending_.push_back(message);
+  act ? chunk.piece.begin_output_send(slot) : chunk.piece.begin_input_gradient_send(slot);
+  m_.pending_.push_back({WaitDirection::send, in.kind, in.micro_batch, in.chunk,
+                         m_.comm_.isend(peer, tag, data), index_});
 }
 
 void VmStep::receive(const Instruction& in) {
@@ -582,8 +696,9 @@ void VmStep::receive(const Instruction& in) {
   if (flags & busy) unsupported("its buffer already holds or awaits this micro-batch's value");
   if (act && chunk.piece.is_first()) unsupported("the model's first piece takes no activation");
   if (!act && chunk.piece.is_last()) unsupported("the model's last piece takes no gradient");
+  const int slot = static_cast<int>(in.micro_batch);
   const std::span<float> into =
-      act ? m_.input_buffer(chunk, in.micro_batch) : m_.output_grad_buffer(chunk, in.micro_batch);
+      act ? chunk.piece.take_input(slot, m_.rows_) : chunk.piece.take_output_gradient(slot);
   const int tag = tag_of(in);
   const Value value = message_value(in.kind, false);
   if (!posts_request(in.op)) {
@@ -597,8 +712,18 @@ void VmStep::receive(const Instruction& in) {
 }
 
 void VmStep::complete(const Machine::PendingMessage& message) {
-  if (message.direction != WaitDirection::recv) return;
-  std::uint16_t& flags = m_.chunks_[message.chunk].flags[message.micro_batch];
+  Chunk& chunk = m_.chunks_[message.chunk];
+  const int slot = static_cast<int>(message.micro_batch);
+  if (message.direction == WaitDirection::send) {
+    // The send no longer reads its value.
+    if (message.kind == MessageKind::act) {
+      chunk.piece.end_output_send(slot);
+    } else {
+      chunk.piece.end_input_gradient_send(slot);
+    }
+    return;
+  }
+  std::uint16_t& flags = chunk.flags[message.micro_batch];
   const Value value = message_value(message.kind, false);
   flags = static_cast<std::uint16_t>((flags & ~dataflow::pending(value)) |
                                      dataflow::produced(value, OpClass::p2p));
@@ -625,11 +750,26 @@ void VmStep::wait_all() {
   m_.pending_.clear();
 }
 
-void VmStep::all_reduce(Group group) {
+void VmStep::all_reduce(Group group, int layer) {
   switch (group) {
     case Group::dp:
       if (m_.comm_.dp() == 1) return;
-      for (Chunk& chunk : m_.chunks_) m_.comm_.allreduce_sum(chunk.piece.gradients());
+      for (Chunk& chunk : m_.chunks_) {
+        // The whole chunk in one call when it can.
+        if (const std::span<float> all = chunk.piece.contiguous_gradients();
+            layer == kNoLayer && !all.empty()) {
+          m_.comm_.allreduce_sum(all);
+          continue;
+        }
+        const runtime::LayerRange held = chunk.piece.layers();
+        for (int l = held.begin; l < held.end; ++l) {
+          if (layer != kNoLayer && l != layer) continue;
+          const std::span<float> grads = chunk.piece.layer_gradients(l).all;
+          if (grads.empty())
+            unsupported("all-reduces layer " + std::to_string(l) + ", which has no gradient");
+          m_.comm_.allreduce_sum(grads);
+        }
+      }
       return;
     case Group::mirror:
       sum_over_holders();
@@ -646,13 +786,17 @@ void VmStep::all_reduce(Group group) {
 // Under mirror placement a piece lives on two ranks of the pipeline (or
 // twice on the middle rank when the stage count is odd); each holder has
 // the gradients of its own lane's micro-batches. Each piece's copies are
-// summed, piece by piece in piece order, so that the holders, which hold
+// summed, layer by layer in piece order, so that the holders, which hold
 // their two pieces as different chunks, pass the same buffers.
 void VmStep::sum_over_holders() {
+  const auto layers = [this](std::size_t c) { return m_.chunks_[c].piece.layers(); };
   if (m_.chunks_.size() == 2 && piece_at(m_.chunks_[0].where) == piece_at(m_.chunks_[1].where)) {
-    std::span<float> a = m_.chunks_[0].piece.gradients();
-    std::span<float> b = m_.chunks_[1].piece.gradients();
-    for (std::size_t i = 0; i < a.size(); ++i) b[i] = a[i] = a[i] + b[i];
+    for (int l = layers(0).begin; l < layers(0).end; ++l) {
+      const std::span<float> a = m_.chunks_[0].piece.layer_gradients(l).all;
+      const std::span<float> b = m_.chunks_[1].piece.layer_gradients(l).all;
+      if (a.empty() || b.empty()) unsupported("sums a layer that has no gradient");
+      for (std::size_t i = 0; i < a.size(); ++i) b[i] = a[i] = a[i] + b[i];
+    }
   }
 
   if (m_.mirror_group_ == Machine::kNoGroup) return;
@@ -661,7 +805,11 @@ void VmStep::sum_over_holders() {
     order = {1, 0};
   }
   for (const std::size_t c : order) {
-    m_.comm_.allreduce_sum(m_.chunks_[c].piece.gradients(), m_.mirror_group_);
+    for (int l = layers(c).begin; l < layers(c).end; ++l) {
+      const std::span<float> grads = m_.chunks_[c].piece.layer_gradients(l).all;
+      if (grads.empty()) unsupported("sums a layer that has no gradient");
+      m_.comm_.allreduce_sum(grads, m_.mirror_group_);
+    }
   }
 }
 
@@ -675,8 +823,7 @@ void VmStep::require_no_pending() const {
 
 void VmStep::optimizer_step() {
   require_no_pending();
-  for (Chunk& chunk : m_.chunks_)
-    chunk.optimizer.step(chunk.piece.parameters(), chunk.piece.gradients());
+  m_.step(false);
 }
 
 void VmStep::finish_step() {
@@ -688,6 +835,7 @@ void VmStep::finish_step() {
     } catch (const runtime::CommError& error) {
       fail(DiagnosticKind::RuntimeComm, error.what());
     }
+    m_.chunks_[message.chunk].piece.end_output_send(static_cast<int>(message.micro_batch));
   }
   m_.posted_sends_.clear();
   if (!m_.pending_.empty()) {

@@ -1,8 +1,9 @@
 // The VM: the concrete semantics of a Program. Vm::run executes one rank's
 // instruction stream once, which is one training step on one global batch,
 // against a Machine: the rank's model pieces (one per chunk), their
-// optimizers, preallocated per-(chunk, micro-batch) buffers for inputs,
-// received gradients and labels, the Comm and the Batcher.
+// optimizers, their sharded weights, a pool of the buffers that come and go
+// (counted in the Machine's memory ledger, sampled after every instruction:
+// docs/memory.md), per-(chunk, micro-batch) labels, the Comm and the Batcher.
 //
 // The VM never prints. An instruction it cannot execute raises VmError with
 // a diagnostic kind and the instruction's index (to_diagnostic gives it its
@@ -108,11 +109,23 @@ class Machine {
   PipelinePosition position(std::size_t chunk) const { return chunks_[chunk].where; }
   runtime::Comm& comm() { return comm_; }
 
-  // Brings every sharded chunk's whole weights back from the owners of its
-  // shards (vm_shards.cpp): after a ShardStep each rank holds only its own
-  // shard up to date. Every rank of a data-parallel group calls it together
-  // (the Trainer does, before reading parameters); a no-op without shards.
-  void unshard();
+  // The bytes this rank's buffers hold, by category, at the worst moment of
+  // the steps run so far (moments: before a step and after each instruction).
+  const runtime::MemoryBytes& peak_bytes() const { return ledger_.peak(); }
+  const runtime::MemoryLedger& ledger() const { return ledger_; }
+
+  // A chunk's whole parameters, flat (as Piece::parameters() of an unsharded
+  // piece): its own weights, or, with sharded layers, gathered from the
+  // shards' owners. Every member of the data-parallel group calls it
+  // together for the same chunk (a collective when layers are sharded).
+  std::vector<float> whole_parameters(std::size_t chunk);
+  // Sets a chunk's parameters from a whole flat array (each rank keeps its
+  // own shards of sharded layers).
+  void set_parameters(std::size_t chunk, std::span<const float> whole);
+  // The optimizer's floats of a chunk: its whole layers' and own shards'
+  // (padded to equal shards), in layer order (what optimizer(chunk) steps).
+  std::size_t own_floats(std::size_t chunk) const;
+
   // Gossip (programs with a topology). Waits for the exchange in flight, if
   // any, and mixes it in: the end of training.
   void finish_gossip();
@@ -126,25 +139,34 @@ class Machine {
  private:
   friend class VmStep;
 
-  // This rank's share of a chunk sharded over its data-parallel group: the
-  // floats [offset, offset + count) of the chunk's flat parameters (and of
-  // its gradients) are its own; `gathered` while a whole copy is held.
-  struct Shard {
-    bool sharded = false;  // the rank's stream gathers the chunk (AllGather)
-    bool gathered = false;
+  // One layer of a chunk. A sharded layer (the rank's stream gathers it) is
+  // held as the rank's own shard: the floats [offset, offset + count) of the
+  // layer's flat parameters (equal shards in dp_rank order, the last ones
+  // shorter), with a whole copy from the pool while gathered; an unsharded
+  // layer of a chunk with sharded layers is held whole here too. After a
+  // reduce-scatter the layer's gradient is the own shard's sum (`reduced`).
+  struct Layer {
+    int index = 0;  // global
+    bool sharded = false;
     std::size_t offset = 0;
-    std::size_t count = 0;
+    std::size_t count = 0;       // the own floats (the whole layer when not sharded)
+    std::size_t stored = 0;      // floats held for them: ceil(P / members) when sharded
+    std::size_t own_offset = 0;  // of the stored floats in the chunk's optimizer state
+    std::vector<float> own;      // bound pieces: the own shard (padded), or the whole layer
+    std::span<float> gathered;   // from the pool, while gathered
+    std::span<float> reduced;    // from the pool: the own shard of the summed gradient
+    std::vector<int> counts;     // per member of the group: its shard's floats
+    std::vector<int> displacements;
   };
 
   struct Chunk {
     PipelinePosition where;
     runtime::Piece piece;
     runtime::Optimizer optimizer;
-    std::vector<float> output_grads;                  // micro_batches x rows x output width
-    std::vector<std::uint8_t> labels;                 // micro_batches x rows (last piece only)
-    std::vector<std::span<const float>> input_grads;  // per micro-batch, from backward_input
+    std::vector<Layer> layers;
+    bool bound = false;                // the piece's weights are bound (some layer is sharded)
+    std::vector<std::uint8_t> labels;  // micro_batches x rows (last piece only)
     std::vector<std::uint16_t> flags;  // per micro-batch: dataflow::CellState bits
-    Shard shard;
   };
 
   // A non-blocking point-to-point operation the program has not waited for.
@@ -157,19 +179,28 @@ class Machine {
     std::size_t instruction = 0;
   };
 
-  std::span<float> input_buffer(Chunk& chunk, std::uint32_t micro_batch);
-  std::span<float> output_grad_buffer(Chunk& chunk, std::uint32_t micro_batch);
   std::span<std::uint8_t> label_buffer(Chunk& chunk, std::uint32_t micro_batch);
+  // Waits for a blocking Send of the micro-batch's output still posted (see
+  // VmStep::send), if any.
+  void complete_posted_send(Chunk& chunk, std::uint32_t micro_batch);
 
-  // Sharded weights (vm_shards.cpp). The VM keeps every chunk's whole
-  // buffers; the shards are which floats a rank is the owner of.
-  Shard shard_of(int chunk, std::size_t parameters) const;
-  void gather(Chunk& chunk);
-  void release(Chunk& chunk);
-  void keep_own_gradients(Chunk& chunk);
-  void shard_step();
+  // Sharded weights (vm_shards.cpp).
+  // The layers of chunk `c` (whose piece holds `range`) and their shards.
+  std::vector<Layer> layers_of(int chunk, runtime::LayerRange range) const;
+  Layer& layer(Chunk& chunk, int index);
+  void gather(Chunk& chunk, Layer& layer);
+  void release(Chunk& chunk, Layer& layer);
+  // Sums a layer's gradient over the data-parallel group keeping the own
+  // shard's sum (a layer without a gradient contributes zeros).
+  void reduce_scatter(Chunk& chunk, Layer& layer);
+  // The optimizer step on every layer's own floats, then the gradients go.
+  void step(bool shards_only);
+  void drop_gradients();
 
   const Program* program_;
+  std::vector<int> model_sizes_;
+  runtime::MemoryLedger ledger_;
+  runtime::BufferPool pool_{ledger_};
   int rank_;
   int stage_;
   int dp_rank_;
@@ -180,7 +211,8 @@ class Machine {
   double loss_report_scale_ = 1.0;
   std::vector<Chunk> chunks_;
   std::vector<PendingMessage> pending_;
-  // Blocking Sends, posted and completed at the end of the step (see VmStep::send).
+  // Blocking Sends of activations, posted; each completes before its
+  // output's last use or at the end of the step (see VmStep::send).
   std::vector<PendingMessage> posted_sends_;
   // Per instruction of the rank's stream: the request a Wait there
   // completes (link.hpp's rule), kNoLink elsewhere.
@@ -209,8 +241,5 @@ class Vm {
   // Executes `machine`'s rank's stream of `program` once. Throws VmError.
   static StepResult run(const Program& program, Machine& machine, VmObserver* observer = nullptr);
 };
-
-// How many chunks each rank holds under a placement (v and mirror: two).
-int chunks_per_rank(Placement placement, const Config& config);
 
 }  // namespace pipevm

@@ -132,19 +132,13 @@ EpochReport Trainer::train_epoch(int epoch, const std::function<void(int, int)>&
 }
 
 std::vector<float> Trainer::gather_parameters() {
-  machine_.unshard();
   // Each rank sends its contributing chunks in chunk order; rank 0 knows
-  // from the placement where each lands in the whole model.
-  std::size_t floats = 0;
-  for (std::size_t c = 0; c < machine_.chunk_count(); ++c) {
-    if (contributes(machine_, c)) floats += machine_.piece(c).parameters().size();
-  }
+  // from the placement where each lands in the whole model. Every rank
+  // reads every chunk: sharded weights come back from all the replicas.
   std::vector<float> mine;
-  mine.reserve(floats);
   for (std::size_t c = 0; c < machine_.chunk_count(); ++c) {
-    if (!contributes(machine_, c)) continue;
-    const std::span<const float> p = machine_.piece(c).parameters();
-    mine.insert(mine.end(), p.begin(), p.end());
+    const std::vector<float> p = machine_.whole_parameters(c);
+    if (contributes(machine_, c)) mine.insert(mine.end(), p.begin(), p.end());
   }
   std::vector<std::size_t> counts;
   const std::vector<float> gathered = gather_floats_to_root(comm_, mine, counts);
@@ -176,12 +170,10 @@ runtime::CheckpointPosition Trainer::position() const {
           steps_per_epoch_};
 }
 
-runtime::RankCheckpoint Trainer::checkpoint() const {
+runtime::RankCheckpoint Trainer::checkpoint() {
   runtime::RankCheckpoint piece;
   for (std::size_t c = 0; c < machine_.chunk_count(); ++c) {
-    const runtime::Piece& chunk = machine_.piece(c);
-    piece.chunks.push_back({{chunk.parameters().begin(), chunk.parameters().end()},
-                            {chunk.gradients().begin(), chunk.gradients().end()},
+    piece.chunks.push_back({machine_.whole_parameters(c), machine_.piece(c).gradients(),
                             machine_.optimizer(c).state()});
   }
   piece.epoch_loss = sums_.loss;
@@ -206,21 +198,20 @@ void Trainer::resume(const runtime::RankCheckpoint& piece,
   for (std::size_t c = 0; c < machine_.chunk_count(); ++c) {
     const runtime::Piece& chunk = machine_.piece(c);
     const runtime::RankCheckpoint::Chunk& saved = piece.chunks[c];
-    if (saved.parameters.size() != chunk.parameters().size() ||
-        saved.gradients.size() != chunk.gradients().size()) {
+    const runtime::LayerRange layers = chunk.layers();
+    const std::size_t whole = runtime::parameter_count(chunk.config().sizes, layers);
+    if (saved.parameters.size() != whole || saved.gradients.size() != whole) {
       throw std::invalid_argument("chunk " + std::to_string(c) + " of the checkpoint holds " +
                                   std::to_string(saved.parameters.size()) +
-                                  " parameters, this rank's " +
-                                  std::to_string(chunk.parameters().size()));
+                                  " parameters, this rank's " + std::to_string(whole));
     }
   }
+  // Between steps the gradients are gone (the step frees them): only the
+  // parameters and the optimizer state come back.
   for (std::size_t c = 0; c < machine_.chunk_count(); ++c) {
     const runtime::RankCheckpoint::Chunk& saved = piece.chunks[c];
     machine_.optimizer(c).restore(saved.optimizer);
-    std::copy(saved.parameters.begin(), saved.parameters.end(),
-              machine_.piece(c).parameters().begin());
-    std::copy(saved.gradients.begin(), saved.gradients.end(),
-              machine_.piece(c).gradients().begin());
+    machine_.set_parameters(c, saved.parameters);
   }
   epoch_ = position.epoch;
   step_ = position.step_in_epoch;
@@ -229,16 +220,15 @@ void Trainer::resume(const runtime::RankCheckpoint& piece,
   sums_.rows = static_cast<int>(piece.epoch_rows);
 }
 
-std::uint64_t Trainer::local_digest() const {
+std::uint64_t Trainer::local_digest() {
   std::uint64_t hash = 0xcbf29ce484222325ULL;
   for (std::size_t c = 0; c < machine_.chunk_count(); ++c) {
-    hash = fnv1a(machine_.piece(c).parameters(), hash);
+    hash = fnv1a(machine_.whole_parameters(c), hash);
   }
   return hash;
 }
 
 bool Trainer::replicas_agree() {
-  machine_.unshard();
   const std::uint64_t digest = local_digest();
   std::vector<std::size_t> counts;
   const std::vector<std::byte> all =

@@ -73,7 +73,8 @@ class Trainer {
   // Where training stands between two steps.
   runtime::CheckpointPosition position() const;
   // This rank's share of a checkpoint at position().
-  runtime::RankCheckpoint checkpoint() const;
+  // (World-wide when weights are sharded: every rank calls it together.)
+  runtime::RankCheckpoint checkpoint();
   // Continues from this rank's piece of a checkpoint taken at `position`.
   // Throws std::invalid_argument when the piece does not fit this rank's
   // chunks or the position this run's epochs (the Trainer is then unusable).
@@ -81,8 +82,9 @@ class Trainer {
 
   // The whole model's flat parameter array on world rank 0, empty elsewhere.
   std::vector<float> gather_parameters();
-  // FNV-1a (64-bit) of this rank's parameters, chunk after chunk.
-  std::uint64_t local_digest() const;
+  // FNV-1a (64-bit) of this rank's whole parameters, chunk after chunk
+  // (world-wide when weights are sharded).
+  std::uint64_t local_digest();
   // World-wide: every data-parallel replica of every stage holds the same bits.
   bool replicas_agree();
   // Gossip: completes the exchange in flight, then replaces every replica's

@@ -9,8 +9,8 @@
 // move floats between caller-owned buffers, so a steady-state step
 // allocates nothing. Collectives run over a group: the data-parallel group
 // (the ranks of the same stage), any group split from the world (split),
-// or, for start-up, checks and saving, the whole world.
-// Not here: sharded collectives.
+// or, for start-up, checks and saving, the whole world. Sharded weights
+// and gradients move with an all-gather and a reduce-scatter over a group.
 #pragma once
 
 #include <cstddef>
@@ -76,6 +76,17 @@ class Comm {
   Request iallreduce_sum(std::span<float> data) { return iallreduce_sum(data, kDataParallel); }
   // Sum over `group`, in place, not blocking (gossip's exchanges).
   virtual Request iallreduce_sum(std::span<float> data, Group group) = 0;
+  // Every member's `mine` into `all`, member m's `counts[m]` floats at
+  // `displacements[m]` (the caller keeps both arrays, so a step allocates
+  // nothing); `mine` has this member's count.
+  virtual void allgather(std::span<const float> mine, std::span<float> all,
+                         std::span<const int> counts, std::span<const int> displacements,
+                         Group group) = 0;
+  // The sum of `data` over `group` (every member passes the same size, the
+  // sum of `counts`), cut into consecutive blocks of counts[m] floats: this
+  // member's block ends in the first counts[member] floats of `data`.
+  virtual void reduce_scatter_sum(std::span<float> data, std::span<const int> counts,
+                                  Group group) = 0;
 
   virtual void wait(Request request) = 0;
   // Completes every request of this rank still pending.

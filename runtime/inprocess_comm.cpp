@@ -320,12 +320,16 @@ Comm::Group InProcessComm::split(int color, int key) {
   return static_cast<Group>(groups_.size() - 1);
 }
 
-void InProcessComm::allreduce_sum(std::span<float> data, Group group) {
+const InProcessComm::GroupMembership& InProcessComm::membership_of(Group group) const {
   if (group < 0 || static_cast<std::size_t>(group) >= groups_.size()) {
     throw CommError("rank " + std::to_string(world_rank_) + ": no group " + std::to_string(group));
   }
+  return groups_[static_cast<std::size_t>(group)];
+}
+
+void InProcessComm::allreduce_sum(std::span<float> data, Group group) {
   InProcessWorld::State& s = world_.state();
-  const GroupMembership& membership = groups_[static_cast<std::size_t>(group)];
+  const GroupMembership& membership = membership_of(group);
   const auto member = static_cast<std::size_t>(membership.member);
   s.rendezvous(
       world_rank_, *membership.group,
@@ -344,6 +348,46 @@ void InProcessComm::allreduce_sum(std::span<float> data, Group group) {
         }
       },
       [&](InProcessGroup& g) { std::memcpy(data.data(), g.sum.data(), data.size() * sizeof(float)); });
+}
+
+void InProcessComm::allgather(std::span<const float> mine, std::span<float> all,
+                              std::span<const int> counts, std::span<const int> displacements,
+                              Group group) {
+  InProcessWorld::State& s = world_.state();
+  const GroupMembership& membership = membership_of(group);
+  const auto member = static_cast<std::size_t>(membership.member);
+  s.rendezvous(
+      world_rank_, *membership.group,
+      [&](InProcessGroup& g) {
+        g.inputs[member] = mine.data();
+        g.sizes[member] = mine.size();
+      },
+      [&](InProcessGroup& g) {
+        if (counts.size() != g.sizes.size()) throw CommError("all-gather: one count per member");
+        g.sum.assign(all.size(), 0.0F);
+        for (std::size_t m = 0; m < g.sizes.size(); ++m) {
+          const auto at = static_cast<std::size_t>(displacements[m]);
+          if (g.sizes[m] != static_cast<std::size_t>(counts[m]) || at + g.sizes[m] > all.size()) {
+            throw CommError("all-gather members disagree on the counts");
+          }
+          std::memcpy(g.sum.data() + at, g.inputs[m], g.sizes[m] * sizeof(float));
+        }
+      },
+      [&](InProcessGroup& g) {
+        std::memcpy(all.data(), g.sum.data(), all.size() * sizeof(float));
+      });
+}
+
+void InProcessComm::reduce_scatter_sum(std::span<float> data, std::span<const int> counts,
+                                       Group group) {
+  const GroupMembership& membership = membership_of(group);
+  const auto member = static_cast<std::size_t>(membership.member);
+  if (counts.size() <= member) throw CommError("reduce-scatter: one count per member");
+  std::size_t offset = 0;
+  for (std::size_t m = 0; m < member; ++m) offset += static_cast<std::size_t>(counts[m]);
+  const auto mine = static_cast<std::size_t>(counts[member]);
+  allreduce_sum(data, group);
+  std::memmove(data.data(), data.data() + offset, mine * sizeof(float));
 }
 
 Comm::Request InProcessComm::iallreduce_sum(std::span<float> data, Group group) {

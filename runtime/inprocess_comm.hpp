@@ -54,6 +54,9 @@ class InProcessComm final : public Comm {
   void allreduce_sum(std::span<float> data, Group group) override;
   using Comm::iallreduce_sum;
   Request iallreduce_sum(std::span<float> data, Group group) override;
+  void allgather(std::span<const float> mine, std::span<float> all, std::span<const int> counts,
+                 std::span<const int> displacements, Group group) override;
+  void reduce_scatter_sum(std::span<float> data, std::span<const int> counts, Group group) override;
   void wait(Request request) override;
   void wait_all() override;
   void progress() override {}
@@ -67,6 +70,8 @@ class InProcessComm final : public Comm {
  private:
   struct PendingReceive;
   struct GroupMembership;
+  // Throws CommError for a group this rank never split.
+  const GroupMembership& membership_of(Group group) const;
   InProcessWorld& world_;
   int world_rank_;
   std::vector<PendingReceive> requests_;  // slot i is request id i

@@ -55,16 +55,42 @@ void initialize_layer(std::span<float> weight_then_bias, const ModelConfig& conf
             weight_then_bias.end(), 0.0f);
 }
 
-Piece::Piece(const ModelConfig& config, LayerRange layers) : config_(config), layers_(layers) {
+Piece::Piece(const ModelConfig& config, LayerRange layers, BufferPool& pool, BoundWeights)
+    : config_(config), layers_(layers), pool_(&pool) {
+  set_shapes();
+}
+
+Piece::Piece(const ModelConfig& config, LayerRange layers, BufferPool* pool)
+    : config_(config), layers_(layers), pool_(pool) {
+  if (pool_ == nullptr) {
+    own_ledger_ = std::make_unique<MemoryLedger>();
+    own_pool_ = std::make_unique<BufferPool>(*own_ledger_);
+    pool_ = own_pool_.get();
+  }
+  set_shapes();
+  std::size_t count = 0;
+  for (int layer = layers.begin; layer < layers.end; ++layer) count += layer_size(layer);
+  parameters_.resize(count);
+  pool_->ledger().add(MemoryCategory::weights, parameters_.size() * sizeof(float));
+  for (int layer = layers.begin; layer < layers.end; ++layer) {
+    const std::span<float> all =
+        std::span<float>(parameters_).subspan(layer_offset(layer), layer_size(layer));
+    initialize_layer(all, config_, layer);
+    weights_[to_size(layer - layers.begin)] = all;
+  }
+}
+
+void Piece::set_shapes() {
   check_layer_widths(config_.sizes);
-  if (layers.begin < 0 || layers.begin >= layers.end || layers.end > layer_count(config_.sizes)) {
-    throw std::invalid_argument("layer range [" + std::to_string(layers.begin) + ", " +
-                                std::to_string(layers.end) + ") is not within the model's " +
+  if (layers_.begin < 0 || layers_.begin >= layers_.end ||
+      layers_.end > layer_count(config_.sizes)) {
+    throw std::invalid_argument("layer range [" + std::to_string(layers_.begin) + ", " +
+                                std::to_string(layers_.end) + ") is not within the model's " +
                                 std::to_string(layer_count(config_.sizes)) + " layers");
   }
-  offset_in_model_ = parameter_count(config_.sizes, {0, layers.begin});
+  offset_in_model_ = parameter_count(config_.sizes, {0, layers_.begin});
   std::size_t offset = 0;
-  for (int layer = layers.begin; layer < layers.end; ++layer) {
+  for (int layer = layers_.begin; layer < layers_.end; ++layer) {
     LayerShape layer_shape;
     layer_shape.inputs = config_.sizes[to_size(layer)];
     layer_shape.outputs = config_.sizes[to_size(layer) + 1];
@@ -72,11 +98,8 @@ Piece::Piece(const ModelConfig& config, LayerRange layers) : config_(config), la
     offset += parameter_count(config_.sizes, {layer, layer + 1});
     shapes_.push_back(layer_shape);
   }
-  parameters_.resize(offset);
-  gradients_.assign(offset, 0.0f);
-  for (int layer = layers.begin; layer < layers.end; ++layer) {
-    initialize_layer(view(parameters_, layer).all, config_, layer);
-  }
+  weights_.assign(shapes_.size(), {});
+  gradients_.assign(shapes_.size(), {});
 }
 
 int Piece::input_width() const {
@@ -89,198 +112,416 @@ bool Piece::is_last() const {
   return layers_.end == layer_count(config_.sizes);
 }
 
-LayerView Piece::view(std::vector<float>& array, int layer) {
+int Piece::local(int layer, const char* operation) const {
   if (layer < layers_.begin || layer >= layers_.end) {
-    throw std::out_of_range("layer " + std::to_string(layer) + " is not in this piece");
+    throw std::out_of_range(std::string(operation) + ": layer " + std::to_string(layer) +
+                            " is not in this piece");
   }
-  const LayerShape& s = shape(layer - layers_.begin);
-  const std::size_t weights = to_size(s.outputs) * to_size(s.inputs);
-  const std::span<float> all(array.data() + s.parameter_offset, weights + to_size(s.outputs));
-  return LayerView{layer, s.inputs, s.outputs, all.first(weights), all.subspan(weights), all};
+  return layer - layers_.begin;
 }
 
-LayerView Piece::layer_parameters(int layer) {
-  return view(parameters_, layer);
+std::size_t Piece::layer_size(int layer) const {
+  const LayerShape& s = shape(local(layer, "layer_size"));
+  return to_size(s.outputs) * to_size(s.inputs) + to_size(s.outputs);
 }
+
+std::size_t Piece::layer_offset(int layer) const {
+  return shape(local(layer, "layer_offset")).parameter_offset;
+}
+
+namespace {
+LayerView view_of(std::span<float> all, int layer, int inputs, int outputs) {
+  if (all.empty()) return LayerView{layer, inputs, outputs, {}, {}, {}};
+  const std::size_t weights = to_size(outputs) * to_size(inputs);
+  return LayerView{layer, inputs, outputs, all.first(weights), all.subspan(weights), all};
+}
+}  // namespace
+
+LayerView Piece::layer_parameters(int layer) {
+  const int l = local(layer, "layer_parameters");
+  return view_of(weights_[to_size(l)], layer, shape(l).inputs, shape(l).outputs);
+}
+
 LayerView Piece::layer_gradients(int layer) {
-  return view(gradients_, layer);
+  const int l = local(layer, "layer_gradients");
+  return view_of(gradients_[to_size(l)], layer, shape(l).inputs, shape(l).outputs);
+}
+
+bool Piece::has_gradients(int layer) const {
+  return !gradients_[to_size(local(layer, "has_gradients"))].empty();
+}
+
+void Piece::bind_weights(int layer, std::span<float> weights) {
+  if (weights.size() != layer_size(layer)) {
+    throw std::invalid_argument("bind_weights: " + std::to_string(weights.size()) +
+                                " floats for a layer of " + std::to_string(layer_size(layer)));
+  }
+  weights_[to_size(local(layer, "bind_weights"))] = weights;
+}
+
+void Piece::unbind_weights(int layer) {
+  weights_[to_size(local(layer, "unbind_weights"))] = {};
+}
+
+std::span<const float> Piece::weight(int local_layer) const {
+  const std::span<float> all = weights_[to_size(local_layer)];
+  if (all.empty()) {
+    throw std::logic_error("layer " + std::to_string(layers_.begin + local_layer) +
+                           " computes with weights that are not gathered");
+  }
+  return all.first(to_size(shape(local_layer).outputs) * to_size(shape(local_layer).inputs));
+}
+
+std::span<float> Piece::take(MemoryCategory category, std::size_t floats, bool zeroed) {
+  return pool_->take(category, floats, zeroed);
+}
+
+void Piece::give_back(MemoryCategory category, std::span<float>& buffer) {
+  pool_->give_back(category, buffer);
+  buffer = {};
 }
 
 void Piece::reserve(int slots, int rows) {
   if (slots < 1 || rows < 1) throw std::invalid_argument("reserve needs slots >= 1 and rows >= 1");
-  slots_ = slots;
+  for (int slot = 0; slot < static_cast<int>(slots_.size()); ++slot) release(slot);
   max_rows_ = rows;
-  slot_states_.assign(to_size(slots), Slot{});
-  // Every section of a slot is rows x width, one after the other.
-  std::size_t activation_columns = to_size(input_width());
-  std::size_t gradient_columns = 0;
-  for (LayerShape& s : shapes_) {
-    s.activation_offset = activation_columns * to_size(rows);
-    s.gradient_offset = gradient_columns * to_size(rows);
-    activation_columns += to_size(s.outputs);
-    gradient_columns += to_size(s.outputs);
-  }
-  activation_stride_ = activation_columns * to_size(rows);
-  gradient_stride_ = gradient_columns * to_size(rows);
-  input_gradient_stride_ = is_first() ? 0 : to_size(input_width()) * to_size(rows);
-  activation_stash_.assign(activation_stride_ * to_size(slots), 0.0f);
-  gradient_stash_.assign(gradient_stride_ * to_size(slots), 0.0f);
-  input_gradient_stash_.assign(input_gradient_stride_ * to_size(slots), 0.0f);
+  Slot empty;
+  empty.a.assign(shapes_.size() + 1, {});
+  empty.g.assign(shapes_.size() + 1, {});
+  slots_.assign(to_size(slots), empty);
 }
 
-Piece::Slot& Piece::checked_slot(int slot, SlotState expected, const char* operation) {
-  if (slot < 0 || slot >= slots_) {
+Piece::Slot& Piece::checked_slot(int slot, const char* operation) {
+  if (slot < 0 || slot >= static_cast<int>(slots_.size())) {
     throw std::out_of_range(std::string(operation) + ": slot " + std::to_string(slot) +
-                            " outside the " + std::to_string(slots_) + " reserved");
+                            " outside the " + std::to_string(slots_.size()) + " reserved");
   }
-  Slot& state = slot_states_[to_size(slot)];
-  if (state.state != expected) {
-    throw std::logic_error(std::string(operation) + ": slot " + std::to_string(slot) +
-                           " is not in the state this step needs (out of order)");
-  }
-  return state;
+  return slots_[to_size(slot)];
 }
 
-std::span<float> Piece::activations(int slot) {
-  return {activation_stash_.data() + activation_stride_ * to_size(slot), activation_stride_};
+const Piece::Slot& Piece::checked_slot(int slot, const char* operation) const {
+  if (slot < 0 || slot >= static_cast<int>(slots_.size())) {
+    throw std::out_of_range(std::string(operation) + ": slot " + std::to_string(slot) +
+                            " outside the " + std::to_string(slots_.size()) + " reserved");
+  }
+  return slots_[to_size(slot)];
 }
-std::span<float> Piece::output_gradients(int slot) {
-  return {gradient_stash_.data() + gradient_stride_ * to_size(slot), gradient_stride_};
+
+std::span<float> Piece::take_input(int slot, int rows) {
+  Slot& s = checked_slot(slot, "take_input");
+  if (rows < 1 || rows > max_rows_) {
+    throw std::invalid_argument("take_input: " + std::to_string(rows) + " rows, reserved " +
+                                std::to_string(max_rows_));
+  }
+  if (!s.a.front().empty() || !s.g.front().empty() || s.forward_next != 0 || s.input_next >= 0) {
+    throw std::logic_error("take_input: slot " + std::to_string(slot) +
+                           " is still in use (out of order)");
+  }
+  s.rows = rows;
+  s.a.front() = take(MemoryCategory::activations, to_size(rows) * to_size(input_width()));
+  return s.a.front();
 }
-std::span<float> Piece::input_gradient(int slot) {
-  return {input_gradient_stash_.data() + input_gradient_stride_ * to_size(slot),
-          input_gradient_stride_};
+
+void Piece::forward_layer(int slot, int layer) {
+  Slot& s = checked_slot(slot, "forward");
+  const int l = local(layer, "forward");
+  if (s.a.front().empty() || s.forward_next != l) {
+    throw std::logic_error("forward: layer " + std::to_string(layer) + " of slot " +
+                           std::to_string(slot) + " is not the next to forward (out of order)");
+  }
+  const LayerShape& sh = shape(l);
+  const std::size_t k = to_size(l);
+  s.a[k + 1] = take(MemoryCategory::activations, to_size(s.rows) * to_size(sh.outputs));
+  const MatrixMap out(s.a[k + 1].data(), s.rows, sh.outputs);
+  const std::span<float> all = weights_[k];
+  linear_forward(
+      out, ConstMatrixMap(s.a[k].data(), s.rows, sh.inputs),
+      as_matrix(weight(l), sh.outputs, sh.inputs),
+      as_row_vector(std::span<const float>(all).subspan(to_size(sh.outputs) * to_size(sh.inputs))));
+  if (!(is_last() && l + 1 == static_cast<int>(shapes_.size()))) relu_forward(out, as_const(out));
+  s.forward_next = l + 1;
+  if (s.forward_next == static_cast<int>(shapes_.size())) {
+    s.input_next = s.weight_next = s.forward_next - 1;
+  }
+}
+
+void Piece::forward_all(int slot) {
+  for (int layer = layers_.begin; layer < layers_.end; ++layer) forward_layer(slot, layer);
 }
 
 std::span<const float> Piece::forward(int slot, std::span<const float> input, int rows) {
-  Slot& state = checked_slot(slot, SlotState::free, "forward");
-  if (rows < 1 || rows > max_rows_) {
-    throw std::invalid_argument("forward: " + std::to_string(rows) + " rows, reserved " +
-                                std::to_string(max_rows_));
-  }
-  const std::size_t row_count = to_size(rows);
-  if (input.size() != row_count * to_size(input_width())) {
+  const std::span<float> in = take_input(slot, rows);
+  if (input.size() != in.size()) {
+    give_back(MemoryCategory::activations, slots_[to_size(slot)].a.front());
     throw std::invalid_argument("forward: input of " + std::to_string(input.size()) +
                                 " floats, expected rows x " + std::to_string(input_width()));
   }
-  const std::span<float> stash = activations(slot);
-  if (input.data() != stash.data()) std::copy(input.begin(), input.end(), stash.begin());
-  const bool ends_model = is_last();
-  std::size_t input_offset = 0;
-  for (int local = 0; local < layers_.size(); ++local) {
-    const LayerShape& s = shape(local);
-    const LayerView parameters = view(parameters_, layers_.begin + local);
-    const ConstMatrixMap layer_input(stash.data() + input_offset, rows, s.inputs);
-    const MatrixMap layer_output(stash.data() + s.activation_offset, rows, s.outputs);
-    linear_forward(layer_output, layer_input,
-                   as_matrix(std::span<const float>(parameters.weight), s.outputs, s.inputs),
-                   as_row_vector(std::span<const float>(parameters.bias)));
-    if (!(ends_model && local == layers_.size() - 1))
-      relu_forward(layer_output, as_const(layer_output));
-    input_offset = s.activation_offset;
-  }
-  state.state = SlotState::forwarded;
-  state.rows = rows;
+  std::copy(input.begin(), input.end(), in.begin());
+  forward_all(slot);
   return output(slot);
 }
 
-std::span<float> Piece::input_buffer(int slot, int rows) {
-  if (slot < 0 || slot >= slots_) throw std::out_of_range("input_buffer: no such slot");
-  if (rows < 1 || rows > max_rows_) throw std::invalid_argument("input_buffer: rows out of range");
-  return activations(slot).first(to_size(rows) * to_size(input_width()));
+std::span<const float> Piece::output(int slot) const {
+  const Slot& s = checked_slot(slot, "output");
+  return s.a.back();
 }
 
-std::span<const float> Piece::output(int slot) const {
-  if (slot < 0 || slot >= slots_) throw std::out_of_range("output: no such slot");
-  const Slot& state = slot_states_[to_size(slot)];
-  const std::size_t start = activation_stride_ * to_size(slot) + shapes_.back().activation_offset;
-  return {activation_stash_.data() + start, to_size(state.rows) * to_size(output_width())};
+std::span<float> Piece::take_output_gradient(int slot) {
+  Slot& s = checked_slot(slot, "take_output_gradient");
+  if (is_last()) throw std::logic_error("take_output_gradient: the last piece makes it (loss)");
+  if (!s.g.back().empty()) {
+    throw std::logic_error("take_output_gradient: slot " + std::to_string(slot) +
+                           " holds one already");
+  }
+  s.g.back() =
+      take(MemoryCategory::activation_gradients, to_size(max_rows_) * to_size(output_width()));
+  return s.g.back();
 }
 
 LossResult Piece::loss(int slot, std::span<const std::uint8_t> labels, float scale) {
   if (!is_last()) throw std::logic_error("loss: this piece does not end the model");
-  Slot& state = checked_slot(slot, SlotState::forwarded, "loss");
-  if (labels.size() != to_size(state.rows)) {
-    throw std::invalid_argument("loss: " + std::to_string(labels.size()) + " labels for " +
-                                std::to_string(state.rows) + " rows");
+  Slot& s = checked_slot(slot, "loss");
+  if (s.forward_next != static_cast<int>(shapes_.size()) || !s.g.back().empty() ||
+      s.input_next != s.forward_next - 1) {
+    throw std::logic_error("loss: slot " + std::to_string(slot) +
+                           " is not in the state this step needs (out of order)");
   }
-  const ConstMatrixMap logits = as_matrix(output(slot), state.rows, output_width());
-  const MatrixMap d_logits(output_gradients(slot).data() + shapes_.back().gradient_offset,
-                           state.rows, output_width());
+  if (labels.size() != to_size(s.rows)) {
+    throw std::invalid_argument("loss: " + std::to_string(labels.size()) + " labels for " +
+                                std::to_string(s.rows) + " rows");
+  }
+  s.g.back() =
+      take(MemoryCategory::activation_gradients, to_size(s.rows) * to_size(output_width()));
+  const ConstMatrixMap logits(s.a.back().data(), s.rows, output_width());
+  const MatrixMap d_logits(s.g.back().data(), s.rows, output_width());
   LossResult result;
   result.loss = config_.loss == Loss::cross_entropy
                     ? softmax_cross_entropy(d_logits, logits, labels, scale)
                     : softmax_mse(d_logits, logits, labels, scale);
   result.correct = count_correct(logits, labels);
-  state.state = SlotState::loss_done;
   return result;
 }
 
+void Piece::give_back_output(Slot& s) {
+  if (s.output_sends > 0) {
+    // A send still reads it: a message from now until the send completes.
+    pool_->ledger().move(MemoryCategory::activations, MemoryCategory::messages,
+                         s.a.back().size_bytes());
+    s.output_kept = true;
+    return;
+  }
+  give_back(MemoryCategory::activations, s.a.back());
+}
+
+void Piece::backward_input_layer(int slot, int layer) {
+  Slot& s = checked_slot(slot, "backward_input");
+  const int l = local(layer, "backward_input");
+  const int top = static_cast<int>(shapes_.size()) - 1;
+  if (s.forward_next != top + 1 || s.input_next != l || s.g[to_size(l) + 1].empty()) {
+    throw std::logic_error("backward_input: layer " + std::to_string(layer) + " of slot " +
+                           std::to_string(slot) + " is not the next backward (out of order)");
+  }
+  const LayerShape& sh = shape(l);
+  const std::size_t k = to_size(l);
+  const MatrixMap d_out(s.g[k + 1].data(), s.rows, sh.outputs);
+  if (l == top) {
+    // The top gradient is with respect to the output; the piece's own ReLU
+    // (if the model goes on) turns it into the gradient of the last layer's
+    // pre-activation, in place. The output's last use.
+    if (!is_last()) {
+      relu_backward(d_out, as_const(d_out), ConstMatrixMap(s.a[k + 1].data(), s.rows, sh.outputs));
+    }
+    give_back_output(s);
+  }
+  if (l > 0) {
+    // The gradient of the layer below's pre-activation.
+    s.g[k] = take(MemoryCategory::activation_gradients, to_size(s.rows) * to_size(sh.inputs));
+    const MatrixMap below(s.g[k].data(), s.rows, sh.inputs);
+    linear_backward_input(below, as_const(d_out), as_matrix(weight(l), sh.outputs, sh.inputs));
+    relu_backward(below, as_const(below), ConstMatrixMap(s.a[k].data(), s.rows, sh.inputs));
+  } else if (!is_first()) {
+    // The piece's input gradient (the previous piece applies its own ReLU).
+    s.g[0] = take(MemoryCategory::activation_gradients, to_size(s.rows) * to_size(sh.inputs));
+    linear_backward_input(MatrixMap(s.g[0].data(), s.rows, sh.inputs), as_const(d_out),
+                          as_matrix(weight(l), sh.outputs, sh.inputs));
+  }
+  s.input_next = l - 1;
+}
+
+void Piece::backward_weight_layer(int slot, int layer, const LayerHook& on_layer_done) {
+  Slot& s = checked_slot(slot, "backward_weight");
+  const int l = local(layer, "backward_weight");
+  if (s.weight_next != l || s.input_next >= l) {
+    throw std::logic_error("backward_weight: layer " + std::to_string(layer) + " of slot " +
+                           std::to_string(slot) + " is not the next (BwdWeight before BwdInput?)");
+  }
+  const LayerShape& sh = shape(l);
+  const std::size_t k = to_size(l);
+  std::span<float>& grads = gradients_[k];
+  if (grads.empty()) take_gradients(l);
+  const LayerView d = layer_gradients(layer);
+  linear_backward_weight(as_matrix(d.weight, sh.outputs, sh.inputs), as_row_vector(d.bias),
+                         ConstMatrixMap(s.g[k + 1].data(), s.rows, sh.outputs),
+                         ConstMatrixMap(s.a[k].data(), s.rows, sh.inputs));
+  give_back(MemoryCategory::activations, s.a[k]);
+  give_back(MemoryCategory::activation_gradients, s.g[k + 1]);
+  s.weight_next = l - 1;
+  if (l == 0) s.forward_next = 0;  // the slot may take a new input once the rest is back
+  if (on_layer_done) on_layer_done(layer, grads);
+}
+
+void Piece::backward_input_all(int slot) {
+  for (int layer = layers_.end - 1; layer >= layers_.begin; --layer) {
+    backward_input_layer(slot, layer);
+  }
+}
+
+void Piece::backward_weight_all(int slot, const LayerHook& on_layer_done) {
+  for (int layer = layers_.end - 1; layer >= layers_.begin; --layer) {
+    backward_weight_layer(slot, layer, on_layer_done);
+  }
+}
+
 std::span<const float> Piece::backward_input(int slot, std::span<const float> grad_output) {
-  Slot& state = checked_slot(slot, is_last() ? SlotState::loss_done : SlotState::forwarded,
-                             is_last() ? "backward_input (after loss)" : "backward_input");
-  const int rows = state.rows;
-  const std::span<float> stash = activations(slot);
-  const std::span<float> grads = output_gradients(slot);
-  const auto activation = [&](int local) {
-    return ConstMatrixMap(stash.data() + shape(local).activation_offset, rows,
-                          shape(local).outputs);
-  };
-  const auto gradient = [&](int local) {
-    return MatrixMap(grads.data() + shape(local).gradient_offset, rows, shape(local).outputs);
-  };
-  const auto weight = [&](int local) {
-    const LayerView parameters = view(parameters_, layers_.begin + local);
-    return as_matrix(std::span<const float>(parameters.weight), parameters.outputs,
-                     parameters.inputs);
-  };
-  const int last = layers_.size() - 1;
   if (!is_last()) {
-    if (grad_output.size() != to_size(rows) * to_size(output_width())) {
+    const Slot& s = checked_slot(slot, "backward_input");
+    if (s.forward_next != static_cast<int>(shapes_.size())) {
+      throw std::logic_error("backward_input: slot " + std::to_string(slot) +
+                             " is not forwarded (out of order)");
+    }
+    if (grad_output.size() != to_size(s.rows) * to_size(output_width())) {
       throw std::invalid_argument("backward_input: output gradient of " +
                                   std::to_string(grad_output.size()) + " floats, expected rows x " +
                                   std::to_string(output_width()));
     }
-    relu_backward(gradient(last), as_matrix(grad_output, rows, output_width()), activation(last));
+    const std::span<float> top = take_output_gradient(slot);
+    std::copy(grad_output.begin(), grad_output.end(), top.begin());
+  } else if (checked_slot(slot, "backward_input (after loss)").g.back().empty()) {
+    throw std::logic_error("backward_input (after loss): slot " + std::to_string(slot) +
+                           " has no loss gradient (out of order)");
   }
-  for (int local = last; local > 0; --local) {
-    const MatrixMap below = gradient(local - 1);
-    linear_backward_input(below, as_const(gradient(local)), weight(local));
-    relu_backward(below, as_const(below), activation(local - 1));
-  }
-  state.state = SlotState::input_grad_done;
-  if (is_first()) return {};
-  const std::span<float> result =
-      input_gradient(slot).first(to_size(rows) * to_size(input_width()));
-  linear_backward_input(as_matrix(result, rows, input_width()), as_const(gradient(0)), weight(0));
-  return result;
+  backward_input_all(slot);
+  return input_gradient(slot);
 }
 
-void Piece::backward_weight(int slot,
-                            const std::function<void(int, std::span<float>)>& on_layer_done) {
-  Slot& state = checked_slot(slot, SlotState::input_grad_done, "backward_weight");
-  const int rows = state.rows;
-  const std::span<float> stash = activations(slot);
-  const std::span<float> grads = output_gradients(slot);
-  for (int local = layers_.size() - 1; local >= 0; --local) {
-    const LayerShape& s = shape(local);
-    const std::size_t input_offset = local == 0 ? 0 : shape(local - 1).activation_offset;
-    const LayerView d = view(gradients_, layers_.begin + local);
-    linear_backward_weight(as_matrix(d.weight, s.outputs, s.inputs), as_row_vector(d.bias),
-                           ConstMatrixMap(grads.data() + s.gradient_offset, rows, s.outputs),
-                           ConstMatrixMap(stash.data() + input_offset, rows, s.inputs));
-    if (on_layer_done) on_layer_done(d.index, d.all);
+void Piece::backward_weight(int slot, const LayerHook& on_layer_done) {
+  backward_weight_all(slot, on_layer_done);
+}
+
+std::span<const float> Piece::input_gradient(int slot) const {
+  const Slot& s = checked_slot(slot, "input_gradient");
+  return s.g.front();
+}
+
+void Piece::begin_output_send(int slot) {
+  Slot& s = checked_slot(slot, "begin_output_send");
+  if (s.a.back().empty()) throw std::logic_error("begin_output_send: no output to send");
+  ++s.output_sends;
+}
+
+void Piece::end_output_send(int slot) {
+  Slot& s = checked_slot(slot, "end_output_send");
+  if (s.output_sends == 0) throw std::logic_error("end_output_send: no send of the output");
+  if (--s.output_sends > 0 || !s.output_kept) return;
+  give_back(MemoryCategory::messages, s.a.back());
+  s.output_kept = false;
+}
+
+void Piece::begin_input_gradient_send(int slot) {
+  Slot& s = checked_slot(slot, "begin_input_gradient_send");
+  if (s.g.front().empty() || s.input_gradient_sending) {
+    throw std::logic_error("begin_input_gradient_send: no input gradient to send");
   }
-  state.state = SlotState::free;
+  pool_->ledger().move(MemoryCategory::activation_gradients, MemoryCategory::messages,
+                       s.g.front().size_bytes());
+  s.input_gradient_sending = true;
+}
+
+void Piece::end_input_gradient_send(int slot) {
+  Slot& s = checked_slot(slot, "end_input_gradient_send");
+  give_back(
+      s.input_gradient_sending ? MemoryCategory::messages : MemoryCategory::activation_gradients,
+      s.g.front());
+  s.input_gradient_sending = false;
 }
 
 void Piece::release(int slot) {
-  if (slot < 0 || slot >= slots_) throw std::out_of_range("release: no such slot");
-  slot_states_[to_size(slot)].state = SlotState::free;
+  Slot& s = checked_slot(slot, "release");
+  for (std::size_t k = 0; k < s.a.size(); ++k) {
+    const bool kept = k + 1 == s.a.size() && s.output_kept;
+    give_back(kept ? MemoryCategory::messages : MemoryCategory::activations, s.a[k]);
+  }
+  for (std::size_t k = 0; k < s.g.size(); ++k) {
+    const bool sending = k == 0 && s.input_gradient_sending;
+    give_back(sending ? MemoryCategory::messages : MemoryCategory::activation_gradients, s.g[k]);
+  }
+  s.rows = 0;
+  s.forward_next = 0;
+  s.input_next = s.weight_next = -1;
+  s.output_sends = 0;
+  s.output_kept = s.input_gradient_sending = false;
 }
 
 void Piece::zero_grad() {
-  std::fill(gradients_.begin(), gradients_.end(), 0.0f);
+  for (int l = 0; l < static_cast<int>(gradients_.size()); ++l) give_back_gradients(l);
+}
+
+void Piece::drop_layer_gradients(int layer) {
+  give_back_gradients(local(layer, "drop_layer_gradients"));
+}
+
+// A layer's gradients live in its place of the piece's gradient area, one
+// region for all its layers, so that a chunk's gradients reduce in one call
+// (contiguous_gradients); each is counted in the ledger while it holds one,
+// as a pool buffer would be.
+void Piece::take_gradients(int local_layer) {
+  if (gradient_area_.empty()) {
+    std::size_t floats = 0;
+    for (int layer = layers_.begin; layer < layers_.end; ++layer) floats += layer_size(layer);
+    gradient_area_.resize(floats);
+  }
+  const int layer = layers_.begin + local_layer;
+  const std::span<float> slot =
+      std::span<float>(gradient_area_).subspan(layer_offset(layer), layer_size(layer));
+  std::fill(slot.begin(), slot.end(), 0.0F);
+  pool_->ledger().add(MemoryCategory::gradients, slot.size_bytes());
+  gradients_[to_size(local_layer)] = slot;
+}
+
+void Piece::give_back_gradients(int local_layer) {
+  std::span<float>& grads = gradients_[to_size(local_layer)];
+  if (grads.empty()) return;
+  pool_->ledger().remove(MemoryCategory::gradients, grads.size_bytes());
+  grads = {};
+}
+
+std::span<float> Piece::contiguous_gradients() {
+  const bool all = std::none_of(gradients_.begin(), gradients_.end(),
+                                [](std::span<float> grads) { return grads.empty(); });
+  return all ? std::span<float>(gradient_area_) : std::span<float>{};
+}
+
+std::vector<float> Piece::gradients() const {
+  std::vector<float> flat;
+  for (int layer = layers_.begin; layer < layers_.end; ++layer) {
+    const std::span<const float> grads = gradients_[to_size(layer - layers_.begin)];
+    if (grads.empty()) {
+      flat.resize(flat.size() + layer_size(layer), 0.0F);
+    } else {
+      flat.insert(flat.end(), grads.begin(), grads.end());
+    }
+  }
+  return flat;
+}
+
+void Piece::set_layer_gradients(int layer, std::span<const float> values) {
+  std::span<float>& grads = gradients_[to_size(local(layer, "set_layer_gradients"))];
+  if (values.size() != layer_size(layer)) {
+    throw std::invalid_argument("set_layer_gradients: " + std::to_string(values.size()) +
+                                " floats for a layer of " + std::to_string(layer_size(layer)));
+  }
+  if (grads.empty()) take_gradients(local(layer, "set_layer_gradients"));
+  std::copy(values.begin(), values.end(), grads.begin());
 }
 
 Evaluation evaluate(const Piece& model, const Dataset& data, int batch_rows) {

@@ -1,9 +1,21 @@
 // The MLP, split into pieces. A Piece is a contiguous run of layers: what one
-// model chunk of one pipeline stage holds. It owns its parameters, their
-// gradients and the stash of every micro-batch in flight (one "slot" each),
-// so that the VM can run forwards and backwards of several micro-batches in
-// any order a schedule gives. Every layer but the model's last is followed by
-// a ReLU; the last feeds the loss.
+// model chunk of one pipeline stage holds. It owns its parameters (or, for
+// weights sharded over replicas, has each layer's whole weights bound while
+// they are gathered), its weight gradients and the buffers of every
+// micro-batch in flight (one "slot" each), so that the VM can run forwards
+// and backwards of several micro-batches, a layer or the whole piece at a
+// time, in any order a schedule gives. Every layer but the model's last is
+// followed by a ReLU; the last feeds the loss.
+//
+// Every buffer that comes and goes is taken from a BufferPool (a layer's
+// weight gradients: from its place in the piece's gradient area, so that a
+// chunk's gradients are one array to reduce) and counted in the pool's
+// MemoryLedger while held, by the rules of docs/memory.md: a layer's input
+// from its arrival until the layer's weight gradient, the piece's output
+// until the input half of its top layer's backward (longer while a send
+// reads it), the gradient at the top of a layer until its weight gradient,
+// the piece's input gradient until it is sent, a layer's weight gradient
+// from its first backward until zero_grad().
 //
 // Flat layout: a piece's parameters are its layers in order, each layer's
 // weight ([out, in], row-major) then its bias. The whole model's array is the
@@ -16,12 +28,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
 
+#include "buffer_pool.hpp"
 #include "data.hpp"
+#include "memory_ledger.hpp"
 #include "model_shape.hpp"
 
 namespace pipevm::runtime {
@@ -65,9 +80,22 @@ struct LossResult {
   int correct = 0;    // rows whose prediction is the label
 };
 
+// Called after each layer's weight gradient: (global layer index, that
+// layer's gradients: weight then bias).
+using LayerHook = std::function<void(int, std::span<float>)>;
+
 class Piece {
  public:
-  Piece(const ModelConfig& config, LayerRange layers);
+  // A piece with its own initialized weights. Its buffers come from `pool`
+  // (and are counted in the pool's ledger, its weights too); null: a pool
+  // and ledger of its own.
+  Piece(const ModelConfig& config, LayerRange layers, BufferPool* pool = nullptr);
+  // A piece without weights of its own: each layer's whole weights are bound
+  // (bind_weights) while gathered from shards held elsewhere.
+  struct BoundWeights {};
+  Piece(const ModelConfig& config, LayerRange layers, BufferPool& pool, BoundWeights);
+  Piece(Piece&&) = default;
+  Piece& operator=(Piece&&) = delete;
 
   const ModelConfig& config() const { return config_; }
   LayerRange layers() const { return layers_; }
@@ -77,99 +105,140 @@ class Piece {
   bool is_last() const;
   Loss loss_kind() const { return config_.loss; }
   std::size_t offset_in_model() const { return offset_in_model_; }
+  MemoryLedger& ledger() { return pool_->ledger(); }
 
-  // Prepares stash storage for `slots` micro-batches in flight of at most
-  // `rows` rows each and frees every slot. After this, forward, loss and
-  // both backward halves allocate nothing.
+  // Prepares `slots` micro-batches in flight of at most `rows` rows each and
+  // frees every slot (their buffers come from the pool as they are used).
   void reserve(int slots, int rows);
-  int slots() const { return slots_; }
+  int slots() const { return static_cast<int>(slots_.size()); }
   int max_rows() const { return max_rows_; }
 
-  // Forward of a micro-batch into free slot `slot`: `input` is rows x
-  // input_width, row-major. Copies the input (the caller may reuse its buffer
-  // at once) unless it is the slot's own input_buffer, and stashes what
-  // backward needs. Returns the output, rows x output_width, valid until the
-  // next forward into the same slot.
+  // --- forward -------------------------------------------------------------
+  // The slot's input (rows x input_width), taken for the caller to load or
+  // receive into; the slot must hold nothing else.
+  std::span<float> take_input(int slot, int rows);
+  // Forward of one layer (a global index) of the slot, after the layer below.
+  void forward_layer(int slot, int layer);
+  void forward_all(int slot);
+  // take_input, a copy of `input`, forward_all; returns the output.
   std::span<const float> forward(int slot, std::span<const float> input, int rows);
-  // Where slot `slot` keeps its input (rows x input_width), for a caller that
-  // writes the input there itself (the VM loads and receives into it) and so
-  // saves forward's copy. Written only while the slot is free.
-  std::span<float> input_buffer(int slot, int rows);
+  // The slot's output, rows x output_width, until its last use.
   std::span<const float> output(int slot) const;
 
-  // Last piece only: loss of the slot's output against `labels` (one per
-  // row); writes d(loss)/d(output) as the slot's output gradient. `scale`
-  // multiplies both (the VM passes 1 / global batch size).
+  // --- backward ------------------------------------------------------------
+  // The gradient at the piece's top: on a piece that does not end the model,
+  // taken for the caller to receive into; on the last, loss() makes it from
+  // the output and `labels` (one per row), scaled by `scale` (the VM passes
+  // 1 / global batch size), with the loss.
+  std::span<float> take_output_gradient(int slot);
   LossResult loss(int slot, std::span<const std::uint8_t> labels, float scale);
-
-  // Gradient with respect to the piece's input (rows x input_width), given
-  // the gradient with respect to its output (ignored on the last piece, which
-  // uses the gradient loss() wrote). Keeps what backward_weight needs. On the
-  // first piece nothing needs the input gradient: it is not computed and the
-  // result is empty. Valid until the next forward into the same slot.
+  // The input half of one layer's backward (a global index), after the layer
+  // above's: the gradient at the layer's bottom (none at the model's input).
+  void backward_input_layer(int slot, int layer);
+  // The weight half: accumulates (+=) the layer's weight and bias gradients,
+  // after its input half; then calls on_layer_done.
+  void backward_weight_layer(int slot, int layer, const LayerHook& on_layer_done = {});
+  void backward_input_all(int slot);
+  void backward_weight_all(int slot, const LayerHook& on_layer_done = {});
+  // The whole backward's two halves as one call each: backward_input copies
+  // `grad_output` into the top gradient (ignored on the last piece, where
+  // loss() made it) and returns the input gradient (empty on the first piece).
   std::span<const float> backward_input(int slot, std::span<const float> grad_output);
+  void backward_weight(int slot, const LayerHook& on_layer_done = {});
+  // The gradient with respect to the piece's input, until sent.
+  std::span<const float> input_gradient(int slot) const;
 
-  // Accumulates (+=) the slot's weight and bias gradients, last layer first,
-  // and frees the slot. After each layer, calls on_layer_done(global layer
-  // index, that layer's gradients: weight then bias) — the hook BwdAllReduce
-  // uses to start the layer's all-reduce while earlier layers compute.
-  void backward_weight(int slot,
-                       const std::function<void(int, std::span<float>)>& on_layer_done = {});
+  // --- sends ---------------------------------------------------------------
+  // A send reading the output: while one is in flight the output outlives
+  // its last use (counted as a message until the send completes).
+  void begin_output_send(int slot);
+  void end_output_send(int slot);
+  // The input gradient's only use is its send: a non-blocking one keeps it
+  // as a message (begin), its completion gives it back (end; a blocking
+  // send calls end alone).
+  void begin_input_gradient_send(int slot);
+  void end_input_gradient_send(int slot);
 
-  // Frees a forwarded slot without a backward (forward-only programs).
+  // Gives back every buffer of a slot (a forward-only program's slots).
   void release(int slot);
 
+  // --- parameters and gradients --------------------------------------------
+  // Gives back every weight gradient.
   void zero_grad();
+  // The own weights, flat (empty for a piece with bound weights).
   std::span<float> parameters() { return parameters_; }
   std::span<const float> parameters() const { return parameters_; }
-  std::span<float> gradients() { return gradients_; }
-  std::span<const float> gradients() const { return gradients_; }
-  // Views of global layer `layer` (which this piece must hold).
+  // Views of global layer `layer` (which this piece must hold): its whole
+  // weights (empty while not bound), its gradients (empty until its first
+  // weight gradient since zero_grad).
   LayerView layer_parameters(int layer);
   LayerView layer_gradients(int layer);
+  bool has_gradients(int layer) const;
+  // Floats of global layer `layer`'s parameters, and their offset in the piece.
+  std::size_t layer_size(int layer) const;
+  std::size_t layer_offset(int layer) const;
+  // Bound weights: `weights` (layer_size floats) are the layer's whole
+  // weights until unbind_weights.
+  void bind_weights(int layer, std::span<float> weights);
+  void unbind_weights(int layer);
+  // The weight gradients, flat, as a copy (zeros for layers without).
+  std::vector<float> gradients() const;
+  // Gives back one layer's gradients.
+  void drop_layer_gradients(int layer);
+  // Every layer's gradients as one flat array (the piece's layout), when
+  // every layer holds them; else empty.
+  std::span<float> contiguous_gradients();
+  // Replaces layer `layer`'s gradients (given or not) by `values`.
+  void set_layer_gradients(int layer, std::span<const float> values);
 
  private:
-  enum class SlotState : std::uint8_t { free, forwarded, loss_done, input_grad_done };
-  struct Slot {
-    SlotState state = SlotState::free;
-    int rows = 0;
-  };
   struct LayerShape {
     int inputs = 0;
     int outputs = 0;
-    std::size_t parameter_offset = 0;   // in parameters_ / gradients_
-    std::size_t activation_offset = 0;  // of the layer's output in a slot's activations
-    std::size_t gradient_offset = 0;    // of the layer's output gradient in a slot's gradients
+    std::size_t parameter_offset = 0;  // in the piece's flat parameters
+  };
+  // One micro-batch in flight. Boundary k (0 .. layers) is the input of local
+  // layer k (k = layers: the piece's output); a[k] its activation, g[k] the
+  // gradient there (g[0]: the piece's input gradient, g[layers]: its top).
+  struct Slot {
+    int rows = 0;
+    int forward_next = 0;  // local layers forwarded so far
+    int input_next = -1;   // the next local layer of each half of the backward
+    int weight_next = -1;
+    int output_sends = 0;
+    bool output_kept = false;  // the output's last use is past: a send keeps it
+    bool input_gradient_sending = false;
+    std::vector<std::span<float>> a;
+    std::vector<std::span<float>> g;
   };
 
-  LayerView view(std::vector<float>& array, int layer);
+  void set_shapes();
+  int local(int layer, const char* operation) const;
   const LayerShape& shape(int local_layer) const {
     return shapes_[static_cast<std::size_t>(local_layer)];
   }
-  Slot& checked_slot(int slot, SlotState expected, const char* operation);
-  std::span<float> activations(int slot);
-  std::span<float> output_gradients(int slot);
-  std::span<float> input_gradient(int slot);
+  Slot& checked_slot(int slot, const char* operation);
+  const Slot& checked_slot(int slot, const char* operation) const;
+  std::span<const float> weight(int local_layer) const;  // outputs x inputs
+  std::span<float> take(MemoryCategory category, std::size_t floats, bool zeroed = false);
+  void give_back(MemoryCategory category, std::span<float>& buffer);
+  void give_back_output(Slot& s);
+  void take_gradients(int local_layer);
+  void give_back_gradients(int local_layer);
 
   ModelConfig config_;
   LayerRange layers_;
   std::size_t offset_in_model_ = 0;
   std::vector<LayerShape> shapes_;
-  std::vector<float> parameters_;
-  std::vector<float> gradients_;
-
-  int slots_ = 0;
+  std::unique_ptr<MemoryLedger> own_ledger_;
+  std::unique_ptr<BufferPool> own_pool_;
+  BufferPool* pool_ = nullptr;
+  std::vector<float> parameters_;            // own weights (empty when bound)
+  std::vector<std::span<float>> weights_;    // per local layer: the whole weights, or empty
+  std::vector<float> gradient_area_;         // every layer's place, allocated at first use
+  std::vector<std::span<float>> gradients_;  // per local layer: its place while held, or empty
   int max_rows_ = 0;
-  std::vector<Slot> slot_states_;
-  // Per slot: the copied input, then every layer's output (post-ReLU).
-  std::size_t activation_stride_ = 0;
-  std::vector<float> activation_stash_;
-  // Per slot: every layer's output gradient (pre-ReLU).
-  std::size_t gradient_stride_ = 0;
-  std::vector<float> gradient_stash_;
-  // Per slot: the gradient with respect to the piece's input (not on the first piece).
-  std::size_t input_gradient_stride_ = 0;
-  std::vector<float> input_gradient_stash_;
+  std::vector<Slot> slots_;
 };
 
 // Forward of the whole model over a dataset, in batches of `batch_rows`.

@@ -456,6 +456,39 @@ Comm::Request MpiComm::iallreduce_sum(std::span<float> data, Group group) {
   return id;
 }
 
+void MpiComm::allgather(std::span<const float> mine, std::span<float> all,
+                        std::span<const int> counts, std::span<const int> displacements,
+                        Group group) {
+  State& s = *state_;
+  const MPI_Comm comm = s.group(group);
+  const int members = members_of(comm);
+  if (counts.size() != static_cast<std::size_t>(members) || displacements.size() != counts.size()) {
+    throw CommError("all-gather: one count and displacement per member expected");
+  }
+  if (members == 1) {
+    std::copy(mine.begin(), mine.end(), all.begin() + displacements[0]);
+    return;
+  }
+  MPI_Request request = MPI_REQUEST_NULL;
+  PIPEVM_MPI_CHECK(MPI_Iallgatherv(mine.data(), to_count(mine.size()), MPI_FLOAT, all.data(),
+                                   counts.data(), displacements.data(), MPI_FLOAT, comm, &request));
+  s.complete(request, {State::Subject::Kind::all_reduce, 0});
+}
+
+void MpiComm::reduce_scatter_sum(std::span<float> data, std::span<const int> counts, Group group) {
+  State& s = *state_;
+  const MPI_Comm comm = s.group(group);
+  const int members = members_of(comm);
+  if (counts.size() != static_cast<std::size_t>(members)) {
+    throw CommError("reduce-scatter: one count per member expected");
+  }
+  if (members == 1) return;
+  MPI_Request request = MPI_REQUEST_NULL;
+  PIPEVM_MPI_CHECK(MPI_Ireduce_scatter(MPI_IN_PLACE, data.data(), counts.data(), MPI_FLOAT, MPI_SUM,
+                                       comm, &request));
+  s.complete(request, {State::Subject::Kind::all_reduce, 0});
+}
+
 void MpiComm::wait(Request request) {
   State& s = *state_;
   if (request < 0 || static_cast<std::size_t>(request) >= s.requests.size()) {

@@ -106,6 +106,9 @@ class MpiComm final : public Comm {
   void allreduce_sum(std::span<float> data, Group group) override;
   using Comm::iallreduce_sum;
   Request iallreduce_sum(std::span<float> data, Group group) override;
+  void allgather(std::span<const float> mine, std::span<float> all, std::span<const int> counts,
+                 std::span<const int> displacements, Group group) override;
+  void reduce_scatter_sum(std::span<float> data, std::span<const int> counts, Group group) override;
   void wait(Request request) override;
   void wait_all() override;
   void progress() override;

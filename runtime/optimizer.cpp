@@ -85,7 +85,19 @@ void Optimizer::step(std::span<float> params, std::span<const float> grads) {
   if (params.size() != parameter_count_ || grads.size() != parameter_count_) {
     throw std::invalid_argument("optimizer step: parameter or gradient count changed");
   }
+  begin_step();
+  update(params, grads, 0);
+}
+
+void Optimizer::begin_step() {
   ++steps_;
+}
+
+void Optimizer::update(std::span<float> params, std::span<const float> grads, std::size_t offset) {
+  if (params.size() != grads.size() || offset > parameter_count_ ||
+      params.size() > parameter_count_ - offset) {
+    throw std::invalid_argument("optimizer update: the range is not within the parameters");
+  }
   if (adam_) {
     const double t = static_cast<double>(steps_);
     const auto correction1 =
@@ -100,7 +112,7 @@ void Optimizer::step(std::span<float> params, std::span<const float> grads) {
     const float beta2 = config_.beta2;
     const float eps = config_.eps;
     // One pass over p, g, m and v (PyTorch's arithmetic, element by element).
-    for_each_block(params, grads, first_moment_.data(), second_moment_.data(),
+    for_each_block(params, grads, first_moment_.data() + offset, second_moment_.data() + offset,
                    [&](BlockMap p, ConstBlockMap g, BlockMap m, BlockMap v) {
                      m = beta1 * m + (1.0f - beta1) * g;
                      v = beta2 * v + (1.0f - beta2) * g.square();
@@ -109,7 +121,7 @@ void Optimizer::step(std::span<float> params, std::span<const float> grads) {
   } else if (config_.momentum > 0.0f) {
     const float momentum = config_.momentum;
     const float lr = config_.lr;
-    for_each_block(params, grads, first_moment_.data(), nullptr,
+    for_each_block(params, grads, first_moment_.data() + offset, nullptr,
                    [&](BlockMap p, ConstBlockMap g, BlockMap velocity, BlockMap) {
                      velocity = momentum * velocity + g;
                      p -= lr * velocity;
@@ -119,6 +131,10 @@ void Optimizer::step(std::span<float> params, std::span<const float> grads) {
     for_each_block(params, grads, nullptr, nullptr,
                    [&](BlockMap p, ConstBlockMap g, BlockMap, BlockMap) { p -= lr * g; });
   }
+}
+
+std::size_t Optimizer::state_bytes() const {
+  return (first_moment_.size() + second_moment_.size()) * sizeof(float);
 }
 
 Optimizer::State Optimizer::state() const {

@@ -40,6 +40,13 @@ class Optimizer {
   // One step: params and grads hold the `parameters` floats given at
   // construction, in the same order every step.
   void step(std::span<float> params, std::span<const float> grads);
+  // The same step over ranges of the parameters (layer by layer): begin_step
+  // once, then update each range, whose first float is the `offset`-th of
+  // the parameters given at construction.
+  void begin_step();
+  void update(std::span<float> params, std::span<const float> grads, std::size_t offset);
+  // Bytes of its state arrays.
+  std::size_t state_bytes() const;
 
   const OptimizerConfig& config() const { return config_; }
   std::int64_t steps_taken() const { return steps_; }

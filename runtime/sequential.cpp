@@ -38,7 +38,12 @@ void SequentialTrainer::train_batch(const Batcher& batcher, int batch, double* l
     model_.backward_input(0, {});
     model_.backward_weight(0);
   }
-  optimizer_.step(model_.parameters(), model_.gradients());
+  optimizer_.begin_step();
+  for (int layer = 0; layer < layer_count(model_.config().sizes); ++layer) {
+    const LayerView grads = model_.layer_gradients(layer);
+    if (grads.all.empty()) continue;
+    optimizer_.update(model_.layer_parameters(layer).all, grads.all, model_.layer_offset(layer));
+  }
 }
 
 EpochResult SequentialTrainer::train_epoch(Batcher& batcher, int epoch) {

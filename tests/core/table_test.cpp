@@ -61,16 +61,24 @@ TEST(table, operand_syntax_is_declared_once) {
   EXPECT_EQ(operand_syntax(Opcode::Send), "act|grad mb [chunk C] [to S]");
   EXPECT_EQ(operand_syntax(Opcode::IRecv), "act|grad mb [chunk C] [from S]");
   EXPECT_EQ(operand_syntax(Opcode::Wait), "send|recv act|grad mb [chunk C]");
-  EXPECT_EQ(operand_syntax(Opcode::Fwd), "mb [chunk C]");
-  EXPECT_EQ(operand_syntax(Opcode::AllReduce), "[over dp|mirror]");
-  EXPECT_EQ(operand_syntax(Opcode::AllGather), "[chunk C] [over dp|world]");
-  EXPECT_EQ(operand_syntax(Opcode::Release), "[chunk C]");
+  EXPECT_EQ(operand_syntax(Opcode::LoadInput), "mb [chunk C]");
+  EXPECT_EQ(operand_syntax(Opcode::Fwd), "mb [chunk C] [layer L]");
+  EXPECT_EQ(operand_syntax(Opcode::AllReduce), "[layer L] [over dp|mirror]");
+  EXPECT_EQ(operand_syntax(Opcode::AllGather), "[chunk C | layer L] [over dp|world]");
+  EXPECT_EQ(operand_syntax(Opcode::Release), "[chunk C | layer L]");
   EXPECT_EQ(operand_syntax(Opcode::WaitAll), "");
   Instruction sum;
   sum.op = Opcode::AllReduce;
   EXPECT_EQ(disassemble(sum), "AllReduce");
   sum.group = Group::mirror;
   EXPECT_EQ(disassemble(sum), "AllReduce over mirror");
+  set_layer(sum, 3);
+  EXPECT_EQ(disassemble(sum), "AllReduce layer 3 over mirror");
+  EXPECT_EQ(layer_of(sum), 3);
+  Instruction send;
+  send.op = Opcode::Send;
+  send.peer = 3;
+  EXPECT_EQ(layer_of(send), kNoLayer) << "a send's peer is no layer";
 }
 
 std::vector<int> members(Group group, Placement placement, const Config& config, int rank) {

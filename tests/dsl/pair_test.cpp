@@ -73,7 +73,7 @@ TEST(pair, misuse_says_what_the_pair_takes) {
             "FwdBwd needs a second cell ('with mb [chunk C]'); usage: FwdBwd mb [chunk C] with "
             "mb [chunk C]");
   EXPECT_EQ(first_error("Fwd 1 with 2\n", c),
-            "Fwd takes one cell, no 'with'; usage: Fwd mb [chunk C]");
+            "Fwd takes one cell, no 'with'; usage: Fwd mb [chunk C] [layer L]");
   EXPECT_EQ(first_error("FwdBwd 1 with\n", c), "expected a micro-batch after 'with'");
   EXPECT_NE(first_error("FwdBwd 1 with 4\n", c).find("micro-batch 4 is out of range"),
             std::string::npos);

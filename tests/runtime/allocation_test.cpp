@@ -109,11 +109,18 @@ TEST(allocation, free_training_step_on_two_pieces) {
       batcher.labels(batch, 0, mb, labels);
       last.loss(mb, labels, 1.0f / (kRows * kMicroBatches));
       first.backward_input(mb, last.backward_input(mb, {}));
+      last.end_input_gradient_send(mb);  // as if sent
       last.backward_weight(mb, hook);
       first.backward_weight(mb, hook);
     }
-    first_optimizer.step(first.parameters(), first.gradients());
-    last_optimizer.step(last.parameters(), last.gradients());
+    for (auto [piece, optimizer] :
+         {std::pair{&first, &first_optimizer}, std::pair{&last, &last_optimizer}}) {
+      optimizer->begin_step();
+      for (int layer = piece->layers().begin; layer < piece->layers().end; ++layer) {
+        optimizer->update(piece->layer_parameters(layer).all, piece->layer_gradients(layer).all,
+                          piece->layer_offset(layer));
+      }
+    }
   };
   batcher.start_epoch(0);
   step(0);

@@ -275,8 +275,8 @@ ChainResult run_chain(const ModelConfig& config, int pieces, int rows) {
     }
   }
   for (const Piece& piece : chain) {
-    result.gradients.insert(result.gradients.end(), piece.gradients().begin(),
-                            piece.gradients().end());
+    const std::vector<float> gradients = piece.gradients();
+    result.gradients.insert(result.gradients.end(), gradients.begin(), gradients.end());
   }
   return result;
 }
@@ -341,6 +341,78 @@ TEST(model, slots_reject_out_of_order_use) {
       << "freed, and fewer rows than reserved are fine";
   piece.release(0);
   EXPECT_NO_THROW(piece.forward(0, input, 3)) << "released";
+}
+
+// One layer at a time computes the same bits as the whole piece at once.
+TEST(model, layer_by_layer_equals_the_whole_piece) {
+  ModelConfig config;
+  config.sizes = {6, 5, 4, 3, 2};
+  config.seed = 3;
+  Piece whole(config, {1, 3});  // neither first nor last
+  Piece layered(config, {1, 3});
+  whole.reserve(1, 2);
+  layered.reserve(1, 2);
+  const std::vector<float> input = random_inputs(2, 5, 4);
+  const std::vector<float> gradient = random_inputs(2, 3, 5);
+  const auto out = whole.forward(0, input, 2);
+  const std::vector<float> whole_output(out.begin(), out.end());
+  const std::span<float> in = layered.take_input(0, 2);
+  std::copy(input.begin(), input.end(), in.begin());
+  for (int layer = 1; layer < 3; ++layer) layered.forward_layer(0, layer);
+  EXPECT_TRUE(std::equal(whole_output.begin(), whole_output.end(), layered.output(0).begin()));
+  const auto whole_input_gradient = whole.backward_input(0, gradient);
+  const std::vector<float> expected(whole_input_gradient.begin(), whole_input_gradient.end());
+  whole.backward_weight(0);
+  const std::span<float> top = layered.take_output_gradient(0);
+  std::copy(gradient.begin(), gradient.end(), top.begin());
+  for (int layer = 2; layer >= 1; --layer) layered.backward_input_layer(0, layer);
+  EXPECT_TRUE(std::equal(expected.begin(), expected.end(), layered.input_gradient(0).begin()));
+  EXPECT_THROW(layered.backward_weight_layer(0, 1), std::logic_error) << "layer 2 comes first";
+  for (int layer = 2; layer >= 1; --layer) layered.backward_weight_layer(0, layer);
+  EXPECT_EQ(layered.gradients(), whole.gradients());
+}
+
+// What a piece holds, counted in its ledger: weights always, a slot's
+// activations from its forward to its weight gradients, the gradients from
+// the first weight gradient to zero_grad.
+TEST(model, buffers_are_counted_while_held) {
+  ModelConfig config;
+  config.sizes = {4, 3, 2};
+  Piece piece(config, {0, 2});
+  piece.reserve(1, 3);
+  const std::uint64_t weights = (3 * 4 + 3 + 2 * 3 + 2) * sizeof(float);
+  const auto held = [&] { return piece.ledger().current().total(); };
+  EXPECT_EQ(held(), weights);
+  piece.forward(0, random_inputs(3, 4, 1), 3);
+  EXPECT_EQ(piece.ledger().current()[MemoryCategory::activations], 3 * (4 + 3 + 2) * sizeof(float));
+  piece.loss(0, std::vector<std::uint8_t>{0, 1, 0}, 1.0f);
+  piece.backward_input(0, {});
+  piece.backward_weight(0);
+  EXPECT_EQ(held(), 2 * weights) << "the slot is free, the gradients are held";
+  piece.zero_grad();
+  EXPECT_EQ(held(), weights);
+}
+
+TEST(buffer_pool, gives_back_buffers_for_the_next_take_of_their_size) {
+  MemoryLedger ledger;
+  BufferPool pool(ledger);
+  const std::span<float> a = pool.take(MemoryCategory::activations, 6);
+  const std::span<float> b = pool.take(MemoryCategory::gradients, 6, true);
+  EXPECT_NE(a.data(), b.data());
+  EXPECT_TRUE(std::all_of(b.begin(), b.end(), [](float x) { return x == 0.0F; }));
+  ledger.sample();
+  EXPECT_EQ(ledger.current().total(), 12 * sizeof(float));
+  pool.give_back(MemoryCategory::activations, a);
+  const std::span<float> c = pool.take(MemoryCategory::messages, 6);
+  EXPECT_EQ(c.data(), a.data()) << "reused";
+  EXPECT_EQ(pool.allocated_bytes(), 12 * sizeof(float));
+  EXPECT_EQ(ledger.current()[MemoryCategory::messages], 6 * sizeof(float));
+  EXPECT_THROW(pool.give_back(MemoryCategory::activations, c), std::logic_error)
+      << "no activations are held";
+  pool.give_back(MemoryCategory::messages, c);
+  pool.give_back(MemoryCategory::gradients, b);
+  EXPECT_EQ(ledger.current().total(), 0u);
+  EXPECT_EQ(ledger.peak().total(), 12 * sizeof(float)) << "the sampled moment";
 }
 
 TEST(model, evaluate_agrees_with_the_slot_loss) {

@@ -235,3 +235,60 @@ TEST_F(cli, a_bad_config_is_a_usage_error) {
           .status,
       2);
 }
+
+// The costs of a configuration's `costs` section, per layer and row
+// (compute-rows), and the schedule's one declared configuration: a model of
+// 2 layers, 4 rows a micro-batch. Fwd costs 1 x 2 layers x 4 / 2 rows = 4,
+// Bwd 2 x 2 x 2 = 8, the step 0.5 x 2 layers = 1; --cost overrides a key.
+TEST_F(cli, costs_come_per_layer_and_row_from_the_config) {
+  const fs::path config = dir_ / "model.yaml";
+  std::ofstream(config) << "model:\n  sizes: [4, 3, 2]\ntraining:\n  batch_size: 4\n"
+                           "costs:\n  compute-rows: 2\n  fwd: 1\n  bwd: 2\n  optimizer: 0.5\n";
+  const fs::path schedule = dir_ / "one.pipe";
+  std::ofstream(schedule) << "check stages 1 micro_batches 1\n"
+                             "ZeroGrad\nLoadInput 0\nFwd 0\nLoadTarget 0\nBwd 0\nOptimizerStep\n";
+  const auto makespan = [&](const std::string& more) {
+    const Outcome o = simulate("'" + schedule.string() + "' --format json --config '" +
+                               config.string() + "'" + more);
+    EXPECT_EQ(o.status, 0) << more;
+    return o.status == 0 ? nlohmann::json::parse(o.out).at("makespan").get<double>() : -1.0;
+  };
+  EXPECT_DOUBLE_EQ(makespan(""), 13.0);
+  EXPECT_DOUBLE_EQ(makespan(" --cost fwd=2"), 17.0);
+  // One layer at a time costs the same in total.
+  std::ofstream(schedule) << "check stages 1 micro_batches 1\nZeroGrad\nLoadInput 0\n"
+                             "for l in 0 .. layers { Fwd 0 layer l }\nLoadTarget 0\n"
+                             "for l in reversed(0 .. layers) { Bwd 0 layer l }\nOptimizerStep\n";
+  EXPECT_DOUBLE_EQ(makespan(""), 13.0);
+}
+
+// A collective's ring takes 2 (n - 1) steps of `send` latency unless
+// ring-send says otherwise: over 2 replicas, 0.3 + 2 x 0.2, or 0.3 alone.
+TEST_F(cli, ring_send_prices_the_steps_of_a_collective) {
+  const auto makespan = [&](const std::string& costs) {
+    const Outcome o = simulate(
+        "schedules/dp.pipe --stages 1 --micro-batches 1 --dp 2 --format json --cost " + costs);
+    EXPECT_EQ(o.status, 0) << costs;
+    return o.status == 0 ? nlohmann::json::parse(o.out).at("makespan").get<double>() : -1.0;
+  };
+  EXPECT_DOUBLE_EQ(makespan("allreduce=0.3,send=0.2"), 0.3 + 2 * 0.2);
+  EXPECT_DOUBLE_EQ(makespan("allreduce=0.3,send=0.2,ring-send=0"), 0.3);
+}
+
+TEST_F(cli, a_schedule_declaring_several_configurations_needs_the_flags) {
+  const fs::path err = dir_ / "err.txt";
+  const Outcome o = simulate("schedules/1f1b.pipe", err);
+  EXPECT_EQ(o.status, 2);
+  EXPECT_NE(slurp(err).find("--stages and --micro-batches are required"), std::string::npos)
+      << slurp(err);
+}
+
+TEST_F(cli, a_bad_cost_in_the_config_names_its_line) {
+  const fs::path config = dir_ / "costs.yaml";
+  std::ofstream(config) << "costs:\n  fwd: 1\n  warp: 2\n";
+  const fs::path err = dir_ / "err.txt";
+  const Outcome o = simulate(
+      "schedules/dp.pipe --stages 1 --micro-batches 1 --config '" + config.string() + "'", err);
+  EXPECT_EQ(o.status, 2);
+  EXPECT_NE(slurp(err).find("costs.yaml:3:9: costs: "), std::string::npos) << slurp(err);
+}

@@ -55,7 +55,8 @@ class checkpoint : public testing::TestWithParam<Case> {
  protected:
   checkpoint()
       : program_(compile_file(schedule_path(GetParam().schedule),
-                              Config{GetParam().stages, 4, GetParam().chunks, GetParam().dp})),
+                              Config{GetParam().stages, 4, GetParam().chunks, GetParam().dp},
+                              vm_test::deep_model().sizes)),
         options_(training_options(kGlobalBatch, kStepsPerEpoch)),
         directory_((std::filesystem::temp_directory_path() /
                     ("pipevm-" + std::to_string(getpid()) + "-" + case_name({GetParam(), 0})))

@@ -106,11 +106,15 @@ int main(int argc, char** argv) {
     bool passed = false;
     std::string detail;
     try {
-      const Program program = vm_test::compile_file(vm_test::schedule_path(c.schedule), config);
-      if (!check(program).ok()) throw std::runtime_error("the checker rejects it");
+      const std::vector<int> widths = vm_test::deep_model().sizes;
+      const Program program =
+          vm_test::compile_file(vm_test::schedule_path(c.schedule), config, widths);
+      CheckOptions check_options;
+      check_options.layer_widths = widths;
+      if (!check(program, check_options).ok()) throw std::runtime_error("the checker rejects it");
       // dp x micro-batches x 2 rows per micro-batch, 3 steps.
       TrainingOptions options = vm_test::training_options(config.dp * c.micro_batches * 2, 3);
-      options.machine.model.sizes = {24, 22, 20, 18, 16, 14, 12, 10, 6};
+      options.machine.model.sizes = widths;
       runtime::MpiComm comm(session, config.stages,
                             MessageTags(program.placement, config).max_tag());
       Trainer trainer(program, comm, options, &vm_test::small_data());

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "inprocess_comm.hpp"
+#include "memory_bytes.hpp"
 #include "message_tags.hpp"
 #include "register_test.hpp"
 #include "vm.hpp"
@@ -44,6 +45,45 @@ std::vector<float> train_in_process(const Program& program, const TrainingOption
     }
   });
   return model;
+}
+
+// Each rank's peak bytes as its Machine's ledger measured them over the
+// steps, in rank order.
+std::vector<runtime::MemoryBytes> measured_peaks(const Program& program,
+                                                 const TrainingOptions& options) {
+  std::vector<runtime::MemoryBytes> peaks(static_cast<std::size_t>(program.ranks()));
+  runtime::run_in_process(program.config.stages, program.config.dp, [&](runtime::Comm& comm) {
+    Trainer trainer(program, comm, options, &vm_test::small_data());
+    trainer.train_epoch(0);
+    peaks[static_cast<std::size_t>(comm.world_rank())] = trainer.machine().peak_bytes();
+  });
+  return peaks;
+}
+
+// The simulator's count for the same program and options (docs/memory.md):
+// equal to the measured peaks, rank by rank and category by category.
+void expect_measured_equals_counted(const Program& program, const TrainingOptions& options) {
+  MemoryShape shape;
+  shape.layer_widths = options.machine.model.sizes;
+  shape.rows = options.machine.global_batch / (program.config.dp * program.config.micro_batches);
+  shape.optimizer_states = options.machine.optimizer.kind == "adam"    ? 2
+                           : options.machine.optimizer.momentum > 0.0F ? 1
+                                                                       : 0;
+  const std::vector<RankBytes> counted = peak_bytes(program, shape);
+  const std::vector<runtime::MemoryBytes> measured = measured_peaks(program, options);
+  ASSERT_EQ(counted.size(), measured.size());
+  using runtime::MemoryCategory;
+  for (std::size_t r = 0; r < counted.size(); ++r) {
+    const RankBytes& c = counted[r];
+    const runtime::MemoryBytes& m = measured[r];
+    EXPECT_EQ((std::vector<std::uint64_t>{c.weights, c.gradients, c.optimizer, c.activations,
+                                          c.activation_gradients, c.messages}),
+              (std::vector<std::uint64_t>{
+                  m[MemoryCategory::weights], m[MemoryCategory::gradients],
+                  m[MemoryCategory::optimizer], m[MemoryCategory::activations],
+                  m[MemoryCategory::activation_gradients], m[MemoryCategory::messages]}))
+        << "rank " << r;
+  }
 }
 
 struct Shape {
@@ -118,7 +158,8 @@ void shipped_schedule_trains_the_sequential_weights(const std::string& schedule)
     Diagnostics diagnostics;
     const auto file = read_source(schedule_path(schedule), diagnostics);
     ASSERT_TRUE(file);
-    const std::optional<Program> program = compile(file, config, diagnostics);
+    const std::optional<Program> program =
+        compile(file, config, diagnostics, vm_test::for_model(vm_test::deep_model().sizes));
     if (!program) continue;  // a require excludes this configuration
     // Gossip replicas average parameters, not gradients: only without
     // replicas is it sequential training (mpi_gossip.cpp is its oracle).
@@ -134,6 +175,7 @@ void shipped_schedule_trains_the_sequential_weights(const std::string& schedule)
     EXPECT_LE(relative_difference(trained, sequential_reference(expected_options)), 1e-5)
         << config.stages << " stages x " << config.dp << " dp, " << config.chunks << " chunks, "
         << config.micro_batches << " micro-batches";
+    expect_measured_equals_counted(*program, options);
     ++trained_configs;
   }
   EXPECT_GE(trained_configs, 1) << "no candidate configuration satisfies the schedule's requires";
@@ -311,6 +353,38 @@ TEST(machine, compute_after_release_is_refused) {
   ASSERT_TRUE(error.has_value());
   EXPECT_EQ(error->instruction(), 4U);
   EXPECT_NE(std::string(error->what()).find("not gathered"), std::string::npos) << error->what();
+}
+
+// A pipeline of 2 stages x 2 replicas that computes one layer at a time,
+// the backward split in its two halves: the sequential weights, and the
+// bytes the simulator counts.
+TEST(machine, layer_by_layer_trains_the_sequential_weights) {
+  const std::string text =
+      "ZeroGrad\n"
+      "if stage == 0 { LoadInput 0 } else { Recv act 0 }\n"
+      "for l in layer_begin .. layer_end { Fwd 0 layer l }\n"
+      "if stage < stages - 1 { Send act 0; Recv grad 0 } else { LoadTarget 0 }\n"
+      "for l in reversed(layer_begin .. layer_end) { BwdInput 0 layer l }\n"
+      "if stage > 0 { ISend grad 0 }\n"
+      "for l in reversed(layer_begin .. layer_end) { BwdWeight 0 layer l }\n"
+      "for l in layer_begin .. layer_end { AllReduce layer l }\n"
+      "WaitAll\nOptimizerStep\n";
+  const Config config{2, 1, 1, 2};
+  const Program program = compile_text(text, config);
+  const TrainingOptions options = training_options(kGlobalBatch, kSteps);
+  EXPECT_LE(relative_difference(train_in_process(program, options), sequential_reference(options)),
+            1e-5);
+  expect_measured_equals_counted(program, options);
+}
+
+TEST(machine, a_layer_its_chunk_does_not_hold_is_refused) {
+  // Compiled for the deep model (8 layers), run on the small one (5).
+  const Program program = compile_text("ZeroGrad\nLoadInput 0\nFwd 0 layer 7\n", Config{1, 1},
+                                       vm_test::deep_model().sizes);
+  const TrainingOptions options = training_options(kGlobalBatch, 1);
+  runtime::run_in_process(1, 1, [&](runtime::Comm& comm) {
+    EXPECT_THROW(Trainer(program, comm, options, &vm_test::small_data()), std::invalid_argument);
+  });
 }
 
 TEST(machine, shard_step_on_an_unsharded_chunk_is_refused) {

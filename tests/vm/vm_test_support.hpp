@@ -54,12 +54,22 @@ inline std::string schedule_path(const std::string& name) {
   return std::string(PIPEVM_SOURCE_DIR) + "/schedules/" + name + ".pipe";
 }
 
-// Compiles a schedule file for `config`; throws with the diagnostics' text.
-inline Program compile_file(const std::string& path, const Config& config) {
+// Expansion for a model of these widths (`layer L` operands and the
+// built-in names layers, layer_begin, layer_end name its layers).
+inline ExpandOptions for_model(const std::vector<int>& widths) {
+  ExpandOptions options;
+  options.layer_widths = widths;
+  return options;
+}
+
+// Compiles a schedule file for `config` and the model of `widths`; throws
+// with the diagnostics' text.
+inline Program compile_file(const std::string& path, const Config& config,
+                            const std::vector<int>& widths = small_model().sizes) {
   Diagnostics diagnostics;
   const auto file = read_source(path, diagnostics);
   std::optional<Program> program;
-  if (file) program = compile(file, config, diagnostics);
+  if (file) program = compile(file, config, diagnostics, for_model(widths));
   if (!program || diagnostics.has_errors()) {
     std::string text = "cannot compile " + path + ":";
     for (const Diagnostic& d : diagnostics.all()) text += " " + d.message;
@@ -68,10 +78,11 @@ inline Program compile_file(const std::string& path, const Config& config) {
   return std::move(*program);
 }
 
-inline Program compile_text(const std::string& text, const Config& config) {
+inline Program compile_text(const std::string& text, const Config& config,
+                            const std::vector<int>& widths = small_model().sizes) {
   Diagnostics diagnostics;
   auto file = std::make_shared<SourceFile>("test.pipe", text);
-  std::optional<Program> program = compile(file, config, diagnostics);
+  std::optional<Program> program = compile(file, config, diagnostics, for_model(widths));
   if (!program || diagnostics.has_errors()) {
     std::string message = "cannot compile the test schedule:";
     for (const Diagnostic& d : diagnostics.all()) message += " " + d.message;

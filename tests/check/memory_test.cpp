@@ -1,0 +1,152 @@
+// The bytes a rank holds, moment by moment (core/memory_bytes.hpp), on small
+// programs whose every figure is worked out by hand: a model of widths
+// 4, 3, 2 (layer 0: 3 x 4 + 3 = 15 parameters, layer 1: 2 x 3 + 2 = 8), one
+// byte per number, one row per micro-batch. The rules are docs/memory.md's;
+// the runtime follows the same (vm.report.*).
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "check.hpp"
+#include "compile.hpp"
+#include "memory_bytes.hpp"
+
+namespace pipevm {
+namespace {
+
+const std::vector<int> kWidths = {4, 3, 2};
+
+Program program_of(const std::string& text, Config config) {
+  Diagnostics diagnostics;
+  ExpandOptions options;
+  options.layer_widths = kWidths;
+  auto program =
+      compile(std::make_shared<SourceFile>("memory.pipe", text), config, diagnostics, options);
+  EXPECT_TRUE(program.has_value())
+      << (diagnostics.all().empty() ? "" : diagnostics.all()[0].message);
+  CheckOptions check_options;
+  check_options.layer_widths = kWidths;
+  const CheckResult checked = check(*program, check_options);
+  EXPECT_TRUE(checked.ok()) << (checked.diagnostics.empty() ? "" : checked.diagnostics[0].message);
+  return std::move(*program);
+}
+
+MemoryShape shape(int optimizer_states) {
+  MemoryShape s;
+  s.layer_widths = kWidths;
+  s.element_bytes = 1;
+  s.rows = 1;
+  s.optimizer_states = optimizer_states;
+  return s;
+}
+
+// weights, gradients, optimizer, activations, activation gradients, messages.
+struct Bytes {
+  std::uint64_t w, g, o, a, ag, m;
+};
+
+void expect_moments(const std::vector<RankBytes>& after, const std::vector<Bytes>& expected) {
+  ASSERT_EQ(after.size(), expected.size());
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    const RankBytes& r = after[i];
+    const Bytes& e = expected[i];
+    EXPECT_EQ((std::vector<std::uint64_t>{r.weights, r.gradients, r.optimizer, r.activations,
+                                          r.activation_gradients, r.messages}),
+              (std::vector<std::uint64_t>{e.w, e.g, e.o, e.a, e.ag, e.m}))
+        << "after instruction " << i;
+  }
+}
+
+TEST(memory, layer_by_layer_values_live_from_their_making_to_their_last_use) {
+  const Program p = program_of(
+      "ZeroGrad\nLoadInput 0\nFwd 0 layer 0\nFwd 0 layer 1\nLoadTarget 0\n"
+      "Bwd 0 layer 1\nBwd 0 layer 0\nOptimizerStep\n",
+      Config{1, 1});
+  expect_moments(bytes_after_each(p, shape(0))[0],
+                 {{23, 0, 0, 0, 0, 0},    // ZeroGrad: no gradient before the first backward
+                  {23, 0, 0, 4, 0, 0},    // the input
+                  {23, 0, 0, 7, 0, 0},    // layer 0's output
+                  {23, 0, 0, 9, 0, 0},    // the model's output
+                  {23, 0, 0, 9, 0, 0},    // LoadTarget: labels are not counted
+                  {23, 8, 0, 4, 3, 0},    // layer 1: its gradient; the gradient below it
+                  {23, 23, 0, 0, 0, 0},   // layer 0: no gradient of the model's input
+                  {23, 0, 0, 0, 0, 0}});  // the step frees the gradients
+}
+
+TEST(memory, a_sharded_layer_is_its_shard_and_a_copy_while_gathered) {
+  // Over 2 replicas: shards of ceil(15 / 2) = 8 and ceil(8 / 2) = 4; one
+  // optimizer state per parameter (momentum).
+  const Program p = program_of(
+      "ZeroGrad\nLoadInput 0\n"
+      "AllGather layer 0\nFwd 0 layer 0\nRelease layer 0\n"
+      "AllGather layer 1\nFwd 0 layer 1\nRelease layer 1\nLoadTarget 0\n"
+      "AllGather layer 1\nBwd 0 layer 1\nRelease layer 1\nReduceScatter layer 1\n"
+      "AllGather layer 0\nBwd 0 layer 0\nRelease layer 0\nReduceScatter layer 0\nShardStep\n",
+      Config{1, 1, 1, 2});
+  const auto after = bytes_after_each(p, shape(1));
+  ASSERT_EQ(after.size(), 2u);
+  expect_moments(after[1], {{12, 0, 12, 0, 0, 0},
+                            {12, 0, 12, 4, 0, 0},
+                            {27, 0, 12, 4, 0, 0},  // layer 0 whole besides its shard
+                            {27, 0, 12, 7, 0, 0},
+                            {12, 0, 12, 7, 0, 0},
+                            {20, 0, 12, 7, 0, 0},
+                            {20, 0, 12, 9, 0, 0},
+                            {12, 0, 12, 9, 0, 0},
+                            {12, 0, 12, 9, 0, 0},
+                            {20, 0, 12, 9, 0, 0},
+                            {20, 8, 12, 4, 3, 0},
+                            {12, 8, 12, 4, 3, 0},
+                            {12, 4, 12, 4, 3, 0},  // the own shard of the sum
+                            {27, 4, 12, 4, 3, 0},
+                            {27, 19, 12, 0, 0, 0},
+                            {12, 19, 12, 0, 0, 0},
+                            {12, 12, 12, 0, 0, 0},
+                            {12, 0, 12, 0, 0, 0}});
+  EXPECT_EQ(peak_bytes(p, shape(1))[0].total(), 27u + 19 + 12);
+}
+
+TEST(memory, a_send_in_flight_keeps_what_it_reads) {
+  // Two stages: layer 0, then layer 1. Stage 0's output outlives its last
+  // use (the backward) while its ISend is in flight; stage 1's input
+  // gradient, once sent, is only the message's.
+  const Program p = program_of(
+      "stage 0 {\n  ZeroGrad\n  LoadInput 0\n  Fwd 0\n  ISend act 0\n  Recv grad 0\n  Bwd 0\n"
+      "  WaitAll\n  OptimizerStep\n}\n"
+      "stage 1 {\n  ZeroGrad\n  Recv act 0\n  Fwd 0\n  LoadTarget 0\n  Bwd 0\n  ISend grad 0\n"
+      "  WaitAll\n  OptimizerStep\n}\n",
+      Config{2, 1});
+  const auto after = bytes_after_each(p, shape(0));
+  expect_moments(after[0], {{15, 0, 0, 0, 0, 0},
+                            {15, 0, 0, 4, 0, 0},
+                            {15, 0, 0, 7, 0, 0},
+                            {15, 0, 0, 7, 0, 0},
+                            {15, 0, 0, 7, 3, 0},
+                            {15, 15, 0, 0, 0, 3},  // the output, for the send only
+                            {15, 15, 0, 0, 0, 0},
+                            {15, 0, 0, 0, 0, 0}});
+  expect_moments(after[1], {{8, 0, 0, 0, 0, 0},
+                            {8, 0, 0, 3, 0, 0},
+                            {8, 0, 0, 5, 0, 0},
+                            {8, 0, 0, 5, 0, 0},
+                            {8, 8, 0, 0, 3, 0},  // the input gradient, until sent
+                            {8, 8, 0, 0, 0, 3},
+                            {8, 8, 0, 0, 0, 0},
+                            {8, 0, 0, 0, 0, 0}});
+}
+
+TEST(memory, without_biases_a_layer_is_its_weights) {
+  MemoryShape s = shape(2);
+  s.bias = false;
+  EXPECT_EQ(layer_parameters(s, 0), 12u);
+  EXPECT_EQ(layer_parameters(s, 1), 6u);
+  s.bias = true;
+  EXPECT_EQ(layer_parameters(s, 1), 8u);
+  EXPECT_EQ(shard_of(15, 2), 8u);
+  EXPECT_EQ(shard_of(8, 16), 1u);
+}
+
+}  // namespace
+}  // namespace pipevm

@@ -1,0 +1,104 @@
+// `pipevm run --report` against `pipevm simulate`: the bytes each rank's
+// buffers held at their worst moment, as the runtime's ledger measured them
+// in a real MPI run (the vm.mpi.report_* tests write the reports), equal
+// the simulator's count for the same program and configuration, rank by
+// rank and category by category; and FSDP's weights, gradients and
+// optimizer state per rank are at most 0.6 of data parallelism's on 4
+// ranks with Adam (docs/memory.md).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "../cli/run_pipevm.hpp"
+
+namespace pipevm {
+namespace {
+
+using testing::run_pipevm;
+
+nlohmann::json read_report(const std::string& name) {
+  std::ifstream in(std::string(PIPEVM_BINARY_DIR) + "/tests/vm/" + name + "_report.json");
+  EXPECT_TRUE(in) << "no report of " << name << " (run the vm.mpi.report_ tests first)";
+  if (!in) return {};
+  return nlohmann::json::parse(in);
+}
+
+nlohmann::json simulated(const std::string& schedule, int stages, int dp) {
+  const auto run = run_pipevm("simulate schedules/" + schedule + ".pipe --stages " +
+                              std::to_string(stages) + " --micro-batches 4 --dp " +
+                              std::to_string(dp) + " --config tests/vm/report.yaml --format json");
+  EXPECT_EQ(run.status, 0) << run.err;
+  return run.status == 0 ? nlohmann::json::parse(run.out) : nlohmann::json{};
+}
+
+void expect_measured_equals_simulated(const std::string& schedule, int stages, int dp) {
+  const nlohmann::json report = read_report(schedule);
+  const nlohmann::json simulation = simulated(schedule, stages, dp);
+  ASSERT_TRUE(report.contains("per_rank") && simulation.contains("per_rank"));
+  const nlohmann::json& measured = report["per_rank"];
+  const nlohmann::json& counted = simulation["per_rank"];
+  ASSERT_EQ(measured.size(), static_cast<std::size_t>(stages * dp));
+  ASSERT_EQ(counted.size(), measured.size());
+  for (std::size_t r = 0; r < measured.size(); ++r) {
+    for (const char* key : {"rank", "stage", "peak_bytes", "weights", "gradients", "optimizer",
+                            "activations", "activation_gradients", "messages"}) {
+      EXPECT_EQ(measured[r][key], counted[r][key]) << schedule << ", rank " << r << ": " << key;
+    }
+    EXPECT_EQ(measured[r]["total"], measured[r]["peak_bytes"]);
+    EXPECT_GT(measured[r]["peak_bytes"].get<std::uint64_t>(), 0U);
+  }
+  // The rest of the report: one epoch, its figures.
+  ASSERT_EQ(report["epochs"].size(), 1U);
+  const nlohmann::json& epoch = report["epochs"][0];
+  EXPECT_EQ(epoch["epoch"], 1);
+  EXPECT_GT(epoch["loss"].get<double>(), 0.0);
+  EXPECT_GE(epoch["train_accuracy"].get<double>(), 0.0);
+  EXPECT_LE(epoch["train_accuracy"].get<double>(), 1.0);
+  EXPECT_TRUE(epoch["test_accuracy"].is_number());
+  EXPECT_GT(epoch["seconds"].get<double>(), 0.0);
+  EXPECT_EQ(report["configuration"]["dp"], dp);
+  EXPECT_EQ(report["configuration"]["stages"], stages);
+}
+
+TEST(report, dp_measured_equals_simulated) {
+  expect_measured_equals_simulated("dp", 1, 4);
+}
+
+TEST(report, fsdp_measured_equals_simulated) {
+  expect_measured_equals_simulated("fsdp", 1, 4);
+}
+
+TEST(report, pipeline_measured_equals_simulated) {
+  expect_measured_equals_simulated("1f1b", 2, 2);
+}
+
+std::uint64_t model_state(const nlohmann::json& rank) {
+  return rank["weights"].get<std::uint64_t>() + rank["gradients"].get<std::uint64_t>() +
+         rank["optimizer"].get<std::uint64_t>();
+}
+
+TEST(report, fsdp_holds_at_most_six_tenths_of_data_parallel_state) {
+  const nlohmann::json dp = read_report("dp");
+  const nlohmann::json fsdp = read_report("fsdp");
+  ASSERT_TRUE(dp.contains("per_rank") && fsdp.contains("per_rank"));
+  ASSERT_EQ(dp["per_rank"].size(), 4U);
+  ASSERT_EQ(fsdp["per_rank"].size(), 4U);
+  for (std::size_t r = 0; r < 4; ++r) {
+    const double ratio = static_cast<double>(model_state(fsdp["per_rank"][r])) /
+                         static_cast<double>(model_state(dp["per_rank"][r]));
+    EXPECT_LE(ratio, 0.6) << "rank " << r;
+    // The optimizer state is a quarter, up to each layer's shard rounding
+    // up (9 layers, 2 Adam states, 4 bytes, less than one float each).
+    const auto optimizer = [](const nlohmann::json& rank) {
+      return rank["optimizer"].get<std::uint64_t>();
+    };
+    EXPECT_GE(4 * optimizer(fsdp["per_rank"][r]), optimizer(dp["per_rank"][r]));
+    EXPECT_LT(4 * optimizer(fsdp["per_rank"][r]), optimizer(dp["per_rank"][r]) + 4 * 9 * 2 * 4);
+  }
+}
+
+}  // namespace
+}  // namespace pipevm
