@@ -90,6 +90,24 @@ TEST(costs, yaml_round_trips_every_key) {
   EXPECT_DOUBLE_EQ(read.message_time(MessageKind::act), 0.1 + 4.096);
 }
 
+// A measured profile has more digits than six: it reads back as written.
+TEST(costs, yaml_keeps_every_digit_of_a_measured_cost) {
+  Costs costs;
+  costs.fwd = 123.456789012345;
+  costs.bwd_input = 1.0 / 3.0;
+  costs.stages.resize(1);
+  costs.stages[0].fwd = 98765.4321001;
+  std::ostringstream out;
+  write_costs_yaml(out, costs);
+  Costs read;
+  std::string error;
+  ASSERT_TRUE(parse_costs_yaml(out.str(), read, error)) << error << '\n' << out.str();
+  EXPECT_EQ(read.fwd, costs.fwd) << out.str();
+  EXPECT_EQ(read.bwd_input, costs.bwd_input) << out.str();
+  ASSERT_EQ(read.stages.size(), 1U);
+  EXPECT_EQ(read.stages[0].fwd, costs.stages[0].fwd) << out.str();
+}
+
 TEST(costs, yaml_errors_name_the_key) {
   Costs costs;
   std::string error;
