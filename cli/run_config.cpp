@@ -217,7 +217,12 @@ void validate(const RunConfig& config, ConfigUse use) {
         "model.bias: false is for the memory figures of check and simulate; pipevm run trains "
         "layers with biases");
   }
-  if (!(config.optimizer.lr > 0.0F)) throw ConfigError("the learning rate must be positive");
+  if (!(config.optimizer.lr > 0.0F) || !std::isfinite(config.optimizer.lr)) {
+    throw ConfigError("the learning rate must be a finite positive number");
+  }
+  if (!(config.optimizer.momentum >= 0.0F && config.optimizer.momentum < 1.0F)) {
+    throw ConfigError("training.momentum must lie in [0, 1)");
+  }
   if (config.optimizer.kind != "adam" && config.optimizer.kind != "sgd") {
     throw ConfigError("unknown optimizer '" + config.optimizer.kind + "' (expected adam or sgd)");
   }
