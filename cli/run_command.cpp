@@ -37,11 +37,12 @@
 #include "layer_costs.hpp"
 #include "layers.hpp"
 #include "mpi_comm.hpp"
-#include "rank_layout.hpp"
 #include "options.hpp"
+#include "rank_layout.hpp"
 #include "run_config.hpp"
 #include "run_outputs.hpp"
 #include "safetensors.hpp"
+#include "shared_cpus.hpp"
 #include "tensor.hpp"
 #include "trace_recorder.hpp"
 #include "vm_training.hpp"
@@ -226,6 +227,7 @@ struct Placement {
   int rank = 0;
   std::vector<std::string> hosts;  // by program rank
   std::vector<std::string> lines;  // what rank 0 prints; empty on one host
+  std::vector<std::string> warnings;  // rank 0's: hosts of one machine bound to one CPU
 };
 
 Placement place_ranks(runtime::MpiSession& session, runtime::RankLayout layout, int stages) {
@@ -245,6 +247,15 @@ Placement place_ranks(runtime::MpiSession& session, runtime::RankLayout layout, 
                   [&](const std::string& host) { return host == by_mpi_rank[0]; });
   if (!one_host || layout != runtime::RankLayout::mpi) {
     placement.lines = runtime::describe_placement(placement.hosts, mpi_rank_of, layout, stages);
+  }
+  if (!one_host) {
+    std::vector<runtime::RankCpus> cpus;
+    for (const std::string& text :
+         session.all_gather_text(runtime::encode(runtime::this_rank_cpus()),
+                                 "in the world-wide exchange of CPUs at start-up")) {
+      cpus.push_back(runtime::decode(text).value_or(runtime::RankCpus{}));
+    }
+    placement.warnings = runtime::shared_cpu_warnings(by_mpi_rank, cpus);
   }
   return placement;
 }
@@ -449,6 +460,10 @@ int train(const RunFlags& flags, runtime::MpiSession& session, int& world_rank) 
     std::printf("pipevm run: GEMMs on %s; %s\n", runtime::gemm_backend().c_str(),
                 describe_split(split, layer_costs, !flags.resume.empty()).c_str());
     for (const std::string& line : placement.lines) std::printf("%s\n", line.c_str());
+    for (const std::string& warning : placement.warnings) {
+      std::cerr << "pipevm run: warning: " << warning << " [" << code(DiagnosticKind::SharedCpu)
+                << "]\n";
+    }
     if (checkpoints) {
       const std::string when = config.checkpoint_every > 0
                                    ? "every " + std::to_string(config.checkpoint_every) + " steps"

@@ -194,20 +194,33 @@ void MpiSession::broadcast_from_root(std::span<std::byte> data) const {
 }
 
 std::vector<std::string> MpiSession::host_names() {
-  std::vector<char> mine(MPI_MAX_PROCESSOR_NAME, '\0');
-  std::copy(host_.begin(), host_.end(), mine.begin());
-  std::vector<char> all(mine.size() * static_cast<std::size_t>(world_size_));
+  return all_gather_text(host_, "in the world-wide exchange of host names at start-up");
+}
+
+std::vector<std::string> MpiSession::all_gather_text(const std::string& mine,
+                                                     const char* what) const {
+  const int length = to_count(mine.size());
+  std::vector<int> lengths(static_cast<std::size_t>(world_size_));
   MPI_Request request = MPI_REQUEST_NULL;
-  PIPEVM_MPI_CHECK(MPI_Iallgather(mine.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(),
-                                  MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD, &request));
-  complete_session_request(request, timeout_seconds_, host_,
-                           "in the world-wide exchange of host names at start-up");
-  std::vector<std::string> hosts;
-  for (int rank = 0; rank < world_size_; ++rank) {
-    const char* name = all.data() + static_cast<std::size_t>(rank) * mine.size();
-    hosts.emplace_back(name, strnlen(name, mine.size()));
+  PIPEVM_MPI_CHECK(
+      MPI_Iallgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD, &request));
+  complete_session_request(request, timeout_seconds_, host_, what);
+  std::vector<int> displacements(lengths.size());
+  std::size_t total = 0;
+  for (std::size_t rank = 0; rank < lengths.size(); ++rank) {
+    displacements[rank] = to_count(total);
+    total += static_cast<std::size_t>(lengths[rank]);
   }
-  return hosts;
+  std::string all(total, '\0');
+  PIPEVM_MPI_CHECK(MPI_Iallgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(),
+                                   displacements.data(), MPI_CHAR, MPI_COMM_WORLD, &request));
+  complete_session_request(request, timeout_seconds_, host_, what);
+  std::vector<std::string> texts;
+  for (std::size_t rank = 0; rank < lengths.size(); ++rank) {
+    texts.push_back(all.substr(static_cast<std::size_t>(displacements[rank]),
+                               static_cast<std::size_t>(lengths[rank])));
+  }
+  return texts;
 }
 
 void MpiSession::abort(std::string_view message, double grace_seconds) {

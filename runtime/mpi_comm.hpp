@@ -51,6 +51,9 @@ class MpiSession {
   // World-wide: the host each MPI rank runs on (MPI_Get_processor_name),
   // indexed by MPI rank.
   std::vector<std::string> host_names();
+  // World-wide: every MPI rank's `mine`, indexed by MPI rank; `what` names
+  // the exchange in a timeout's message.
+  std::vector<std::string> all_gather_text(const std::string& mine, const char* what) const;
   // Ends every rank after printing `message` on this one; with a grace,
   // waits that long first, so that other ranks stuck in the same hang can
   // report theirs. A process that MPI_Abort cannot end (its host cut off)

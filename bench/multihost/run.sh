@@ -6,7 +6,10 @@
 # the 8-byte ping-pong's one-way latency and `dp.pipe --dp 2` seconds per
 # epoch on Fashion-MNIST; and, across hosts with mpi_yield_when_idle 1,
 # dp with Open MPI's own TCP flags (its put protocol, which pipevm turns
-# off unless told: runtime/mpi_comm.cpp). Configurations alternate within each round, so
+# off unless told: runtime/mpi_comm.cpp); and dp across hosts with each
+# rank bound to a core (`--bind-to core`, what Open MPI did on the test
+# cluster before cluster.sh turned binding off: both hosts' ranks on core
+# 0). Configurations alternate within each round, so
 # that the machine's load changes hit all of them alike; the medians over
 # ROUNDS rounds are printed last, with the load average seen by each run.
 # Needs root (network namespaces); a Release build with bench/ built.
@@ -56,6 +59,9 @@ for ((round = 1; round <= rounds; round++)); do
     measure "dp-1host-yield$yield" "${one_host[@]}" --mca mpi_yield_when_idle "$yield"
   done
   measure "dp-2hosts-yield1-put" "${across[@]}" --mca mpi_yield_when_idle 1 --mca btl_tcp_flags "$open_mpi_tcp_flags"
+  for yield in 0 1; do
+    measure "dp-2hosts-yield$yield-bound" "${across[@]}" --mca mpi_yield_when_idle "$yield" --bind-to core
+  done
 done
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
@@ -78,5 +84,11 @@ put=$(cut -d' ' -f1 "$log/dp-2hosts-yield1-put" | median)
 without=$(cut -d' ' -f1 "$log/dp-2hosts-yield1" | median)
 printf 'dp across hosts, mpi_yield_when_idle 1: %s s/epoch with the put protocol, %s without (%s)\n' \
   "$put" "$without" "$(awk -v a="$put" -v b="$without" 'BEGIN { printf "%.2fx", a / b }')"
+for yield in 0 1; do
+  bound=$(cut -d' ' -f1 "$log/dp-2hosts-yield$yield-bound" | median)
+  unbound=$(cut -d' ' -f1 "$log/dp-2hosts-yield$yield" | median)
+  printf 'dp across hosts, mpi_yield_when_idle %s: %s s/epoch bound to a core, %s unbound (%s)\n' \
+    "$yield" "$bound" "$unbound" "$(awk -v a="$bound" -v b="$unbound" 'BEGIN { printf "%.2fx", a / b }')"
+done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 rm -rf "$log"

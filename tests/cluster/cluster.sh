@@ -31,7 +31,8 @@
 # process is gone (as `with` does). Commands run by `run` and
 # `with` see PIPEVM_CLUSTER, CLUSTER_NAME, CLUSTER_HOSTFILE,
 # CLUSTER_INTERFACE, CLUSTER_DIR and OMPI_MCA_plm_rsh_agent (plus Open MPI's
-# permission to run as root).
+# permission to run as root, and OMPI_MCA_hwloc_base_binding_policy=none:
+# the hosts share the machine's cores, see cluster_environment).
 set -euo pipefail
 
 script=$(readlink -f "$0")
@@ -239,6 +240,15 @@ cluster_environment() {
   # PIPEVM_CLUSTER: cluster.sh called from there means this cluster.
   export PIPEVM_CLUSTER=$name CLUSTER_NAME=$name CLUSTER_DIR=$dir CLUSTER_HOSTFILE=$dir/hosts
   export CLUSTER_INTERFACE=$interface OMPI_MCA_plm_rsh_agent=$dir/agent
+  # The hosts share this machine's cores, but each host's Open MPI sees all
+  # of them as its own, and in a job of at most 2 ranks it binds each rank
+  # to a core (its default), counting from core 0 on every host: one rank
+  # per host put every host's rank on the same core
+  # (dp.pipe --dp 2 on 2 hosts, spinning: 9.6 s/epoch bound, 1.0 s not;
+  # bench/RESULTS.md "multihost", 2026-11-25 evening). Unbound, the
+  # kernel spreads the ranks over the cores as it would on real hosts. A
+  # choice the caller made (--bind-to, or this variable) stands.
+  export OMPI_MCA_hwloc_base_binding_policy=${OMPI_MCA_hwloc_base_binding_policy:-none}
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 }
 
