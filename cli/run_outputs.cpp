@@ -15,6 +15,7 @@
 
 #include "digest.hpp"
 #include "output_files.hpp"
+#include "shortest_text.hpp"
 
 namespace pipevm::cli {
 
@@ -26,13 +27,6 @@ std::string hex(std::uint64_t value) {
   char text[17];
   std::snprintf(text, sizeof text, "%016" PRIx64, value);
   return text;
-}
-
-// The shortest text that reads back as the same float.
-std::string exact(float value) {
-  char text[32];
-  const std::to_chars_result end = std::to_chars(text, text + sizeof text, value);
-  return std::string(text, end.ptr);
 }
 
 bool same_file(const std::string& a, const std::string& b) {
@@ -208,11 +202,11 @@ runtime::RunIdentity run_identity(const RunConfig& config, const Program& progra
                                    {"training.micro_batches", std::to_string(config.micro_batches)},
                                    {"training.seed", std::to_string(config.seed)},
                                    {"training.optimizer", optimizer.kind},
-                                   {"training.lr", exact(optimizer.lr)},
-                                   {"training.momentum", exact(optimizer.momentum)},
-                                   {"training.beta1", exact(optimizer.beta1)},
-                                   {"training.beta2", exact(optimizer.beta2)},
-                                   {"training.eps", exact(optimizer.eps)}};
+                                   {"training.lr", shortest_text(optimizer.lr)},
+                                   {"training.momentum", shortest_text(optimizer.momentum)},
+                                   {"training.beta1", shortest_text(optimizer.beta1)},
+                                   {"training.beta2", shortest_text(optimizer.beta2)},
+                                   {"training.eps", shortest_text(optimizer.eps)}};
   if (config.data == "synthetic") {
     identity["data.synthetic_train"] = std::to_string(config.synthetic_train);
     identity["data.synthetic_test"] = std::to_string(config.synthetic_test);

@@ -4,7 +4,6 @@
 #include "costs.hpp"
 
 #include <algorithm>
-#include <array>
 #include <charconv>
 #include <cmath>
 #include <map>
@@ -14,6 +13,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "read_file.hpp"
+#include "shortest_text.hpp"
 
 namespace pipevm {
 
@@ -312,26 +312,15 @@ bool read_costs_yaml(const std::string& path, Costs& costs, std::string& error) 
   return true;
 }
 
-namespace {
-
-// The shortest text that reads back as the same double (a written profile
-// reads back exactly).
-std::string exact(double value) {
-  std::array<char, 32> text{};
-  const auto result = std::to_chars(text.data(), text.data() + text.size(), value);
-  return {text.data(), result.ptr};
-}
-
-}  // namespace
-
 void write_costs_yaml(std::ostream& out, const Costs& costs, std::string_view comment) {
   out << "# pipevm cost model (pipevm simulate --costs FILE); time unit: microseconds\n";
   if (!comment.empty()) out << "# " << comment << '\n';
   for (const KeyField& f : key_fields()) {
     if (f.field == nullptr) {
-      if (const auto& v = costs.*(f.optional)) out << f.key.name << ": " << exact(*v) << '\n';
+      if (const auto& v = costs.*(f.optional))
+        out << f.key.name << ": " << shortest_text(*v) << '\n';
     } else {
-      out << f.key.name << ": " << exact(costs.*(f.field)) << '\n';
+      out << f.key.name << ": " << shortest_text(costs.*(f.field)) << '\n';
     }
   }
   if (costs.stages.empty()) return;
@@ -343,9 +332,9 @@ void write_costs_yaml(std::ostream& out, const Costs& costs, std::string_view co
       if (f.field == nullptr) {
         const auto& v = stage.*(f.optional);
         if (!v) continue;
-        out << indent << f.key.name << ": " << exact(*v) << '\n';
+        out << indent << f.key.name << ": " << shortest_text(*v) << '\n';
       } else {
-        out << indent << f.key.name << ": " << exact(stage.*(f.field)) << '\n';
+        out << indent << f.key.name << ": " << shortest_text(stage.*(f.field)) << '\n';
       }
       indent = "    ";
     }

@@ -231,9 +231,13 @@ void Machine::complete_posted_send(Chunk& chunk, std::uint32_t micro_batch) {
         return message.chunk == chunk_index && message.micro_batch == micro_batch;
       });
   if (match == posted_sends_.end()) return;
-  comm_.wait(match->request);
-  chunk.piece.end_output_send(static_cast<int>(micro_batch));
+  finish_posted_send(*match);
   posted_sends_.erase(match);
+}
+
+void Machine::finish_posted_send(const PendingMessage& message) {
+  comm_.wait(message.request);
+  chunks_[message.chunk].piece.end_output_send(static_cast<int>(message.micro_batch));
 }
 
 std::span<std::uint8_t> Machine::label_buffer(Chunk& chunk, std::uint32_t micro_batch) {
@@ -657,31 +661,27 @@ void VmStep::send(const Instruction& in) {
     if (data.empty()) unsupported("the micro-batch has no input gradient to send");
   }
   const int tag = tag_of(in);
-  if (!posts_request(in.op)) {
-    if (act) {
-      // A blocking Send of an activation returns once posted; it completes
-      // before the output's last use (backward_input) or at the end of the
-      // step. MPI lets a standard send return before its receive is posted,
-      // and the checker proved the program free of deadlock with no
-      // buffering at all, so this adds no hang. Open MPI's shared-memory
-      // transport completes a send of more than 256 bytes only once the
-      // receiver took it, so a sender waiting for it would wait for the
-      // receiver to be scheduled: with more ranks than cores, for the rest of
-      // another rank's time slice. A gradient's buffer has no later use to
-      // wait before, so its Send stays blocking and gives the buffer back at
-      // once, as the memory model counts it.
-      chunk.piece.begin_output_send(slot);
-      m_.posted_sends_.push_back(
-          {WaitDirection::send, in.kind, in.micro_batch, in.chunk, m_.comm_.isend(peer, tag, data), index_});
-      return;
-    }
+  const bool blocking = !posts_request(in.op);
+  if (blocking && !act) {
+    // A gradient's buffer has no later use to complete its send before, so
+    // the Send waits and gives the buffer back at once, as the memory model
+    // counts it.
     m_.comm_.send(peer, tag, data);
     chunk.piece.end_input_gradient_send(slot);
     return;
   }
   act ? chunk.piece.begin_output_send(slot) : chunk.piece.begin_input_gradient_send(slot);
-  m_.pending_.push_back({WaitDirection::send, in.kind, in.micro_batch, in.chunk,
-                         m_.comm_.isend(peer, tag, data), index_});
+  // A blocking Send of an activation returns once posted, and completes
+  // before the output's last use (backward_input) or at the end of the step.
+  // MPI lets a standard send return before its receive is posted, and the
+  // checker proved the program free of deadlock with no buffering at all, so
+  // this adds no hang. Open MPI's shared-memory transport completes a send of
+  // more than 256 bytes only once the receiver took it: a sender waiting for
+  // it would wait for the receiver to be scheduled, with more ranks than
+  // cores for the rest of another rank's time slice.
+  (blocking ? m_.posted_sends_ : m_.pending_)
+      .push_back({WaitDirection::send, in.kind, in.micro_batch, in.chunk,
+                  m_.comm_.isend(peer, tag, data), index_});
 }
 
 void VmStep::receive(const Instruction& in) {
@@ -831,11 +831,10 @@ void VmStep::finish_step() {
     index_ = message.instruction;
     in_ = &code_[index_];
     try {
-      m_.comm_.wait(message.request);
+      m_.finish_posted_send(message);
     } catch (const runtime::CommError& error) {
       fail(DiagnosticKind::RuntimeComm, error.what());
     }
-    m_.chunks_[message.chunk].piece.end_output_send(static_cast<int>(message.micro_batch));
   }
   m_.posted_sends_.clear();
   if (!m_.pending_.empty()) {

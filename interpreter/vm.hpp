@@ -183,6 +183,8 @@ class Machine {
   // Waits for a blocking Send of the micro-batch's output still posted (see
   // VmStep::send), if any.
   void complete_posted_send(Chunk& chunk, std::uint32_t micro_batch);
+  // Waits for one posted Send and gives its output back.
+  void finish_posted_send(const PendingMessage& message);
 
   // Sharded weights (vm_shards.cpp).
   // The layers of chunk `c` (whose piece holds `range`) and their shards.
