@@ -14,7 +14,9 @@
 //   blis-native     bli_sgemm_ex on the row-major buffers by their strides,
 //                   BLIS's defaults (its small/unpacked "sup" path below its
 //                   thresholds);
-//   blis-packed     the same with sup turned off in the rntm_t: BLIS's
+//   blis-sup-pack   the sup path with packing of both operands turned on in
+//                   the rntm_t (sup's own packing, BLIS_PACK_A/B);
+//   blis-packed     bli_sgemm_ex with sup turned off in the rntm_t: BLIS's
 //                   conventional packed path.
 // Both libraries export cblas_sgemm and sgemm_, so this program links neither:
 // it opens each with dlopen(RTLD_LOCAL) from its own directory, and each
@@ -96,10 +98,12 @@ struct Libraries {
   }
 };
 
-enum class Impl { openblas, blis_cblas, blis_native, blis_packed };
-constexpr Impl impls[] = {Impl::openblas, Impl::blis_cblas, Impl::blis_native, Impl::blis_packed};
-constexpr const char* impl_names[] = {"openblas", "blis-cblas", "blis-native", "blis-packed"};
-constexpr int impl_count = 4;
+enum class Impl { openblas, blis_cblas, blis_native, blis_sup_packing, blis_packed };
+constexpr Impl impls[] = {Impl::openblas, Impl::blis_cblas, Impl::blis_native,
+                          Impl::blis_sup_packing, Impl::blis_packed};
+constexpr const char* impl_names[] = {"openblas", "blis-cblas", "blis-native", "blis-sup-pack",
+                                      "blis-packed"};
+constexpr int impl_count = 5;
 
 enum class Kernel { forward, input_gradient, weight_gradient };
 constexpr const char* kernel_names[] = {"fwd", "dX", "dW"};
@@ -144,10 +148,15 @@ void run_gemm(const Libraries& libraries, Impl impl, const Gemm& g) {
       return;
     }
     case Impl::blis_native:
+    case Impl::blis_sup_packing:
     case Impl::blis_packed: {
       rntm_t rntm;
       bli_rntm_init(&rntm);
       bli_rntm_set_num_threads_only(1, &rntm);
+      if (impl == Impl::blis_sup_packing) {
+        bli_rntm_set_pack_a(true, &rntm);
+        bli_rntm_set_pack_b(true, &rntm);
+      }
       if (impl == Impl::blis_packed) bli_rntm_disable_l3_sup(&rntm);
       float alpha = 1.0f;
       float beta = g.beta;
@@ -392,7 +401,7 @@ int run(const Options& options) {
   for (const Step& step : steps) std::printf(" %d", step.layers[0].rows);
   std::printf(")\n");
   for (int i = 1; i < impl_count; ++i) {
-    std::printf("%-12s", impl_names[i]);
+    std::printf("%-14s", impl_names[i]);
     for (std::size_t s = 0; s < steps.size(); ++s) {
       std::printf(" %6.3f", median(chain[s][0]) / median(chain[s][static_cast<std::size_t>(i)]));
     }
@@ -403,7 +412,7 @@ int run(const Options& options) {
   std::printf("chain time per row relative to rows %d (1.0: time proportional to rows)\n",
               steps.back().layers[0].rows);
   for (int i = 0; i < impl_count; ++i) {
-    std::printf("%-12s", impl_names[i]);
+    std::printf("%-14s", impl_names[i]);
     const double last =
         median(chain.back()[static_cast<std::size_t>(i)]) / steps.back().layers[0].rows;
     for (std::size_t s = 0; s < steps.size(); ++s) {
