@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_cli.hpp"
 #include "eigen.hpp"
 #include "gemm_chain.hpp"
 #include "layers.hpp"
@@ -35,15 +36,7 @@ struct Options {
 };
 
 std::vector<int> parse_sizes(const std::string& text) {
-  std::vector<int> sizes;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t comma = text.find(',', start);
-    const std::string item = text.substr(start, comma - start);
-    sizes.push_back(std::stoi(item));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
+  std::vector<int> sizes = pipevm::bench::parse_int_list(text);
   if (sizes.size() < 2) throw std::runtime_error("--sizes needs at least two widths");
   return sizes;
 }
@@ -118,10 +111,5 @@ int run(const Options& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(parse(argc, argv));
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "bench_runtime_chain: %s\n", error.what());
-    return 2;
-  }
+  return pipevm::bench::run_reporting_errors("bench_runtime_chain", [&] { return run(parse(argc, argv)); });
 }

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_cli.hpp"
 #include "data.hpp"
 #include "gemm_chain.hpp"
 #include "model.hpp"
@@ -137,10 +138,5 @@ int run(const Options& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(parse(argc, argv));
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "bench_runtime_epoch: %s\n", error.what());
-    return 2;
-  }
+  return pipevm::bench::run_reporting_errors("bench_runtime_epoch", [&] { return run(parse(argc, argv)); });
 }
