@@ -310,6 +310,9 @@ void RankBytesWalk::compute(const Instruction& in) {
     case Opcode::ShardStep:
       std::fill(grad_.begin(), grad_.end(), Grad::none);
       return;
+    case Opcode::Hold:
+    case Opcode::Drop:
+      return;
     case Opcode::LoadTarget:
     case Opcode::AllReduce:
     case Opcode::GossipStart:

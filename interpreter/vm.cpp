@@ -433,6 +433,10 @@ void VmStep::execute(const Instruction& in) {
     case Opcode::GlobalAverage:
       m_.global_average();
       return;
+    case Opcode::Hold:
+    case Opcode::Drop:
+      unsupported("Hold and Drop are not run yet");
+      return;
   }
   unsupported("unknown opcode " + std::to_string(static_cast<int>(in.op)));
 }
