@@ -375,7 +375,7 @@ void RankBytesWalk::compute(const Instruction& in) {
     case Opcode::OptimizerStep:
     case Opcode::ShardStep:
       unsummed({0, static_cast<int>(parameters_.size())},
-               in.op == Opcode::ZeroGrad ? "ZeroGrad clears the gradients" : "the step");
+               in.op == Opcode::ZeroGrad ? "ZeroGrad clears it" : "the optimizer steps");
       std::fill(grad_.begin(), grad_.end(), Grad::none);
       return;
     case Opcode::Hold:
