@@ -84,6 +84,7 @@ std::string_view name(MessageKind kind) {
     case MessageKind::none: return "";
     case MessageKind::act: return "act";
     case MessageKind::grad: return "grad";
+    case MessageKind::wgrad: return "wgrad";
   }
   return "?";
 }
@@ -144,7 +145,7 @@ std::string operand_syntax(Opcode op) {
     out += part;
   };
   if (parts.direction) add("send|recv");
-  if (parts.kind) add("act|grad");
+  if (parts.kind) add(info(op).operands == OperandSyntax::value ? "act|grad|wgrad" : "act|grad");
   if (parts.micro_batch) add("mb");
   if (parts.chunk && parts.layer && !parts.micro_batch) {
     add("[chunk C | layer L]");

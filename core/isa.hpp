@@ -41,7 +41,8 @@ enum class OperandSyntax : std::uint8_t {
   wait,
   pair,
   piece,
-  reduction
+  reduction,
+  value
 };
 
 // What kind of step an instruction is.
@@ -187,8 +188,9 @@ std::optional<Opcode> opcode_from_name(std::string_view word);
 // "did you mean" hints; empty when nothing is close.
 std::string_view nearest_opcode_name(std::string_view word);
 
-// What is sent: an activation (flows to the next stage) or a gradient (flows back).
-enum class MessageKind : std::uint8_t { none = 0, act = 1, grad = 2 };
+// What is sent: an activation (flows to the next stage) or a gradient (flows
+// back). Hold and Drop also name a weight gradient (wgrad), which is never sent.
+enum class MessageKind : std::uint8_t { none = 0, act = 1, grad = 2, wgrad = 3 };
 // Which pending requests a Wait completes.
 enum class WaitDirection : std::uint8_t { none = 0, send = 1, recv = 2 };
 std::string_view name(MessageKind kind);
@@ -225,7 +227,7 @@ constexpr Value message_value(MessageKind kind, bool sending) {
 // once for the parser, the disassembler and docs/isa.md.
 struct OperandParts {
   bool direction = false;    // send|recv (Wait)
-  bool kind = false;         // act|grad
+  bool kind = false;         // act|grad (Hold, Drop: act|grad|wgrad)
   bool micro_batch = false;  // mb (required when taken)
   bool chunk = false;        // [chunk C]
   bool peer = false;         // [to S] for sends, [from S] for receives
@@ -253,6 +255,9 @@ constexpr OperandParts operand_parts_of(const OpcodeInfo& row) {
       break;
     case OperandSyntax::reduction:
       parts.layer = true;
+      break;
+    case OperandSyntax::value:
+      parts.kind = parts.micro_batch = parts.chunk = parts.layer = true;
       break;
   }
   parts.group = !row.over.empty();

@@ -13,7 +13,11 @@
 //  - activation gradients: the gradient at the top of layer l (received, the
 //    loss's, or from the layer above) until the weight gradient of layer l;
 //    the chunk's input gradient until it is sent;
-//  - messages: a value a send still in flight keeps after its last use.
+//  - messages: a value a send still in flight keeps after its last use;
+//  - held values (Hold ... Drop): an activation or activation gradient
+//    held stays in its category past its last use until its Drop; a
+//    weight gradient held apart is one more whole layer of gradients until
+//    its Drop adds it into the layer's.
 // Sends and receives use the values' own buffers, collectives reduce in
 // place. What an instruction needs only while it runs (a loss gradient made
 // and used by one Bwd, the zeros a member that computes no gradient of a
@@ -23,6 +27,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <string>
 #include <nlohmann/json.hpp>
 
 namespace pipevm {
@@ -60,8 +65,9 @@ class RankBytesWalk {
 
   using Moment = std::function<void(std::size_t index, const RankBytes& now)>;
   // Calls `moment` before the first instruction (index = stream size) and
-  // after each; returns the peak.
-  RankBytes walk(int rank, const Moment& moment);
+  // after each; returns the peak. Misplaced Holds and Drops go to
+  // `findings` when given.
+  RankBytes walk(int rank, const Moment& moment, std::vector<HoldFinding>* findings = nullptr);
 
  private:
   struct Chunk {
@@ -93,6 +99,17 @@ class RankBytesWalk {
   void message(const Instruction& in);
   void wait(const Instruction& in);
   void reduce(const Instruction& in, bool scatter);
+  void hold(const Instruction& in);
+  void hold_weight_gradient(const Instruction& in, LayerRange layers);
+  // Reports a weight gradient held apart of `layers` that `in` would sum
+  // (a reduction, a step) or lose (ZeroGrad).
+  void unsummed(LayerRange layers, const char* what);
+  void finding(DiagnosticKind kind, std::string message) {
+    if (findings_) findings_->push_back({rank_, index_, kind, std::move(message)});
+  }
+  std::size_t apart_index(int layer, std::uint32_t mb) const {
+    return static_cast<std::size_t>(layer) * micro_batches_ + mb;
+  }
   RankBytes now() const;
 
   const Program& program_;
@@ -108,6 +125,16 @@ class RankBytesWalk {
   std::vector<std::uint8_t> gathered_;  // per layer
   std::vector<Grad> grad_;              // per layer
   std::vector<std::uint8_t> a_, g_;     // per (chunk, micro-batch, boundary): Held
+  std::vector<std::uint8_t> a_held_, g_held_;  // ... a Hold keeps it
+  std::vector<std::uint8_t> a_past_, g_past_;  // ... its last use is past
+  // Per (layer, micro-batch): the weight gradient is held apart (Hold wgrad;
+  // made: its backward ran), and whether its backward ran at all.
+  enum Apart : std::uint8_t { not_apart = 0, apart_held = 1, apart_made = 2 };
+  std::vector<std::uint8_t> apart_, weight_done_;
+  std::vector<std::uint32_t> apart_made_;  // per layer: gradients held apart
+  std::size_t micro_batches_ = 0;
+  std::size_t index_ = 0;
+  std::vector<HoldFinding>* findings_ = nullptr;
   std::vector<Pending> pending_;
   std::uint64_t activations_ = 0, activation_gradients_ = 0, messages_ = 0;
 };
@@ -124,10 +151,12 @@ void RankBytesWalk::set(std::vector<std::uint8_t>& values, std::uint64_t& total,
   values[s] = to;
 }
 
-// The value's last use: gone, unless a send still reads it.
+// The value's last use: gone, unless a send still reads it or a Hold keeps it.
 void RankBytesWalk::free_value(std::vector<std::uint8_t>& values, std::uint64_t& total,
                                std::size_t s, int boundary) {
   if (values[s] != live) return;
+  (&values == &a_ ? a_past_ : g_past_)[s] = 1;
+  if ((&values == &a_ ? a_held_ : g_held_)[s]) return;
   const bool sent = std::any_of(pending_.begin(), pending_.end(), [&](const Pending& p) {
     return p.slot == s && (&values == &a_) == p.activation;
   });
@@ -149,6 +178,7 @@ RankBytes RankBytesWalk::now() const {
     optimizer += own;
     if (grad_[l] == Grad::whole) gradients += p;
     if (grad_[l] == Grad::shard) gradients += own;
+    gradients += apart_made_[l] * p;
   }
   r.weights = weights * e;
   r.gradients = gradients * e;
@@ -159,8 +189,10 @@ RankBytes RankBytesWalk::now() const {
   return r;
 }
 
-RankBytes RankBytesWalk::walk(int rank, const Moment& moment) {
+RankBytes RankBytesWalk::walk(int rank, const Moment& moment,
+                              std::vector<HoldFinding>* findings) {
   rank_ = rank;
+  findings_ = findings;
   const Config& config = program_.config;
   stage_ = stage_of(config, rank);
   const auto micro_batches = static_cast<std::size_t>(std::max(0, config.micro_batches));
@@ -200,6 +232,14 @@ RankBytes RankBytesWalk::walk(int rank, const Moment& moment) {
   }
   a_.assign(slots, absent);
   g_.assign(slots, absent);
+  a_held_.assign(slots, 0);
+  g_held_.assign(slots, 0);
+  a_past_.assign(slots, 0);
+  g_past_.assign(slots, 0);
+  micro_batches_ = micro_batches;
+  apart_.assign(layers * micro_batches, not_apart);
+  weight_done_.assign(layers * micro_batches, 0);
+  apart_made_.assign(layers, 0);
   pending_.clear();
   activations_ = activation_gradients_ = messages_ = 0;
 
@@ -207,6 +247,7 @@ RankBytes RankBytesWalk::walk(int rank, const Moment& moment) {
   moment(stream.size(), peak);
   for (std::size_t i = 0; i < stream.size(); ++i) {
     const Instruction& in = stream[i];
+    index_ = i;
     for (int h = 0; h < half_count(in); ++h) {
       const Instruction part = half(in, h);
       switch (info(part.op).cls) {
@@ -228,6 +269,8 @@ RankBytes RankBytesWalk::walk(int rank, const Moment& moment) {
     if (current.total() > peak.total()) peak = current;
     moment(i, current);
   }
+  index_ = stream.empty() ? 0 : stream.size() - 1;
+  unsummed({0, static_cast<int>(layers)}, "the step ends");
   return peak;
 }
 
@@ -243,17 +286,35 @@ void RankBytesWalk::backward_layer(const Chunk& c, std::uint32_t mb, int l, bool
       set(g_, activation_gradients_, slot(c, mb, r.end), r.end, live);
       free_value(a_, activations_, slot(c, mb, r.end), r.end);
     }
-    if (l > r.begin || !c.first) set(g_, activation_gradients_, slot(c, mb, l), l, live);
+    const std::size_t below = slot(c, mb, l);
+    if (l > r.begin || !c.first) {
+      set(g_, activation_gradients_, below, l, live);
+    } else if (g_held_[below]) {
+      // The model's input gradient, made only because it is held; it has no use.
+      set(g_, activation_gradients_, below, l, live);
+      free_value(g_, activation_gradients_, below, l);
+    }
   }
   if (weight) {
     free_value(a_, activations_, slot(c, mb, l), l);
     free_value(g_, activation_gradients_, slot(c, mb, l + 1), l + 1);
+    const std::size_t w = apart_index(l, mb);
+    weight_done_[w] = 1;
+    if (apart_[w] == apart_held) {
+      apart_[w] = apart_made;
+      ++apart_made_[static_cast<std::size_t>(l)];
+      return;
+    }
     Grad& grad = grad_[static_cast<std::size_t>(l)];
     if (grad == Grad::none) grad = Grad::whole;
   }
 }
 
 void RankBytesWalk::compute(const Instruction& in) {
+  if (in.op == Opcode::Hold || in.op == Opcode::Drop) {
+    hold(in);  // its boundary may be one past the chunk's last layer
+    return;
+  }
   const bool cell = operand_parts(in.op).micro_batch;
   const bool known = in.chunk < chunks_.size() &&
                      in.micro_batch < static_cast<std::uint32_t>(program_.config.micro_batches);
@@ -280,6 +341,7 @@ void RankBytesWalk::compute(const Instruction& in) {
     case Opcode::BwdAllReduce:
     case Opcode::BwdReduceScatter:
       for (int l = these.end - 1; l >= these.begin; --l) backward_layer(*c, mb, l, true, true);
+      if (in.op != Opcode::Bwd) unsummed(these, "its backward reduces it");
       if (in.op == Opcode::BwdReduceScatter) {
         for (int l = these.begin; l < these.end; ++l) {
           if (group_[static_cast<std::size_t>(l)] > 0)
@@ -303,15 +365,29 @@ void RankBytesWalk::compute(const Instruction& in) {
       return;
     }
     case Opcode::ReduceScatter:
+      if (in_model || layer == kNoLayer) {
+        unsummed(layer == kNoLayer ? LayerRange{0, static_cast<int>(parameters_.size())} : these,
+                 "it is reduce-scattered");
+      }
       reduce(in, true);
       return;
     case Opcode::ZeroGrad:
     case Opcode::OptimizerStep:
     case Opcode::ShardStep:
+      unsummed({0, static_cast<int>(parameters_.size())},
+               in.op == Opcode::ZeroGrad ? "ZeroGrad clears it" : "the optimizer steps");
       std::fill(grad_.begin(), grad_.end(), Grad::none);
       return;
-    case Opcode::LoadTarget:
+    case Opcode::Hold:
+    case Opcode::Drop:
+      return;  // hold(), above
     case Opcode::AllReduce:
+      if (in_model || layer == kNoLayer) {
+        unsummed(layer == kNoLayer ? LayerRange{0, static_cast<int>(parameters_.size())} : these,
+                 "it is all-reduced");
+      }
+      return;
+    case Opcode::LoadTarget:
     case Opcode::GossipStart:
     case Opcode::GossipWait:
     case Opcode::GlobalAverage:
@@ -323,6 +399,100 @@ void RankBytesWalk::compute(const Instruction& in) {
     case Opcode::Wait:
     case Opcode::WaitAll:
       return;
+  }
+}
+
+// Hold and Drop of an activation or activation gradient at a boundary of
+// the cell's chunk, or of weight gradients held apart.
+void RankBytesWalk::hold(const Instruction& in) {
+  if (in.chunk >= chunks_.size() ||
+      in.micro_batch >= static_cast<std::uint32_t>(program_.config.micro_batches)) {
+    return;
+  }
+  const Chunk& c = chunks_[in.chunk];
+  const int layer = layer_of(in);
+  const std::string value = "`" + disassemble(in).substr(name(in.op).size() + 1) + "`";
+  if (in.kind == MessageKind::wgrad) {
+    const LayerRange layers = layer == kNoLayer ? c.layers : LayerRange{layer, layer + 1};
+    if (layers.begin < c.layers.begin || layers.end > c.layers.end) return;
+    hold_weight_gradient(in, layers);
+    return;
+  }
+  const bool act = in.kind == MessageKind::act;
+  const int boundary = layer != kNoLayer ? layer : act ? c.layers.end : c.layers.begin;
+  if (boundary < c.layers.begin || boundary > c.layers.end) return;
+  const std::size_t s = slot(c, in.micro_batch, boundary);
+  std::vector<std::uint8_t>& values = act ? a_ : g_;
+  std::uint8_t& held = (act ? a_held_ : g_held_)[s];
+  const bool past = (act ? a_past_ : g_past_)[s] != 0;
+  if (in.op == Opcode::Hold) {
+    if (held) {
+      finding(DiagnosticKind::HoldMisuse, value + " is held already");
+    } else if (past) {
+      finding(DiagnosticKind::HoldMisuse,
+              value + " is held after its last use: it is gone (hold it before it is used up)");
+    } else {
+      held = 1;
+    }
+    return;
+  }
+  if (!held) {
+    finding(DiagnosticKind::HoldMisuse, value + " is dropped but not held");
+    return;
+  }
+  held = 0;
+  if (past && values[s] == live) {
+    (act ? a_past_ : g_past_)[s] = 0;
+    free_value(values, act ? activations_ : activation_gradients_, s, boundary);
+  }
+}
+
+void RankBytesWalk::hold_weight_gradient(const Instruction& in, LayerRange layers) {
+  const std::uint32_t mb = in.micro_batch;
+  for (int l = layers.begin; l < layers.end; ++l) {
+    const std::size_t w = apart_index(l, mb);
+    const std::string value =
+        "the weight gradient of micro-batch " + std::to_string(mb) + " of layer " + std::to_string(l);
+    if (in.op == Opcode::Hold) {
+      if (apart_[w] != not_apart) {
+        finding(DiagnosticKind::HoldMisuse, value + " is held already");
+      } else if (weight_done_[w]) {
+        finding(DiagnosticKind::HoldMisuse,
+                value + " is held after its backward: it is in the layer's sum already");
+      } else {
+        apart_[w] = apart_held;
+      }
+      continue;
+    }
+    if (apart_[w] == not_apart) {
+      finding(DiagnosticKind::HoldMisuse, value + " is dropped but not held");
+      continue;
+    }
+    if (apart_[w] == apart_made) {
+      // Added into the layer's accumulated gradient.
+      --apart_made_[static_cast<std::size_t>(l)];
+      Grad& grad = grad_[static_cast<std::size_t>(l)];
+      if (grad == Grad::none) grad = Grad::whole;
+    }
+    apart_[w] = not_apart;
+  }
+}
+
+void RankBytesWalk::unsummed(LayerRange layers, const char* what) {
+  for (int l = std::max(0, layers.begin);
+       l < layers.end && static_cast<std::size_t>(l) < parameters_.size(); ++l) {
+    if (apart_made_[static_cast<std::size_t>(l)] == 0) continue;
+    for (std::size_t mb = 0; mb < micro_batches_; ++mb) {
+      if (apart_[apart_index(l, static_cast<std::uint32_t>(mb))] != apart_made) continue;
+      finding(DiagnosticKind::HeldGradientUnsummed,
+              "the weight gradient of micro-batch " + std::to_string(mb) + " of layer " +
+                  std::to_string(l) + " is held apart when " + what +
+                  ": it is not in the layer's sum (`Drop wgrad " + std::to_string(mb) +
+                  " layer " + std::to_string(l) + "` adds it)");
+      // Counted in the sum from here, so that it is reported once.
+      apart_[apart_index(l, static_cast<std::uint32_t>(mb))] = not_apart;
+      --apart_made_[static_cast<std::size_t>(l)];
+    }
   }
 }
 
@@ -428,6 +598,23 @@ std::vector<std::vector<RankBytes>> bytes_after_each(const Program& program,
     });
   }
   return ranks;
+}
+
+std::vector<HoldFinding> hold_findings(const Program& program) {
+  const bool holds = std::any_of(program.code.begin(), program.code.end(), [](const Instruction& in) {
+    return in.op == Opcode::Hold || in.op == Opcode::Drop;
+  });
+  std::vector<HoldFinding> found;
+  if (!holds || program.layer_split.empty()) return found;
+  MemoryShape shape;
+  shape.layer_widths = program.layer_widths;
+  const std::vector<LayerRange> split = split_for(program, shape);
+  if (split.empty()) return found;
+  RankBytesWalk walk(program, shape, split);
+  for (int r = 0; r < program.ranks(); ++r) {
+    walk.walk(r, [](std::size_t, const RankBytes&) {}, &found);
+  }
+  return found;
 }
 
 nlohmann::json bytes_to_json(const std::vector<RankBytes>& ranks) {

@@ -7,10 +7,12 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "diagnostics.hpp"
 #include "model_shape.hpp"
 #include "program.hpp"
 
@@ -55,6 +57,18 @@ std::vector<RankBytes> peak_bytes(const Program& program, const MemoryShape& sha
 // instruction i of rank r's stream (what the runtime's ledger samples).
 std::vector<std::vector<RankBytes>> bytes_after_each(const Program& program,
                                                      const MemoryShape& shape);
+
+// A misplaced Hold or Drop, or a weight gradient held apart that a
+// reduction, a step or the step's end would leave out of the sum: found by
+// the same walk, for the checker (PV2044, PV2045).
+struct HoldFinding {
+  int rank = 0;
+  std::size_t index = 0;  // in the rank's stream
+  DiagnosticKind kind = DiagnosticKind::HoldMisuse;
+  std::string message;
+};
+// Per rank, in order; empty when the program has no Hold or Drop.
+std::vector<HoldFinding> hold_findings(const Program& program);
 
 // [{"rank", "stage", "peak_bytes", "weights", "gradients", "optimizer",
 //   "activations", "activation_gradients", "messages"}] per rank.

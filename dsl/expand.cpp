@@ -308,15 +308,21 @@ class Expander {
     const std::int64_t l = eval(expression);
     const int layers = layer_count(program_.layer_widths);
     const SourceRange where = s_.exprs[expression].range;
-    if (l < 0 || l >= layers || l > kMaxLayer) {
+    // Hold and Drop of an act or grad name a boundary between layers: the
+    // input of layer L, or, one past the last layer, the output.
+    const bool boundary =
+        info(in.op).operands == OperandSyntax::value && in.kind != MessageKind::wgrad;
+    const int past = boundary ? 1 : 0;
+    if (l < 0 || l >= layers + past || l > kMaxLayer) {
       fail(DiagnosticKind::LayerOutOfRange,
            "layer " + std::to_string(l) + " is out of range: the model has " +
-               std::to_string(layers) + " layers, so 0 .. " + std::to_string(layers - 1),
+               std::to_string(layers) + " layers, so 0 .. " + std::to_string(layers - 1) +
+               (boundary ? " (" + std::to_string(layers) + ": the model's output)" : ""),
            where);
     }
     if (operand_parts(in.op).micro_batch) {
       const LayerRange held = chunk_layers(program_, stage_, in.chunk);
-      if (l < held.begin || l >= held.end) {
+      if (l < held.begin || l >= held.end + past) {
         const std::string chunk = config_.chunks > 1 || in.chunk > 0
                                       ? "chunk " + std::to_string(in.chunk) + " of stage "
                                       : "stage ";
@@ -325,7 +331,10 @@ class Expander {
                  (held.size() == 0 ? std::string(": the model's ") + std::to_string(layers) +
                                          " layers cannot be cut into the program's pieces"
                                    : ", which holds layers " + std::to_string(held.begin) + " .. " +
-                                         std::to_string(held.end - 1)),
+                                         std::to_string(held.end - 1) +
+                                         (boundary ? " (" + std::to_string(held.end) +
+                                                         ": its output)"
+                                                   : "")),
              where);
       }
     }

@@ -75,6 +75,7 @@ struct kw_min : TAO_PEGTL_KEYWORD("min") {};
 struct kw_max : TAO_PEGTL_KEYWORD("max") {};
 struct kw_act : TAO_PEGTL_KEYWORD("act") {};
 struct kw_grad : TAO_PEGTL_KEYWORD("grad") {};
+struct kw_wgrad : TAO_PEGTL_KEYWORD("wgrad") {};
 struct kw_send : TAO_PEGTL_KEYWORD("send") {};
 struct kw_recv : TAO_PEGTL_KEYWORD("recv") {};
 struct kw_chunk : TAO_PEGTL_KEYWORD("chunk") {};
@@ -84,7 +85,7 @@ struct kw_over : TAO_PEGTL_KEYWORD("over") {};
 struct kw_with : TAO_PEGTL_KEYWORD("with") {};
 struct kw_layer : TAO_PEGTL_KEYWORD("layer") {};
 // `stage` is missing on purpose: it is a keyword only at the start of a statement.
-struct reserved : sor<kw_schedule, kw_placement, kw_require, kw_let, kw_proc, kw_for, kw_in, kw_if, kw_else, kw_reversed, kw_and, kw_or, kw_not, kw_min, kw_max, kw_act, kw_grad, kw_send, kw_recv, kw_chunk, kw_layer, kw_to, kw_from, kw_over> {};
+struct reserved : sor<kw_schedule, kw_placement, kw_require, kw_let, kw_proc, kw_for, kw_in, kw_if, kw_else, kw_reversed, kw_and, kw_or, kw_not, kw_min, kw_max, kw_act, kw_grad, kw_wgrad, kw_send, kw_recv, kw_chunk, kw_layer, kw_to, kw_from, kw_over> {};
 struct name : seq<not_at<reserved>, identifier> {};
 struct integer : plus<digit> {};
 
@@ -153,7 +154,7 @@ struct call_stmt : if_must<call_name, sp, open_paren, ws, arguments, ws, close_p
 
 struct opcode : seq<upper, star<ident_other>> {};
 struct direction : sor<kw_send, kw_recv> {};
-struct message_kind : sor<kw_act, kw_grad> {};
+struct message_kind : sor<kw_act, kw_grad, kw_wgrad> {};
 struct micro_batch : expr {};
 struct chunk_number : expr {};
 struct peer_stage : expr {};

@@ -469,7 +469,13 @@ std::optional<std::uint32_t> Builder::instruction(const Node& n, Stmt st) {
       has_direction = true;
     } else if (part.is_type<g::message_kind>()) {
       if (!takes.kind) return not_an_operand(part);
-      st.message_kind = part.string_view() == "act" ? MessageKind::act : MessageKind::grad;
+      const std::string_view kind = part.string_view();
+      st.message_kind = kind == "act"    ? MessageKind::act
+                        : kind == "grad" ? MessageKind::grad
+                                         : MessageKind::wgrad;
+      if (st.message_kind == MessageKind::wgrad && info(*op).operands != OperandSyntax::value) {
+        return misuse(part, "'wgrad' (a weight gradient) is never sent; only Hold and Drop name it");
+      }
       has_kind = true;
     } else if (part.is_type<g::micro_batch>()) {
       if (!takes.micro_batch) return takes_no(part, "micro-batch");
@@ -523,7 +529,11 @@ std::optional<std::uint32_t> Builder::instruction(const Node& n, Stmt st) {
     return std::nullopt;
   };
   if (takes.direction && !has_direction) return lacks("'send' or 'recv'");
-  if (takes.kind && !has_kind) return lacks("'act' or 'grad'");
+  if (takes.kind && !has_kind) {
+    return lacks(info(*op).operands == OperandSyntax::value ? "'act', 'grad' or 'wgrad'"
+                                                            : "'act' or 'grad'");
+  }
+
   if (takes.micro_batch && !has_mb) return lacks("a micro-batch");
   if (takes.second_cell && st.second_micro_batch == kNoIndex) {
     return lacks("a second cell ('with mb [chunk C]')");

@@ -145,6 +145,7 @@ CheckResult check(const Program& stepped, const CheckOptions& options) {
   check_ranks(one, one_linked, alone, quiet, result.memory);
   check_shards(one, alone, quiet);
   check_layers(one, alone, quiet);
+  check_holds(one, alone, quiet);
   check_progress(program, linked, reporter, options.p2p_posted_order);
   check_gossip_flight(program, reporter);
 

@@ -7,9 +7,11 @@
 // input, the output gradient, ...) is the dataflow rule of check_ranks.cpp
 // (dataflow.hpp's layer_plan); a forward or backward of a layer whose
 // weights are sharded and not gathered is check_shards.cpp's.
+// Also the rule of Hold and Drop (check_holds), found by the byte walk.
 #include <algorithm>
 
 #include "check_internal.hpp"
+#include "memory_bytes.hpp"
 
 namespace pipevm::check_detail {
 
@@ -140,6 +142,14 @@ void check_layers(const Program& program, Reporter& reporter, const std::vector<
   LayerWalker walker(program, reporter);
   for (int r = 0; r < program.ranks(); ++r) {
     if (!quiet[static_cast<std::size_t>(r)]) walker.walk(r);
+  }
+}
+
+void check_holds(const Program& program, Reporter& reporter, const std::vector<bool>& quiet) {
+  for (HoldFinding& f : hold_findings(program)) {
+    if (quiet[static_cast<std::size_t>(f.rank)]) continue;
+    reporter.report(f.kind, std::move(f.message),
+                    reporter.at(program.rank_begin[static_cast<std::size_t>(f.rank)] + f.index));
   }
 }
 

@@ -297,6 +297,10 @@ class VmStep {
   void sum_over_holders();
   void require_no_pending() const;
   void optimizer_step();
+  void hold_or_drop(const Instruction& in, bool hold);
+  // A reduction or a step of `layer` (every layer: kNoLayer) of the rank's
+  // chunks would miss a weight gradient held apart.
+  void refuse_held_weight_gradients(int layer, const char* operation);
   void finish_step();
 
   const Program& program_;
@@ -418,6 +422,7 @@ void VmStep::execute(const Instruction& in) {
       return;
     case Opcode::ShardStep:
       require_no_pending();
+      refuse_held_weight_gradients(kNoLayer, "shard step");
       m_.step(true);
       return;
     case Opcode::GossipStart:
@@ -432,6 +437,10 @@ void VmStep::execute(const Instruction& in) {
       return;
     case Opcode::GlobalAverage:
       m_.global_average();
+      return;
+    case Opcode::Hold:
+    case Opcode::Drop:
+      hold_or_drop(in, in.op == Opcode::Hold);
       return;
   }
   unsupported("unknown opcode " + std::to_string(static_cast<int>(in.op)));
@@ -628,6 +637,7 @@ void VmStep::gather_or_release(const Instruction& in, bool gather) {
 
 void VmStep::reduce_scatter(const Instruction& in) {
   const int layer = layer_of(in);
+  refuse_held_weight_gradients(layer, "reduce-scatter");
   const bool cell = operand_parts(in.op).micro_batch;
   for (Chunk& chunk : m_.chunks_) {
     if (cell && &chunk != &chunk_at(in)) continue;
@@ -751,6 +761,7 @@ void VmStep::wait_all() {
 }
 
 void VmStep::all_reduce(Group group, int layer) {
+  refuse_held_weight_gradients(layer, "all-reduce");
   switch (group) {
     case Group::dp:
       if (m_.comm_.dp() == 1) return;
@@ -823,7 +834,47 @@ void VmStep::require_no_pending() const {
 
 void VmStep::optimizer_step() {
   require_no_pending();
+  refuse_held_weight_gradients(kNoLayer, "optimizer step");
   m_.step(false);
+}
+
+void VmStep::hold_or_drop(const Instruction& in, bool hold) {
+  Chunk& chunk = chunk_of(in);
+  const runtime::LayerRange held = chunk.piece.layers();
+  const int layer = layer_of(in);
+  const int slot = static_cast<int>(in.micro_batch);
+  runtime::HeldValue value = runtime::HeldValue::activation;
+  // Without `layer`: the chunk's output (act), its input gradient (grad),
+  // every layer's weight gradient (wgrad).
+  runtime::LayerRange indices{layer, layer + 1};
+  switch (in.kind) {
+    case MessageKind::act:
+      if (layer == kNoLayer) indices = {held.end, held.end + 1};
+      break;
+    case MessageKind::grad:
+      value = runtime::HeldValue::gradient;
+      if (layer == kNoLayer) indices = {held.begin, held.begin + 1};
+      break;
+    case MessageKind::wgrad:
+      value = runtime::HeldValue::weight_gradient;
+      if (layer == kNoLayer) indices = held;
+      break;
+    case MessageKind::none:
+      unsupported("names no value (act, grad or wgrad)");
+  }
+  for (int index = indices.begin; index < indices.end; ++index) {
+    hold ? chunk.piece.hold(value, slot, index) : chunk.piece.drop(value, slot, index);
+  }
+}
+
+void VmStep::refuse_held_weight_gradients(int layer, const char* operation) {
+  for (Chunk& chunk : m_.chunks_) {
+    const runtime::LayerRange held = chunk.piece.layers();
+    for (int l = held.begin; l < held.end; ++l) {
+      if (layer != kNoLayer && l != layer) continue;
+      chunk.piece.require_no_held_weight_gradient(l, operation);
+    }
+  }
 }
 
 void VmStep::finish_step() {
@@ -849,6 +900,17 @@ void VmStep::finish_step() {
       if ((flags & dataflow::forwarded) && !(flags & dataflow::input_gradient_done)) {
         chunk.piece.release(static_cast<int>(mb));
       }
+    }
+  }
+  // Held values never dropped go now, after the last instruction's sample.
+  for (Chunk& chunk : m_.chunks_) {
+    try {
+      chunk.piece.end_holds();
+    } catch (const std::logic_error& error) {
+      if (code_.empty()) throw;
+      index_ = code_.size() - 1;
+      in_ = &code_[index_];
+      unsupported(error.what());
     }
   }
 }

@@ -31,8 +31,11 @@ std::uint64_t fnv1a(std::span<const float> values, std::uint64_t hash) {
 
 bool needs_data(const Program& program, int rank) {
   const auto stream = program.rank(rank);
+  // What loads a micro-batch's inputs or targets (not the other rows of
+  // class data: Release, Hold, Drop).
   return std::any_of(stream.begin(), stream.end(), [](const Instruction& in) {
-    return info(in.op).cls == OpClass::data;
+    const ValueSet made = info(in.op).produces;
+    return made.contains(Value::input) || made.contains(Value::target);
   });
 }
 

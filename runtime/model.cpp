@@ -184,10 +184,12 @@ void Piece::give_back(MemoryCategory category, std::span<float>& buffer) {
 void Piece::reserve(int slots, int rows) {
   if (slots < 1 || rows < 1) throw std::invalid_argument("reserve needs slots >= 1 and rows >= 1");
   for (int slot = 0; slot < static_cast<int>(slots_.size()); ++slot) release(slot);
+  give_back_kept(-1);
   max_rows_ = rows;
   Slot empty;
   empty.a.assign(shapes_.size() + 1, {});
   empty.g.assign(shapes_.size() + 1, {});
+  empty.holds.assign(shapes_.size() + 1, 0);
   slots_.assign(to_size(slots), empty);
 }
 
@@ -302,7 +304,15 @@ LossResult Piece::loss(int slot, std::span<const std::uint8_t> labels, float sca
   return result;
 }
 
-void Piece::give_back_output(Slot& s) {
+void Piece::give_back_output(int slot) {
+  Slot& s = slots_[to_size(slot)];
+  const int top = static_cast<int>(shapes_.size());
+  if (is_held(s, HeldValue::activation, top)) {
+    // Kept in activations, even while a send reads it.
+    last_use(slot, HeldValue::activation, top, s.a.back(), s.output_sends);
+    s.output_sends = 0;
+    return;
+  }
   if (s.output_sends > 0) {
     // A send still reads it: a message from now until the send completes.
     pool_->ledger().move(MemoryCategory::activations, MemoryCategory::messages,
@@ -331,7 +341,7 @@ void Piece::backward_input_layer(int slot, int layer) {
     if (!is_last()) {
       relu_backward(d_out, as_const(d_out), ConstMatrixMap(s.a[k + 1].data(), s.rows, sh.outputs));
     }
-    give_back_output(s);
+    give_back_output(slot);
   }
   if (l > 0) {
     // The gradient of the layer below's pre-activation.
@@ -344,6 +354,13 @@ void Piece::backward_input_layer(int slot, int layer) {
     s.g[0] = take(MemoryCategory::activation_gradients, to_size(s.rows) * to_size(sh.inputs));
     linear_backward_input(MatrixMap(s.g[0].data(), s.rows, sh.inputs), as_const(d_out),
                           as_matrix(weight(l), sh.outputs, sh.inputs));
+  } else if (is_held(s, HeldValue::gradient, 0)) {
+    // The model's input gradient, which nothing uses: computed only for a
+    // hold, and at once past its last use.
+    s.g[0] = take(MemoryCategory::activation_gradients, to_size(s.rows) * to_size(sh.inputs));
+    linear_backward_input(MatrixMap(s.g[0].data(), s.rows, sh.inputs), as_const(d_out),
+                          as_matrix(weight(l), sh.outputs, sh.inputs));
+    last_use(slot, HeldValue::gradient, 0, s.g[0]);
   }
   s.input_next = l - 1;
 }
@@ -357,16 +374,28 @@ void Piece::backward_weight_layer(int slot, int layer, const LayerHook& on_layer
   }
   const LayerShape& sh = shape(l);
   const std::size_t k = to_size(l);
+  // A held weight gradient goes apart from the accumulated one, from zero.
+  const bool apart = is_held(s, HeldValue::weight_gradient, l);
   std::span<float>& grads = gradients_[k];
-  if (grads.empty()) take_gradients(l);
-  const LayerView d = layer_gradients(layer);
+  std::span<float> into;
+  if (apart) {
+    into = take(MemoryCategory::gradients, layer_size(layer), true);
+  } else {
+    if (grads.empty()) take_gradients(l);
+    into = grads;
+  }
+  const LayerView d = view_of(into, layer, sh.inputs, sh.outputs);
   linear_backward_weight(as_matrix(d.weight, sh.outputs, sh.inputs), as_row_vector(d.bias),
                          ConstMatrixMap(s.g[k + 1].data(), s.rows, sh.outputs),
                          ConstMatrixMap(s.a[k].data(), s.rows, sh.inputs));
-  give_back(MemoryCategory::activations, s.a[k]);
-  give_back(MemoryCategory::activation_gradients, s.g[k + 1]);
+  last_use(slot, HeldValue::activation, l, s.a[k]);
+  last_use(slot, HeldValue::gradient, l + 1, s.g[k + 1]);
   s.weight_next = l - 1;
   if (l == 0) s.forward_next = 0;  // the slot may take a new input once the rest is back
+  if (apart) {
+    last_use(slot, HeldValue::weight_gradient, l, into);
+    return;
+  }
   if (on_layer_done) on_layer_done(layer, grads);
 }
 
@@ -421,7 +450,10 @@ void Piece::begin_output_send(int slot) {
 
 void Piece::end_output_send(int slot) {
   Slot& s = checked_slot(slot, "end_output_send");
-  if (s.output_sends == 0) throw std::logic_error("end_output_send: no send of the output");
+  if (s.output_sends == 0) {
+    end_kept_send(slot, HeldValue::activation, static_cast<int>(shapes_.size()), "end_output_send");
+    return;
+  }
   if (--s.output_sends > 0 || !s.output_kept) return;
   give_back(MemoryCategory::messages, s.a.back());
   s.output_kept = false;
@@ -432,6 +464,11 @@ void Piece::begin_input_gradient_send(int slot) {
   if (s.g.front().empty() || s.input_gradient_sending) {
     throw std::logic_error("begin_input_gradient_send: no input gradient to send");
   }
+  if (is_held(s, HeldValue::gradient, 0)) {
+    // The send is its last use; held, it stays an activation gradient.
+    last_use(slot, HeldValue::gradient, 0, s.g.front(), 1);
+    return;
+  }
   pool_->ledger().move(MemoryCategory::activation_gradients, MemoryCategory::messages,
                        s.g.front().size_bytes());
   s.input_gradient_sending = true;
@@ -439,10 +476,15 @@ void Piece::begin_input_gradient_send(int slot) {
 
 void Piece::end_input_gradient_send(int slot) {
   Slot& s = checked_slot(slot, "end_input_gradient_send");
-  give_back(
-      s.input_gradient_sending ? MemoryCategory::messages : MemoryCategory::activation_gradients,
-      s.g.front());
-  s.input_gradient_sending = false;
+  if (s.input_gradient_sending) {
+    give_back(MemoryCategory::messages, s.g.front());
+    s.input_gradient_sending = false;
+  } else if (!s.g.front().empty()) {
+    // A blocking send: its last use.
+    last_use(slot, HeldValue::gradient, 0, s.g.front());
+  } else {
+    end_kept_send(slot, HeldValue::gradient, 0, "end_input_gradient_send");
+  }
 }
 
 void Piece::release(int slot) {
@@ -460,13 +502,19 @@ void Piece::release(int slot) {
   s.input_next = s.weight_next = -1;
   s.output_sends = 0;
   s.output_kept = s.input_gradient_sending = false;
+  std::fill(s.holds.begin(), s.holds.end(), 0);
+  give_back_kept(slot);
 }
 
 void Piece::zero_grad() {
+  for (int layer = layers_.begin; layer < layers_.end; ++layer) {
+    require_no_held_weight_gradient(layer, "zero_grad");
+  }
   for (int l = 0; l < static_cast<int>(gradients_.size()); ++l) give_back_gradients(l);
 }
 
 void Piece::drop_layer_gradients(int layer) {
+  require_no_held_weight_gradient(layer, "drop_layer_gradients");
   give_back_gradients(local(layer, "drop_layer_gradients"));
 }
 

@@ -17,6 +17,13 @@
 // the piece's input gradient until it is sent, a layer's weight gradient
 // from its first backward until zero_grad().
 //
+// A hold (Hold and Drop of a program) keeps an activation or gradient past
+// its last use, counted in its own category, until it is dropped or the
+// step ends (end_holds); a held weight gradient is computed apart from the
+// layer's accumulated one and added into it when dropped. A held buffer past
+// its last use leaves its slot (it is kept in a list by slot, value and
+// boundary or layer), so the slot can take a new micro-batch.
+//
 // Flat layout: a piece's parameters are its layers in order, each layer's
 // weight ([out, in], row-major) then its bias. The whole model's array is the
 // concatenation of its pieces' arrays, so a piece's parameters are the slice
@@ -83,6 +90,11 @@ struct LossResult {
 // Called after each layer's weight gradient: (global layer index, that
 // layer's gradients: weight then bias).
 using LayerHook = std::function<void(int, std::span<float>)>;
+
+// What a hold names of a micro-batch in flight: the activation or the
+// gradient at a boundary (the input of a layer, or one past the piece's
+// last layer: its output), or a layer's weight gradient.
+enum class HeldValue : std::uint8_t { activation, gradient, weight_gradient };
 
 class Piece {
  public:
@@ -159,8 +171,35 @@ class Piece {
   void begin_input_gradient_send(int slot);
   void end_input_gradient_send(int slot);
 
-  // Gives back every buffer of a slot (a forward-only program's slots).
+  // Gives back every buffer of a slot (a forward-only program's slots),
+  // held ones too, and forgets its holds.
   void release(int slot);
+
+  // --- holds (docs/memory.md) ------------------------------------------------
+  // `index` is a global index: for an activation or a gradient the boundary
+  // (the input of layer `index`; layers().end: the output), for a weight
+  // gradient the layer. hold() keeps the slot's value past its last use (it
+  // may not exist yet). A held gradient at the model's input is computed by
+  // the input half of layer 0's backward, which otherwise skips it. A held
+  // weight gradient is computed apart (category gradients) by the weight
+  // half, which then neither accumulates it nor calls on_layer_done.
+  // Throws std::logic_error for a value held already.
+  void hold(HeldValue value, int slot, int index);
+  // Ends a hold: a value past its last use is given back now (or counted as
+  // a message until a send that still reads it completes), else at its last
+  // use; a weight gradient kept apart is added into the layer's accumulated
+  // gradient (made if the layer has none) and given back. Throws
+  // std::logic_error for a value not held.
+  void drop(HeldValue value, int slot, int index);
+  // A held value's buffer, in its slot or past its last use; empty if none.
+  std::span<const float> held(HeldValue value, int slot, int index) const;
+  // The step's end: gives back every buffer held past its last use and
+  // forgets every hold; then throws std::logic_error if one of them was a
+  // weight gradient kept apart (never added to the accumulated gradient).
+  void end_holds();
+  // Throws std::logic_error when a weight gradient of `layer` is held or kept
+  // apart: `operation` (a reduction, a step) would miss it.
+  void require_no_held_weight_gradient(int layer, const char* operation) const;
 
   // --- parameters and gradients --------------------------------------------
   // Gives back every weight gradient.
@@ -210,6 +249,17 @@ class Piece {
     bool input_gradient_sending = false;
     std::vector<std::span<float>> a;
     std::vector<std::span<float>> g;
+    // Per boundary k, the holds of a[k], g[k] and layer k's weight gradient.
+    std::vector<std::uint8_t> holds;
+  };
+  // A held value past its last use, out of its slot.
+  struct Kept {
+    int slot = 0;
+    HeldValue value = HeldValue::activation;
+    int local = 0;  // boundary or local layer
+    std::span<float> buffer;
+    int sends = 0;     // sends still reading it
+    bool held = true;  // false: dropped, a message until its sends complete
   };
 
   void set_shapes();
@@ -222,7 +272,18 @@ class Piece {
   std::span<const float> weight(int local_layer) const;  // outputs x inputs
   std::span<float> take(MemoryCategory category, std::size_t floats, bool zeroed = false);
   void give_back(MemoryCategory category, std::span<float>& buffer);
-  void give_back_output(Slot& s);
+  void give_back_output(int slot);
+  // The value's last use: given back, or, while held, moved out of the slot
+  // into kept_ (with the sends still reading it).
+  void last_use(int slot, HeldValue value, int local, std::span<float>& buffer, int sends = 0);
+  static bool is_held(const Slot& s, HeldValue value, int local);
+  int held_local(HeldValue value, int index, const char* operation) const;
+  std::vector<Kept>::iterator find_kept(int slot, HeldValue value, int local, bool held);
+  // A send of a value kept past its last use completes.
+  void end_kept_send(int slot, HeldValue value, int local, const char* operation);
+  // Gives back the kept buffers of `slot` (every slot: -1); true when one
+  // was a weight gradient kept apart.
+  bool give_back_kept(int slot);
   void take_gradients(int local_layer);
   void give_back_gradients(int local_layer);
 
@@ -239,6 +300,7 @@ class Piece {
   std::vector<std::span<float>> gradients_;  // per local layer: its place while held, or empty
   int max_rows_ = 0;
   std::vector<Slot> slots_;
+  std::vector<Kept> kept_;
 };
 
 // Forward of the whole model over a dataset, in batches of `batch_rows`.

@@ -137,6 +137,51 @@ TEST(memory, a_send_in_flight_keeps_what_it_reads) {
                             {8, 0, 0, 0, 0, 0}});
 }
 
+TEST(memory, a_held_value_outlives_its_last_use_until_its_drop) {
+  // The output held until after the backward, the model's input gradient
+  // (made only because it is held) to the step's end, and layer 1's weight
+  // gradient apart from the sum until its Drop adds it in.
+  const Program p = program_of(
+      "ZeroGrad\nHold act 0\nHold grad 0\nHold wgrad 0 layer 1\nLoadInput 0\nFwd 0 layer 0\n"
+      "Fwd 0 layer 1\nLoadTarget 0\nBwd 0 layer 1\nBwd 0 layer 0\nDrop act 0\n"
+      "Drop wgrad 0 layer 1\nOptimizerStep\n",
+      Config{1, 1});
+  expect_moments(bytes_after_each(p, shape(0))[0],
+                 {{23, 0, 0, 0, 0, 0},
+                  {23, 0, 0, 0, 0, 0},  // Hold: nothing yet
+                  {23, 0, 0, 0, 0, 0},
+                  {23, 0, 0, 0, 0, 0},
+                  {23, 0, 0, 4, 0, 0},
+                  {23, 0, 0, 7, 0, 0},
+                  {23, 0, 0, 9, 0, 0},
+                  {23, 0, 0, 9, 0, 0},
+                  {23, 8, 0, 6, 3, 0},    // the output stays; layer 1's gradient apart
+                  {23, 23, 0, 2, 4, 0},   // the model's input gradient, held
+                  {23, 23, 0, 0, 4, 0},   // Drop act 0: past its last use, freed
+                  {23, 23, 0, 0, 4, 0},   // Drop wgrad: in the sum, the same bytes
+                  {23, 0, 0, 0, 4, 0}});  // held to the end of the step
+}
+
+TEST(memory, a_dropped_value_a_send_still_reads_is_a_message) {
+  const Program p = program_of(
+      "stage 0 {\n  ZeroGrad\n  Hold act 0\n  LoadInput 0\n  Fwd 0\n  ISend act 0\n"
+      "  Recv grad 0\n  Bwd 0\n  Drop act 0\n  WaitAll\n  OptimizerStep\n}\n"
+      "stage 1 {\n  ZeroGrad\n  Recv act 0\n  Fwd 0\n  LoadTarget 0\n  Bwd 0\n  ISend grad 0\n"
+      "  WaitAll\n  OptimizerStep\n}\n",
+      Config{2, 1});
+  expect_moments(bytes_after_each(p, shape(0))[0],
+                 {{15, 0, 0, 0, 0, 0},
+                  {15, 0, 0, 0, 0, 0},
+                  {15, 0, 0, 4, 0, 0},
+                  {15, 0, 0, 7, 0, 0},
+                  {15, 0, 0, 7, 0, 0},
+                  {15, 0, 0, 7, 3, 0},
+                  {15, 15, 0, 3, 0, 0},  // held: still an activation, not a message
+                  {15, 15, 0, 0, 0, 3},  // dropped while the send reads it
+                  {15, 15, 0, 0, 0, 0},
+                  {15, 0, 0, 0, 0, 0}});
+}
+
 TEST(memory, without_biases_a_layer_is_its_weights) {
   MemoryShape s = shape(2);
   s.bias = false;

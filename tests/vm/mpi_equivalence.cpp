@@ -4,6 +4,7 @@
 //   mpi_equivalence vm         GPipe, 1F1B and naive over 4, 2 and 1 stages
 //   mpi_equivalence schedules  every shipped schedule at least twice
 //   mpi_equivalence shards     the sharded schedules with dp = 2
+//   mpi_equivalence holds      tests/vm/holds.pipe (Hold and Drop) over 4 and 2 stages
 // World rank 0 computes the sequential reference and compares; every rank
 // exits with the verdict, which fails when no case ran (a world size no
 // case fits, or an unknown list). A forward-only schedule must leave the
@@ -31,6 +32,7 @@ struct Case {
   int stages;
   int micro_batches;
   int chunks;
+  const char* directory = "schedules";
 };
 
 // dp = world / stages.
@@ -79,6 +81,13 @@ constexpr Case kShardCases[] = {
     {"pp-fsdp", 1, 2, 1},
 };
 
+// Values held past their last use (4 ranks: dp = 1 and 2).
+constexpr Case kHoldCases[] = {
+    {"holds", 4, 4, 1, "tests/vm"},
+    {"holds", 2, 3, 1, "tests/vm"},
+    {"holds", 2, 2, 1, "tests/vm"},
+};
+
 constexpr double kTolerance = 1e-5;
 
 bool trains(const Program& program) {
@@ -96,6 +105,7 @@ int main(int argc, char** argv) {
   const std::span<const Case> cases = list == "vm"          ? std::span<const Case>(kVmCases)
                                       : list == "schedules" ? std::span<const Case>(kScheduleCases)
                                       : list == "shards"    ? std::span<const Case>(kShardCases)
+                                      : list == "holds"     ? std::span<const Case>(kHoldCases)
                                                             : std::span<const Case>();
   bool all_passed = true;
   int ran = 0;
@@ -107,8 +117,9 @@ int main(int argc, char** argv) {
     std::string detail;
     try {
       const std::vector<int> widths = vm_test::deep_model().sizes;
-      const Program program =
-          vm_test::compile_file(vm_test::schedule_path(c.schedule), config, widths);
+      const Program program = vm_test::compile_file(
+          std::string(PIPEVM_SOURCE_DIR) + "/" + c.directory + "/" + c.schedule + ".pipe", config,
+          widths);
       CheckOptions check_options;
       check_options.layer_widths = widths;
       if (!check(program, check_options).ok()) throw std::runtime_error("the checker rejects it");
@@ -151,8 +162,9 @@ int main(int argc, char** argv) {
     all_passed = all_passed && passed;
   }
   if (ran == 0 && root) {
-    std::printf("FAIL: no case of list '%s' ran on %d ranks (lists: vm, schedules)\n",
-                list.c_str(), world);
+    std::printf(
+        "FAIL: no case of list '%s' ran on %d ranks (lists: vm, schedules, shards, holds)\n",
+        list.c_str(), world);
   }
   return all_passed && ran > 0 ? 0 : 1;
 }

@@ -355,6 +355,88 @@ TEST(machine, compute_after_release_is_refused) {
   EXPECT_NE(std::string(error->what()).find("not gathered"), std::string::npos) << error->what();
 }
 
+// Holds by hand (docs/memory.md): the small model on one stage, 2 rows per
+// micro-batch. The peak is after the second forward: micro-batch 1's
+// activations at every boundary, micro-batch 0's input of layer 2 held past
+// its weight gradient, and the model's input gradient of micro-batch 0,
+// which only the hold makes.
+TEST(machine, held_values_are_measured_as_the_semantics_say) {
+  const std::string text =
+      "ZeroGrad\nHold act 0 layer 2\nHold grad 0\n"
+      "for mb in 0 .. micro_batches { LoadInput mb\nFwd mb\nLoadTarget mb\nBwd mb }\n"
+      "OptimizerStep\n";
+  const Config config{1, 2, 1, 1};
+  const Program program = compile_text(text, config);
+  const TrainingOptions options = training_options(4, 2);
+  const std::vector<runtime::MemoryBytes> peaks = measured_peaks(program, options);
+  ASSERT_EQ(peaks.size(), 1U);
+  const std::vector<int>& w = options.machine.model.sizes;  // 24, 20, 18, 16, 14, 6
+  std::uint64_t parameters = 0;
+  for (std::size_t l = 0; l + 1 < w.size(); ++l) {
+    parameters += static_cast<std::uint64_t>((w[l] + 1) * w[l + 1]);
+  }
+  std::uint64_t boundaries = 0;
+  for (const int width : w) boundaries += static_cast<std::uint64_t>(width);
+  constexpr std::uint64_t kRows = 2;
+  constexpr std::uint64_t kFloat = sizeof(float);
+  using runtime::MemoryCategory;
+  const runtime::MemoryBytes& peak = peaks[0];
+  EXPECT_EQ(peak[MemoryCategory::weights], parameters * kFloat);
+  EXPECT_EQ(peak[MemoryCategory::gradients], parameters * kFloat);
+  EXPECT_EQ(peak[MemoryCategory::optimizer], parameters * kFloat) << "SGD with momentum";
+  EXPECT_EQ(peak[MemoryCategory::activations], kRows * (boundaries + 18) * kFloat);
+  EXPECT_EQ(peak[MemoryCategory::activation_gradients], kRows * 24 * kFloat);
+  EXPECT_EQ(peak[MemoryCategory::messages], 0U);
+}
+
+// tests/vm/holds.pipe (every kind of hold, with sends and one hold left to
+// the step's end) trains the sequential weights.
+TEST(machine, holds_train_the_sequential_weights) {
+  const std::string holds = std::string(PIPEVM_SOURCE_DIR) + "/tests/vm/holds.pipe";
+  for (const Config config : {Config{2, 4, 1, 1}, Config{2, 3, 1, 2}}) {
+    const Program program = compile_file(holds, config, vm_test::small_model().sizes);
+    const TrainingOptions options = training_options(2 * config.dp * config.micro_batches, kSteps);
+    EXPECT_LE(
+        relative_difference(train_in_process(program, options), sequential_reference(options)),
+        1e-5)
+        << config.stages << " stages x " << config.dp << " dp";
+  }
+}
+
+// The same program's measured bytes equal the walk's count (core/memory_bytes.cpp).
+TEST(machine, holds_measured_equals_counted) {
+  const std::string holds = std::string(PIPEVM_SOURCE_DIR) + "/tests/vm/holds.pipe";
+  const Config config{2, 4, 1, 1};
+  const Program program = compile_file(holds, config, vm_test::small_model().sizes);
+  expect_measured_equals_counted(program, training_options(8, 1));
+}
+
+TEST(machine, a_step_with_a_weight_gradient_held_apart_is_refused) {
+  const auto error = first_error(
+      "ZeroGrad\nHold wgrad 1 layer 2\nLoadInput 1\nFwd 1\nLoadTarget 1\nBwd 1\n"
+      "OptimizerStep\n");
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(error->instruction(), 6U);
+  EXPECT_NE(std::string(error->what()).find("weight gradient of layer 2 of slot 1 is kept apart"),
+            std::string::npos)
+      << error->what();
+}
+
+TEST(machine, a_weight_gradient_held_apart_to_the_step_end_is_refused) {
+  const auto error =
+      first_error("ZeroGrad\nHold wgrad 0\nLoadInput 0\nFwd 0\nLoadTarget 0\nBwd 0\n");
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(error->instruction(), 5U) << "reported at the last instruction";
+  EXPECT_NE(std::string(error->what()).find("no Drop added"), std::string::npos) << error->what();
+}
+
+TEST(machine, a_drop_of_a_value_not_held_is_refused) {
+  const auto error = first_error("ZeroGrad\nHold act 0\nDrop act 0\nDrop act 0\n");
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(error->instruction(), 3U);
+  EXPECT_NE(std::string(error->what()).find("is not held"), std::string::npos) << error->what();
+}
+
 // A pipeline of 2 stages x 2 replicas that computes one layer at a time,
 // the backward split in its two halves: the sequential weights, and the
 // bytes the simulator counts.
