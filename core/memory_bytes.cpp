@@ -129,7 +129,9 @@ class RankBytesWalk {
   std::vector<std::uint8_t> a_past_, g_past_;  // ... its last use is past
   // Per (layer, micro-batch): the weight gradient is held apart (Hold wgrad;
   // made: its backward ran), and whether its backward ran at all.
-  enum Apart : std::uint8_t { not_apart = 0, apart_held = 1, apart_made = 2 };
+  // apart_reported: made, then reported as missing from a sum (counted in
+  // the sum from there, so that its Drop is no second finding).
+  enum Apart : std::uint8_t { not_apart = 0, apart_held = 1, apart_made = 2, apart_reported = 3 };
   std::vector<std::uint8_t> apart_, weight_done_;
   std::vector<std::uint32_t> apart_made_;  // per layer: gradients held apart
   std::size_t micro_batches_ = 0;
@@ -468,6 +470,10 @@ void RankBytesWalk::hold_weight_gradient(const Instruction& in, LayerRange layer
       finding(DiagnosticKind::HoldMisuse, value + " is dropped but not held");
       continue;
     }
+    if (apart_[w] == apart_reported) {
+      apart_[w] = not_apart;
+      continue;
+    }
     if (apart_[w] == apart_made) {
       // Added into the layer's accumulated gradient.
       --apart_made_[static_cast<std::size_t>(l)];
@@ -490,7 +496,7 @@ void RankBytesWalk::unsummed(LayerRange layers, const char* what) {
                   ": it is not in the layer's sum (`Drop wgrad " + std::to_string(mb) +
                   " layer " + std::to_string(l) + "` adds it)");
       // Counted in the sum from here, so that it is reported once.
-      apart_[apart_index(l, static_cast<std::uint32_t>(mb))] = not_apart;
+      apart_[apart_index(l, static_cast<std::uint32_t>(mb))] = apart_reported;
       --apart_made_[static_cast<std::size_t>(l)];
     }
   }

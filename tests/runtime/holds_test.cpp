@@ -104,6 +104,21 @@ TEST(holds, held_activations_outlive_their_last_use_until_dropped) {
   EXPECT_EQ(bytes(piece, MemoryCategory::activation_gradients), 0U);
 }
 
+TEST(holds, a_weight_gradient_held_but_not_made_blocks_no_step) {
+  // As the checker: only a gradient made apart would be missed.
+  SmallPiece small;
+  Piece& piece = small.piece;
+  piece.hold(HeldValue::weight_gradient, 0, 1);
+  EXPECT_NO_THROW(piece.zero_grad());
+  EXPECT_NO_THROW(piece.require_no_held_weight_gradient(1, "a step"));
+  small.forward(3);
+  small.backward();
+  EXPECT_THROW(piece.require_no_held_weight_gradient(1, "a step"), std::logic_error);
+  piece.drop(HeldValue::weight_gradient, 0, 1);
+  EXPECT_NO_THROW(piece.require_no_held_weight_gradient(1, "a step"));
+  piece.end_holds();
+}
+
 TEST(holds, a_value_dropped_before_its_last_use_goes_at_its_last_use) {
   SmallPiece small;
   Piece& piece = small.piece;
