@@ -101,8 +101,9 @@ class RankBytesWalk {
   void reduce(const Instruction& in, bool scatter);
   void hold(const Instruction& in);
   void hold_weight_gradient(const Instruction& in, LayerRange layers);
-  // Reports a weight gradient held apart of `layers` that `in` would sum
-  // (a reduction, a step) or lose (ZeroGrad).
+  // Reports a weight gradient held apart of `layers` (clamped to the
+  // model's) that a reduction or a step would leave out of the sum, or
+  // ZeroGrad or the step's end lose.
   void unsummed(LayerRange layers, const char* what);
   void finding(DiagnosticKind kind, std::string message) {
     if (findings_) findings_->push_back({rank_, index_, kind, std::move(message)});
@@ -331,6 +332,7 @@ void RankBytesWalk::compute(const Instruction& in) {
   if (cell && layer != kNoLayer && (layer < r.begin || layer >= r.end)) return;
   const bool in_model =
       static_cast<std::size_t>(these.end) <= parameters_.size() && these.begin >= 0;
+  const LayerRange every{0, static_cast<int>(parameters_.size())};
   switch (in.op) {
     case Opcode::LoadInput:
       set(a_, activations_, slot(*c, mb, r.begin), r.begin, live);
@@ -367,27 +369,20 @@ void RankBytesWalk::compute(const Instruction& in) {
       return;
     }
     case Opcode::ReduceScatter:
-      if (in_model || layer == kNoLayer) {
-        unsummed(layer == kNoLayer ? LayerRange{0, static_cast<int>(parameters_.size())} : these,
-                 "it is reduce-scattered");
-      }
+      unsummed(layer == kNoLayer ? every : these, "it is reduce-scattered");
       reduce(in, true);
       return;
     case Opcode::ZeroGrad:
     case Opcode::OptimizerStep:
     case Opcode::ShardStep:
-      unsummed({0, static_cast<int>(parameters_.size())},
-               in.op == Opcode::ZeroGrad ? "ZeroGrad clears it" : "the optimizer steps");
+      unsummed(every, in.op == Opcode::ZeroGrad ? "ZeroGrad clears it" : "the optimizer steps");
       std::fill(grad_.begin(), grad_.end(), Grad::none);
       return;
     case Opcode::Hold:
     case Opcode::Drop:
       return;  // hold(), above
     case Opcode::AllReduce:
-      if (in_model || layer == kNoLayer) {
-        unsummed(layer == kNoLayer ? LayerRange{0, static_cast<int>(parameters_.size())} : these,
-                 "it is all-reduced");
-      }
+      unsummed(layer == kNoLayer ? every : these, "it is all-reduced");
       return;
     case Opcode::LoadTarget:
     case Opcode::GossipStart:
@@ -413,7 +408,6 @@ void RankBytesWalk::hold(const Instruction& in) {
   }
   const Chunk& c = chunks_[in.chunk];
   const int layer = layer_of(in);
-  const std::string value = "`" + disassemble(in).substr(name(in.op).size() + 1) + "`";
   if (in.kind == MessageKind::wgrad) {
     const LayerRange layers = layer == kNoLayer ? c.layers : LayerRange{layer, layer + 1};
     if (layers.begin < c.layers.begin || layers.end > c.layers.end) return;
@@ -427,24 +421,24 @@ void RankBytesWalk::hold(const Instruction& in) {
   std::vector<std::uint8_t>& values = act ? a_ : g_;
   std::uint8_t& held = (act ? a_held_ : g_held_)[s];
   const bool past = (act ? a_past_ : g_past_)[s] != 0;
+  const auto value = [&in] { return "`" + disassemble(in).substr(name(in.op).size() + 1) + "`"; };
   if (in.op == Opcode::Hold) {
     if (held) {
-      finding(DiagnosticKind::HoldMisuse, value + " is held already");
+      finding(DiagnosticKind::HoldMisuse, value() + " is held already");
     } else if (past) {
       finding(DiagnosticKind::HoldMisuse,
-              value + " is held after its last use: it is gone (hold it before it is used up)");
+              value() + " is held after its last use: it is gone (hold it before it is used up)");
     } else {
       held = 1;
     }
     return;
   }
   if (!held) {
-    finding(DiagnosticKind::HoldMisuse, value + " is dropped but not held");
+    finding(DiagnosticKind::HoldMisuse, value() + " is dropped but not held");
     return;
   }
   held = 0;
   if (past && values[s] == live) {
-    (act ? a_past_ : g_past_)[s] = 0;
     free_value(values, act ? activations_ : activation_gradients_, s, boundary);
   }
 }

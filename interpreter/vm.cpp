@@ -868,12 +868,8 @@ void VmStep::hold_or_drop(const Instruction& in, bool hold) {
 }
 
 void VmStep::refuse_held_weight_gradients(int layer, const char* operation) {
-  for (Chunk& chunk : m_.chunks_) {
-    const runtime::LayerRange held = chunk.piece.layers();
-    for (int l = held.begin; l < held.end; ++l) {
-      if (layer != kNoLayer && l != layer) continue;
-      chunk.piece.require_no_held_weight_gradient(l, operation);
-    }
+  for (const Chunk& chunk : m_.chunks_) {
+    chunk.piece.require_no_held_weight_gradient(layer == kNoLayer ? -1 : layer, operation);
   }
 }
 

@@ -349,18 +349,14 @@ void Piece::backward_input_layer(int slot, int layer) {
     const MatrixMap below(s.g[k].data(), s.rows, sh.inputs);
     linear_backward_input(below, as_const(d_out), as_matrix(weight(l), sh.outputs, sh.inputs));
     relu_backward(below, as_const(below), ConstMatrixMap(s.a[k].data(), s.rows, sh.inputs));
-  } else if (!is_first()) {
-    // The piece's input gradient (the previous piece applies its own ReLU).
+  } else if (!is_first() || is_held(s, HeldValue::gradient, 0)) {
+    // The piece's input gradient (the previous piece applies its own ReLU);
+    // on the model's first piece nothing uses it: computed only for a hold,
+    // and at once past its last use.
     s.g[0] = take(MemoryCategory::activation_gradients, to_size(s.rows) * to_size(sh.inputs));
     linear_backward_input(MatrixMap(s.g[0].data(), s.rows, sh.inputs), as_const(d_out),
                           as_matrix(weight(l), sh.outputs, sh.inputs));
-  } else if (is_held(s, HeldValue::gradient, 0)) {
-    // The model's input gradient, which nothing uses: computed only for a
-    // hold, and at once past its last use.
-    s.g[0] = take(MemoryCategory::activation_gradients, to_size(s.rows) * to_size(sh.inputs));
-    linear_backward_input(MatrixMap(s.g[0].data(), s.rows, sh.inputs), as_const(d_out),
-                          as_matrix(weight(l), sh.outputs, sh.inputs));
-    last_use(slot, HeldValue::gradient, 0, s.g[0]);
+    if (is_first()) last_use(slot, HeldValue::gradient, 0, s.g[0]);
   }
   s.input_next = l - 1;
 }
@@ -507,9 +503,7 @@ void Piece::release(int slot) {
 }
 
 void Piece::zero_grad() {
-  for (int layer = layers_.begin; layer < layers_.end; ++layer) {
-    require_no_held_weight_gradient(layer, "zero_grad");
-  }
+  require_no_held_weight_gradient(-1, "zero_grad");
   for (int l = 0; l < static_cast<int>(gradients_.size()); ++l) give_back_gradients(l);
 }
 

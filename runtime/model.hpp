@@ -197,9 +197,10 @@ class Piece {
   // forgets every hold; then throws std::logic_error if one of them was a
   // weight gradient kept apart (never added to the accumulated gradient).
   void end_holds();
-  // Throws std::logic_error when a weight gradient of `layer` is kept apart
-  // (made while held, not yet dropped): `operation` (a reduction, a step)
-  // would miss it.
+  // Throws std::logic_error when a weight gradient of `layer` (negative:
+  // of any layer; one this piece does not hold: none) is kept apart (made
+  // while held, not yet dropped): `operation` (a reduction, a step) would
+  // miss it.
   void require_no_held_weight_gradient(int layer, const char* operation) const;
 
   // --- parameters and gradients --------------------------------------------

@@ -175,11 +175,11 @@ void Piece::end_holds() {
 void Piece::require_no_held_weight_gradient(int layer, const char* operation) const {
   // Only one made apart: a hold whose backward has not run yet misses
   // nothing (the checker's rule, PV2045, is the same).
-  const int l = local(layer, operation);
   for (const Kept& k : kept_) {
-    if (k.value != HeldValue::weight_gradient || k.local != l) continue;
+    if (k.value != HeldValue::weight_gradient) continue;
+    if (layer >= 0 && k.local + layers_.begin != layer) continue;
     throw std::logic_error(std::string(operation) + ": " +
-                           describe(HeldValue::weight_gradient, layer, k.slot) +
+                           describe(HeldValue::weight_gradient, k.local + layers_.begin, k.slot) +
                            " is kept apart (Hold wgrad): Drop it first");
   }
 }
