@@ -1,14 +1,16 @@
 // The VM's dispatch: one switch over the Opcode enum of isa.def, with no
 // default, so an opcode added to the table and not handled here is a
 // compiler warning (an error in CI). Every state the runtime cannot go on
-// from is a VmError at the instruction, never a silent skip.
+// from is a VmError at the instruction, never a silent skip. Not here: the
+// reductions and parameter averages (vm_reductions.cpp), sharded weights
+// (vm_shards.cpp).
 #include "vm.hpp"
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 
 #include "topology.hpp"
+#include "vm_step.hpp"
 
 namespace pipevm {
 
@@ -171,59 +173,6 @@ Machine::Machine(const Program& program, int rank, runtime::Comm& comm,
   }
 }
 
-void Machine::start_gossip(int round) {
-  gossip_requests_.clear();
-  for (std::size_t c = 0; c < chunks_.size(); ++c) {
-    const std::span<const float> p = chunks_[c].piece.parameters();
-    std::copy(p.begin(), p.end(), gossip_buffers_[c].begin());
-    gossip_requests_.push_back(
-        comm_.iallreduce_sum(gossip_buffers_[c], gossip_groups_[static_cast<std::size_t>(round)]));
-  }
-  gossip_round_ = round;
-}
-
-bool Machine::wait_gossip() {
-  if (gossip_round_ < 0) return false;
-  for (const runtime::Comm::Request request : gossip_requests_) comm_.wait(request);
-  gossip_requests_.clear();
-  const float scale =
-      1.0F / static_cast<float>(gossip_sizes_[static_cast<std::size_t>(gossip_round_)]);
-  for (std::size_t c = 0; c < chunks_.size(); ++c) {
-    std::span<float> p = chunks_[c].piece.parameters();
-    for (std::size_t i = 0; i < p.size(); ++i) p[i] = gossip_buffers_[c][i] * scale;
-  }
-  gossip_round_ = -1;
-  return true;
-}
-
-void Machine::finish_gossip() { wait_gossip(); }
-
-void Machine::global_average() {
-  const float scale = 1.0F / static_cast<float>(program_->config.dp);
-  for (Chunk& chunk : chunks_) {
-    std::span<float> p = chunk.piece.parameters();
-    if (program_->config.dp > 1) comm_.allreduce_sum(p);
-    for (float& x : p) x *= scale;
-  }
-}
-
-void Machine::swap_in_global_average() {
-  saved_parameters_.clear();
-  for (Chunk& chunk : chunks_) {
-    const std::span<const float> p = chunk.piece.parameters();
-    saved_parameters_.emplace_back(p.begin(), p.end());
-  }
-  global_average();
-}
-
-void Machine::restore_parameters() {
-  for (std::size_t c = 0; c < chunks_.size() && c < saved_parameters_.size(); ++c) {
-    std::span<float> p = chunks_[c].piece.parameters();
-    std::copy(saved_parameters_[c].begin(), saved_parameters_[c].end(), p.begin());
-  }
-  saved_parameters_.clear();
-}
-
 void Machine::complete_posted_send(Chunk& chunk, std::uint32_t micro_batch) {
   const auto chunk_index = static_cast<std::uint16_t>(&chunk - chunks_.data());
   const auto match = std::find_if(
@@ -244,72 +193,6 @@ std::span<std::uint8_t> Machine::label_buffer(Chunk& chunk, std::uint32_t micro_
   return std::span<std::uint8_t>(chunk.labels)
       .subspan(micro_batch * to_size(rows_), to_size(rows_));
 }
-
-// One execution of one rank's stream.
-class VmStep {
- public:
-  VmStep(const Program& program, Machine& machine)
-      : program_(program), m_(machine), code_(program.rank(machine.rank_)) {}
-
-  StepResult run(VmObserver* observer);
-
- private:
-  using Chunk = Machine::Chunk;
-
-  [[noreturn]] void fail(DiagnosticKind kind, const std::string& message) const {
-    throw VmError(kind,
-                  "rank " + std::to_string(m_.rank_) + ": " + disassemble(*in_) + ": " + message,
-                  index_);
-  }
-  [[noreturn]] void unsupported(const std::string& message) const {
-    fail(DiagnosticKind::RuntimeUnsupported, message);
-  }
-
-  void execute(const Instruction& in);
-  Chunk& chunk_of(const Instruction& in);
-  Chunk& chunk_at(const Instruction& in);  // a piece operand: the chunk alone
-  // A compute step's chunk: refuses a sharded chunk whose weights are not gathered.
-  Chunk& weights_of(const Instruction& in);
-  static dataflow::PieceEnds ends(const Chunk& chunk) {
-    return {chunk.piece.is_first(), chunk.piece.is_last()};
-  }
-  std::uint16_t& flags_of(const Instruction& in) { return chunk_of(in).flags[in.micro_batch]; }
-  int peer_of(const Instruction& in) const;
-  int tag_of(const Instruction& in) const {
-    return m_.tags_.tag(message_key(program_.placement, program_.config, m_.stage_, in));
-  }
-
-  void load_input(const Instruction& in);
-  void load_target(const Instruction& in);
-  void forward(const Instruction& in);
-  void backward_input(const Instruction& in);
-  void backward_weight(const Instruction& in, bool reduce_per_layer);
-  // The layers an instruction works on: its `layer L`, else its chunk's.
-  runtime::LayerRange layers_of(const Chunk& chunk, const Instruction& in) const;
-  void gather_or_release(const Instruction& in, bool gather);
-  void reduce_scatter(const Instruction& in);
-  void send(const Instruction& in);
-  void receive(const Instruction& in);
-  void wait(const Instruction& in);
-  void wait_all();
-  void complete(const Machine::PendingMessage& message);
-  void all_reduce(Group group, int layer);
-  void sum_over_holders();
-  void require_no_pending() const;
-  void optimizer_step();
-  void hold_or_drop(const Instruction& in, bool hold);
-  // A reduction or a step of `layer` (every layer: kNoLayer) of the rank's
-  // chunks would miss a weight gradient held apart.
-  void refuse_held_weight_gradients(int layer, const char* operation);
-  void finish_step();
-
-  const Program& program_;
-  Machine& m_;
-  std::span<const Instruction> code_;
-  const Instruction* in_ = nullptr;
-  std::size_t index_ = 0;
-  StepResult result_;
-};
 
 StepResult Vm::run(const Program& program, Machine& machine, VmObserver* observer) {
   VmStep step(program, machine);
@@ -635,25 +518,6 @@ void VmStep::gather_or_release(const Instruction& in, bool gather) {
   if (!any) unsupported("no chunk of this rank holds layer " + std::to_string(layer));
 }
 
-void VmStep::reduce_scatter(const Instruction& in) {
-  const int layer = layer_of(in);
-  refuse_held_weight_gradients(layer, "reduce-scatter");
-  const bool cell = operand_parts(in.op).micro_batch;
-  for (Chunk& chunk : m_.chunks_) {
-    if (cell && &chunk != &chunk_at(in)) continue;
-    for (Machine::Layer& l : chunk.layers) {
-      if (layer != kNoLayer && l.index != layer) continue;
-      if (l.sharded) {
-        m_.reduce_scatter(chunk, l);
-        continue;
-      }
-      // A layer held whole keeps the whole sum (its own shard included).
-      const std::span<float> grads = chunk.piece.layer_gradients(l.index).all;
-      if (!grads.empty() && m_.comm_.dp() > 1) m_.comm_.allreduce_sum(grads);
-    }
-  }
-}
-
 void VmStep::send(const Instruction& in) {
   Chunk& chunk = chunk_of(in);
   const std::uint16_t flags = chunk.flags[in.micro_batch];
@@ -760,70 +624,6 @@ void VmStep::wait_all() {
   m_.pending_.clear();
 }
 
-void VmStep::all_reduce(Group group, int layer) {
-  refuse_held_weight_gradients(layer, "all-reduce");
-  switch (group) {
-    case Group::dp:
-      if (m_.comm_.dp() == 1) return;
-      for (Chunk& chunk : m_.chunks_) {
-        // The whole chunk in one call when it can.
-        if (const std::span<float> all = chunk.piece.contiguous_gradients();
-            layer == kNoLayer && !all.empty()) {
-          m_.comm_.allreduce_sum(all);
-          continue;
-        }
-        const runtime::LayerRange held = chunk.piece.layers();
-        for (int l = held.begin; l < held.end; ++l) {
-          if (layer != kNoLayer && l != layer) continue;
-          const std::span<float> grads = chunk.piece.layer_gradients(l).all;
-          if (grads.empty())
-            unsupported("all-reduces layer " + std::to_string(l) + ", which has no gradient");
-          m_.comm_.allreduce_sum(grads);
-        }
-      }
-      return;
-    case Group::mirror:
-      sum_over_holders();
-      return;
-    case Group::none:
-    case Group::pipeline:
-    case Group::world:
-    case Group::gossip:
-      break;
-  }
-  unsupported("an all-reduce over the " + std::string(name(group)) + " group");
-}
-
-// Under mirror placement a piece lives on two ranks of the pipeline (or
-// twice on the middle rank when the stage count is odd); each holder has
-// the gradients of its own lane's micro-batches. Each piece's copies are
-// summed, layer by layer in piece order, so that the holders, which hold
-// their two pieces as different chunks, pass the same buffers.
-void VmStep::sum_over_holders() {
-  const auto layers = [this](std::size_t c) { return m_.chunks_[c].piece.layers(); };
-  if (m_.chunks_.size() == 2 && piece_at(m_.chunks_[0].where) == piece_at(m_.chunks_[1].where)) {
-    for (int l = layers(0).begin; l < layers(0).end; ++l) {
-      const std::span<float> a = m_.chunks_[0].piece.layer_gradients(l).all;
-      const std::span<float> b = m_.chunks_[1].piece.layer_gradients(l).all;
-      if (a.empty() || b.empty()) unsupported("sums a layer that has no gradient");
-      for (std::size_t i = 0; i < a.size(); ++i) b[i] = a[i] = a[i] + b[i];
-    }
-  }
-
-  if (m_.mirror_group_ == Machine::kNoGroup) return;
-  std::array<std::size_t, 2> order{0, 1};
-  if (m_.chunks_.size() == 2 && piece_at(m_.chunks_[1].where) < piece_at(m_.chunks_[0].where)) {
-    order = {1, 0};
-  }
-  for (const std::size_t c : order) {
-    for (int l = layers(c).begin; l < layers(c).end; ++l) {
-      const std::span<float> grads = m_.chunks_[c].piece.layer_gradients(l).all;
-      if (grads.empty()) unsupported("sums a layer that has no gradient");
-      m_.comm_.allreduce_sum(grads, m_.mirror_group_);
-    }
-  }
-}
-
 void VmStep::require_no_pending() const {
   if (!m_.pending_.empty()) {
     unsupported("requests are still pending (" +
@@ -836,41 +636,6 @@ void VmStep::optimizer_step() {
   require_no_pending();
   refuse_held_weight_gradients(kNoLayer, "optimizer step");
   m_.step(false);
-}
-
-void VmStep::hold_or_drop(const Instruction& in, bool hold) {
-  Chunk& chunk = chunk_of(in);
-  const runtime::LayerRange held = chunk.piece.layers();
-  const int layer = layer_of(in);
-  const int slot = static_cast<int>(in.micro_batch);
-  runtime::HeldValue value = runtime::HeldValue::activation;
-  // Without `layer`: the chunk's output (act), its input gradient (grad),
-  // every layer's weight gradient (wgrad).
-  runtime::LayerRange indices{layer, layer + 1};
-  switch (in.kind) {
-    case MessageKind::act:
-      if (layer == kNoLayer) indices = {held.end, held.end + 1};
-      break;
-    case MessageKind::grad:
-      value = runtime::HeldValue::gradient;
-      if (layer == kNoLayer) indices = {held.begin, held.begin + 1};
-      break;
-    case MessageKind::wgrad:
-      value = runtime::HeldValue::weight_gradient;
-      if (layer == kNoLayer) indices = held;
-      break;
-    case MessageKind::none:
-      unsupported("names no value (act, grad or wgrad)");
-  }
-  for (int index = indices.begin; index < indices.end; ++index) {
-    hold ? chunk.piece.hold(value, slot, index) : chunk.piece.drop(value, slot, index);
-  }
-}
-
-void VmStep::refuse_held_weight_gradients(int layer, const char* operation) {
-  for (const Chunk& chunk : m_.chunks_) {
-    chunk.piece.require_no_held_weight_gradient(layer == kNoLayer ? -1 : layer, operation);
-  }
 }
 
 void VmStep::finish_step() {

@@ -1,0 +1,82 @@
+// What the VM's files share: VmStep, one execution of one rank's stream,
+// whose dispatch and per-instruction work are in vm.cpp and whose
+// reductions are in vm_reductions.cpp. Not part of the public interface
+// (vm.hpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "vm.hpp"
+
+namespace pipevm {
+
+// One execution of one rank's stream.
+class VmStep {
+ public:
+  VmStep(const Program& program, Machine& machine)
+      : program_(program), m_(machine), code_(program.rank(machine.rank_)) {}
+
+  StepResult run(VmObserver* observer);
+
+ private:
+  using Chunk = Machine::Chunk;
+
+  [[noreturn]] void fail(DiagnosticKind kind, const std::string& message) const {
+    throw VmError(kind,
+                  "rank " + std::to_string(m_.rank_) + ": " + disassemble(*in_) + ": " + message,
+                  index_);
+  }
+  [[noreturn]] void unsupported(const std::string& message) const {
+    fail(DiagnosticKind::RuntimeUnsupported, message);
+  }
+
+  void execute(const Instruction& in);
+  Chunk& chunk_of(const Instruction& in);
+  Chunk& chunk_at(const Instruction& in);  // a piece operand: the chunk alone
+  // A compute step's chunk: refuses a sharded chunk whose weights are not gathered.
+  Chunk& weights_of(const Instruction& in);
+  static dataflow::PieceEnds ends(const Chunk& chunk) {
+    return {chunk.piece.is_first(), chunk.piece.is_last()};
+  }
+  std::uint16_t& flags_of(const Instruction& in) { return chunk_of(in).flags[in.micro_batch]; }
+  int peer_of(const Instruction& in) const;
+  int tag_of(const Instruction& in) const {
+    return m_.tags_.tag(message_key(program_.placement, program_.config, m_.stage_, in));
+  }
+
+  void load_input(const Instruction& in);
+  void load_target(const Instruction& in);
+  void forward(const Instruction& in);
+  void backward_input(const Instruction& in);
+  void backward_weight(const Instruction& in, bool reduce_per_layer);
+  // The layers an instruction works on: its `layer L`, else its chunk's.
+  runtime::LayerRange layers_of(const Chunk& chunk, const Instruction& in) const;
+  void gather_or_release(const Instruction& in, bool gather);
+  void reduce_scatter(const Instruction& in);
+  void send(const Instruction& in);
+  void receive(const Instruction& in);
+  void wait(const Instruction& in);
+  void wait_all();
+  void complete(const Machine::PendingMessage& message);
+  void all_reduce(Group group, int layer);
+  void sum_over_holders();
+  void require_no_pending() const;
+  void optimizer_step();
+  void hold_or_drop(const Instruction& in, bool hold);
+  // A reduction or a step of `layer` (every layer: kNoLayer) of the rank's
+  // chunks would miss a weight gradient held apart.
+  void refuse_held_weight_gradients(int layer, const char* operation);
+  void finish_step();
+
+  const Program& program_;
+  Machine& m_;
+  std::span<const Instruction> code_;
+  const Instruction* in_ = nullptr;
+  std::size_t index_ = 0;
+  StepResult result_;
+};
+
+}  // namespace pipevm
