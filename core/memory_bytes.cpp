@@ -51,6 +51,12 @@ enum class Grad : std::uint8_t { none, whole, shard };
 // A per-micro-batch value's state: absent, held, or held by a send only.
 enum Held : std::uint8_t { absent = 0, live = 1, sending = 2 };
 
+// How findings name a weight gradient held apart.
+std::string weight_gradient_name(std::size_t mb, int layer) {
+  return "the weight gradient of micro-batch " + std::to_string(mb) + " of layer " +
+         std::to_string(layer);
+}
+
 class RankBytesWalk {
  public:
   RankBytesWalk(const Program& program, const MemoryShape& shape,
@@ -447,27 +453,24 @@ void RankBytesWalk::hold_weight_gradient(const Instruction& in, LayerRange layer
   const std::uint32_t mb = in.micro_batch;
   for (int l = layers.begin; l < layers.end; ++l) {
     const std::size_t w = apart_index(l, mb);
-    const std::string value =
-        "the weight gradient of micro-batch " + std::to_string(mb) + " of layer " + std::to_string(l);
+    const auto value = [mb, l] { return weight_gradient_name(mb, l); };
     if (in.op == Opcode::Hold) {
       if (apart_[w] != not_apart) {
-        finding(DiagnosticKind::HoldMisuse, value + " is held already");
+        finding(DiagnosticKind::HoldMisuse, value() + " is held already");
       } else if (weight_done_[w]) {
         finding(DiagnosticKind::HoldMisuse,
-                value + " is held after its backward: it is in the layer's sum already");
+                value() + " is held after its backward: it is in the layer's sum already");
       } else {
         apart_[w] = apart_held;
       }
       continue;
     }
     if (apart_[w] == not_apart) {
-      finding(DiagnosticKind::HoldMisuse, value + " is dropped but not held");
+      finding(DiagnosticKind::HoldMisuse, value() + " is dropped but not held");
       continue;
     }
-    if (apart_[w] == apart_reported) {
-      apart_[w] = not_apart;
-      continue;
-    }
+    // A gradient already reported missing from a sum counts as summed: its
+    // Drop only ends the hold.
     if (apart_[w] == apart_made) {
       // Added into the layer's accumulated gradient.
       --apart_made_[static_cast<std::size_t>(l)];
@@ -485,8 +488,7 @@ void RankBytesWalk::unsummed(LayerRange layers, const char* what) {
     for (std::size_t mb = 0; mb < micro_batches_; ++mb) {
       if (apart_[apart_index(l, static_cast<std::uint32_t>(mb))] != apart_made) continue;
       finding(DiagnosticKind::HeldGradientUnsummed,
-              "the weight gradient of micro-batch " + std::to_string(mb) + " of layer " +
-                  std::to_string(l) + " is held apart when " + what +
+              weight_gradient_name(mb, l) + " is held apart when " + what +
                   ": it is not in the layer's sum (`Drop wgrad " + std::to_string(mb) +
                   " layer " + std::to_string(l) + "` adds it)");
       // Counted in the sum from here, so that it is reported once.
