@@ -45,6 +45,8 @@ struct SimulateArguments {
   HostArguments hosts;
   int batch_size = 0;      // 0: the run configuration's (128 by default)
   std::string topology;
+  std::string transfer;  // empty: the cost model's (auto unless it says)
+  std::string p2p_order = "independent";
 };
 
 void print_diagnostics(const Diagnostics& diagnostics) {
@@ -73,6 +75,11 @@ bool costs_of(const SimulateArguments& args, const RunConfig& run, Costs& costs)
     return false;
   }
   return true;
+}
+
+// --transfer over the cost model's; CLI11 has checked the name.
+void apply_transfer_flag(const SimulateArguments& args, Costs& costs) {
+  if (!args.transfer.empty()) parse_transfer_model(args.transfer, costs.transfer);
 }
 
 // Whether every time of the timeline, and the sums of them the figures take
@@ -157,6 +164,7 @@ int run_simulate(const CLI::App& app, const SimulateArguments& args) {
   expand_for_model(model, expand_options);
   Costs costs;
   if (!costs_of(args, model, costs)) return 2;
+  apply_transfer_flag(args, costs);
   Diagnostics diagnostics;
   ProgramInput input = load_program(app, args.file, args.config, diagnostics, expand_options);
   if (!input.program) {
@@ -172,7 +180,9 @@ int run_simulate(const CLI::App& app, const SimulateArguments& args) {
       link(*program, {program->layer_split.empty()
                           ? std::vector<int>{}
                           : piece_boundary_widths(network.layer_widths, program->layer_split)});
-  const auto simulation = simulate(*program, linked, costs, diagnostics, network);
+  SimulateOptions options;
+  options.p2p_posted_order = args.p2p_order == "posted";
+  const auto simulation = simulate(*program, linked, costs, diagnostics, network, options);
   print_diagnostics(diagnostics);
   if (!simulation) return 1;
   if (!finite(*program, simulation->timeline)) {
@@ -240,6 +250,17 @@ Command add_simulate_command(CLI::App& root) {
       "--costs", args->cost_file,
       "A YAML file of costs (key: value; compute per stage under stages:, as run --profile "
       "writes it); --cost overrides it");
+  app.add_option("--transfer", args->transfer,
+                 "When a message moves: auto (default) as the runtime's MPI, eager up to the "
+                 "eager limits and rendezvous above; eager: it leaves when sent; rendezvous: "
+                 "when both sides have posted (the cost key `transfer`)")
+      ->check(CLI::IsMember({"auto", "eager", "rendezvous"}));
+  app.add_option("--p2p-order", args->p2p_order,
+                 "independent (or any): each send and receive progresses on its own (MPI); "
+                 "posted: a rank's sends and receives run one at a time in the order posted "
+                 "(NCCL), as check --p2p-order posted")
+      ->check(CLI::IsMember({"independent", "any", "posted"}))
+      ->capture_default_str();
   app.add_option("--format", args->format, "Output format")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

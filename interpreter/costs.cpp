@@ -19,8 +19,9 @@ namespace pipevm {
 
 namespace {
 
-// Every key but `bwd`, `fwd-bwd` and `ring-send` is a plain number; those
-// are optional (derived from others when unset).
+// Every key but `bwd`, `fwd-bwd`, `ring-send` and the eager limits is a
+// plain number; those are optional (derived from others, or the runtime's,
+// when unset). `transfer` is a name, not a number: set_cost_text.
 struct KeyField {
   CostKey key;
   double Costs::*field;                              // null for an optional key
@@ -63,6 +64,15 @@ const std::vector<KeyField>& key_fields() {
         "0: compute and optimizer costs per instruction; R: per layer and R rows (a step: per "
         "layer it updates)"},
        &Costs::compute_rows},
+      {{"eager-limit",
+        "transfer=auto: messages of at most this many bytes between ranks of one host are eager "
+        "(default 4096, Open MPI's shared memory)"},
+       nullptr,
+       &Costs::eager_limit},
+      {{"cross-host-eager-limit",
+        "transfer=auto: the same between hosts (default 4194304, what pipevm run sets for TCP)"},
+       nullptr,
+       &Costs::cross_host_eager_limit},
       {{"act-bytes", "bytes of one activation message; 0: from the model's shapes"},
        &Costs::act_bytes},
       {{"grad-bytes", "bytes of one gradient message; 0: from the model's shapes"},
@@ -86,6 +96,7 @@ bool parse_number(std::string_view text, double& value) {
 }
 
 constexpr std::string_view kStagesKey = "stages";
+constexpr std::string_view kTransferKey = "transfer";
 
 const KeyField* field_named(std::string_view key) {
   for (const KeyField& f : key_fields()) {
@@ -206,7 +217,10 @@ double Costs::message_time(MessageKind kind) const {
 
 const std::vector<CostKey>& cost_keys() {
   static const std::vector<CostKey> keys = [] {
-    std::vector<CostKey> out;
+    std::vector<CostKey> out{{kTransferKey,
+                              "auto (default): eager up to the eager limits, rendezvous above; "
+                              "eager: a message leaves when sent; rendezvous: when both sides "
+                              "posted"}};
     for (const KeyField& f : key_fields()) out.push_back(f.key);
     return out;
   }();
@@ -239,13 +253,48 @@ bool set_cost(Costs& costs, std::string_view key, double value, std::string& err
     if (f.key.per_stage) std::for_each(costs.stages.begin(), costs.stages.end(), set);
     return true;
   }
-  error = "unknown cost '" + std::string(key) + "' (keys:";
+  error = "unknown cost '" + std::string(key) + "' (keys: " + std::string(kTransferKey);
   for (const KeyField& f : key_fields()) {
     error += ' ';
     error += f.key.name;
   }
   error += ")";
   return false;
+}
+
+std::string_view name(TransferModel model) {
+  switch (model) {
+    case TransferModel::automatic: return "auto";
+    case TransferModel::eager: return "eager";
+    case TransferModel::rendezvous: return "rendezvous";
+  }
+  return "?";
+}
+
+bool parse_transfer_model(std::string_view text, TransferModel& model) {
+  for (const TransferModel m :
+       {TransferModel::automatic, TransferModel::eager, TransferModel::rendezvous}) {
+    if (text == name(m)) {
+      model = m;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool set_cost_text(Costs& costs, std::string_view key, std::string_view text, std::string& error) {
+  text = trim(text);
+  if (key == kTransferKey) {
+    if (parse_transfer_model(text, costs.transfer)) return true;
+    error = "cost 'transfer' is auto, eager or rendezvous, not '" + std::string(text) + "'";
+    return false;
+  }
+  double value = 0;
+  if (!parse_number(text, value)) {
+    error = "cost '" + std::string(key) + "' is not a number";
+    return false;
+  }
+  return set_cost(costs, key, value, error);
 }
 
 bool parse_cost_flags(std::string_view text, Costs& costs, std::string& error) {
@@ -255,12 +304,17 @@ bool parse_cost_flags(std::string_view text, Costs& costs, std::string& error) {
     text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
     if (item.empty()) continue;
     const auto equals = item.find('=');
+    const std::string_view key = trim(item.substr(0, equals));
     double value = 0;
+    if (equals != std::string_view::npos && key == kTransferKey) {
+      if (!set_cost_text(costs, key, item.substr(equals + 1), error)) return false;
+      continue;
+    }
     if (equals == std::string_view::npos || !parse_number(item.substr(equals + 1), value)) {
       error = "expected key=number in --cost, got '" + std::string(item) + "'";
       return false;
     }
-    if (!set_cost(costs, trim(item.substr(0, equals)), value, error)) return false;
+    if (!set_cost(costs, key, value, error)) return false;
   }
   return true;
 }
@@ -289,12 +343,11 @@ bool parse_costs_yaml(std::string_view yaml_text, Costs& costs, std::string& err
       stages = entry.second;
       continue;
     }
-    double value = 0;
-    if (!entry.second.IsScalar() || !parse_number(entry.second.Scalar(), value)) {
+    if (!entry.second.IsScalar()) {
       error = "cost '" + key + "' is not a number";
       return false;
     }
-    if (!set_cost(costs, key, value, error)) return false;
+    if (!set_cost_text(costs, key, entry.second.Scalar(), error)) return false;
   }
   return !stages || parse_stages(*stages, costs, error);
 }
@@ -315,6 +368,9 @@ bool read_costs_yaml(const std::string& path, Costs& costs, std::string& error) 
 void write_costs_yaml(std::ostream& out, const Costs& costs, std::string_view comment) {
   out << "# pipevm cost model (pipevm simulate --costs FILE); time unit: microseconds\n";
   if (!comment.empty()) out << "# " << comment << '\n';
+  if (costs.transfer != TransferModel::automatic) {
+    out << kTransferKey << ": " << name(costs.transfer) << '\n';
+  }
   for (const KeyField& f : key_fields()) {
     if (f.field == nullptr) {
       if (const auto& v = costs.*(f.optional))
@@ -351,6 +407,9 @@ std::string describe(const Costs& costs) {
     separator = " ";
   }
   if (!costs.bwd && costs.backward() > 0) out << " (bwd=" << costs.backward() << ")";
+  if (costs.transfer != TransferModel::automatic) {
+    out << separator << kTransferKey << '=' << name(costs.transfer);
+  }
   if (!costs.stages.empty()) out << " (compute per stage for " << costs.stages.size() << " stages)";
   const std::string text = out.str();
   return text.empty() ? "all zero" : text;

@@ -20,6 +20,24 @@
 
 namespace pipevm {
 
+// When a message's data moves (docs/simulator.md, "Timing semantics").
+// eager: it leaves when its send is posted and arrives latency + bytes /
+// bandwidth later; the send, blocking or not, completes at once. rendezvous:
+// the transfer starts when both sides have posted, and the send completes
+// with it. automatic: what the runtime's MPI does, eager up to the eager
+// limit of the message's link class (by its bytes), rendezvous above.
+enum class TransferModel : std::uint8_t { automatic, eager, rendezvous };
+std::string_view name(TransferModel model);  // "auto", "eager", "rendezvous"
+// Reads "auto", "eager" or "rendezvous"; false for anything else.
+bool parse_transfer_model(std::string_view text, TransferModel& model);
+
+// The eager limits `pipevm run` leaves in force (bytes): Open MPI 4.1's
+// shared-memory transport (btl vader: `ompi_info --param btl vader --level
+// 9`, btl_vader_eager_limit) between ranks of one host, and the TCP limit
+// runtime/mpi_comm.cpp raises to 4 MiB between hosts.
+inline constexpr double kSameHostEagerLimit = 4096;
+inline constexpr double kCrossHostEagerLimit = 4194304;
+
 // Durations in one time unit of the user's choosing; traces read it as
 // microseconds, and measured profiles are written in microseconds. A cost
 // that is not given is 0, so `fwd=1,bwd=2` is the textbook model.
@@ -48,6 +66,11 @@ struct Costs {
   // layer and R rows: a forward or backward costs its key x its layers x its
   // micro-batch's rows / R, a step its key x the layers it updates.
   double compute_rows = 0;
+  // How messages move, and the eager limits of `automatic` (bytes; unset:
+  // the runtime's, above).
+  TransferModel transfer = TransferModel::automatic;
+  std::optional<double> eager_limit;
+  std::optional<double> cross_host_eager_limit;
 
   // Compute per pipeline stage, for stages whose pieces differ (a profile
   // of a pipeline measures each): entry s holds stage s's values of the
@@ -59,6 +82,10 @@ struct Costs {
   double backward() const { return bwd.value_or(bwd_input + bwd_weight); }
   double overlapped() const { return fwd_bwd.value_or(fwd + backward()); }
   double ring_latency() const { return ring_send.value_or(send); }
+  double same_host_eager_limit() const { return eager_limit.value_or(kSameHostEagerLimit); }
+  double across_hosts_eager_limit() const {
+    return cross_host_eager_limit.value_or(kCrossHostEagerLimit);
+  }
   // The time an instruction of cost `kind` keeps its rank working (compute,
   // data, optimizer), excluding its communication and waits for partners.
   double duration(CostKind kind) const;
@@ -76,8 +103,8 @@ struct Costs {
 
 // One key of the cost model, as written in flags and YAML files.
 struct CostKey {
-  std::string_view name;  // "bwd-input"
-  std::string_view doc;   // one line for docs and --help
+  std::string_view name;   // "bwd-input"
+  std::string_view doc;    // one line for docs and --help
   bool per_stage = false;  // may differ by stage (Costs::stages)
 };
 // Every key, in the order they are documented and written.
@@ -90,9 +117,12 @@ Costs default_costs();
 // Sets one key (a per-stage key in every entry of `stages` too); false
 // (with `error` set) for an unknown key or a negative or non-finite value.
 bool set_cost(Costs& costs, std::string_view key, double value, std::string& error);
+// Sets one key from its text: `transfer` from a model's name, every other
+// key from a number (set_cost).
+bool set_cost_text(Costs& costs, std::string_view key, std::string_view text, std::string& error);
 // Applies "fwd=1,bwd=2,send=0.1" on top of `costs`.
 bool parse_cost_flags(std::string_view text, Costs& costs, std::string& error);
-// Applies a YAML mapping of the same keys (e.g. `fwd: 1`) read from `path`;
+// Applies a YAML mapping of the same keys (e.g. `fwd: 1`, `transfer: eager`) read from `path`;
 // `stages:`, a list of mappings of per-stage keys (stage 0 first), replaces
 // `stages`, each entry starting from the file's other keys.
 bool read_costs_yaml(const std::string& path, Costs& costs, std::string& error);

@@ -78,6 +78,19 @@ double LinkCosts::message_time(std::size_t instruction) const {
   return transfer(message_class(instruction), message_bytes(instruction));
 }
 
+bool LinkCosts::eager(std::size_t instruction) const {
+  switch (costs_.transfer) {
+    case TransferModel::eager: return true;
+    case TransferModel::rendezvous: return false;
+    case TransferModel::automatic:
+      break;
+  }
+  const double limit = message_class(instruction) == LinkClass::same_host
+                           ? costs_.same_host_eager_limit()
+                           : costs_.across_hosts_eager_limit();
+  return message_bytes(instruction) <= limit;
+}
+
 LinkClass LinkCosts::slot_class(std::uint32_t slot) const {
   const auto first = link_.slot_ranks.begin() + link_.slot_begin[slot];
   const auto last = link_.slot_ranks.begin() + link_.slot_begin[slot + 1];

@@ -62,6 +62,10 @@ class LinkCosts {
   // transfer once both sides have posted.
   LinkClass message_class(std::size_t instruction) const;
   double message_time(std::size_t instruction) const;
+  // Whether the message leaves when sent (eager) rather than when both
+  // sides have posted (rendezvous): Costs::transfer, and for `automatic`
+  // its bytes against the eager limit of its class.
+  bool eager(std::size_t instruction) const;
 
   // A collective slot: the slowest class its ring uses, the bytes each
   // member reduces, and the time from the last arrival to its end (0 for a

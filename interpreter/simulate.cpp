@@ -1,7 +1,11 @@
 // The simulator's engine: a worklist over ranks, each running its stream in
 // order until it waits for a partner that has not arrived yet; the partner's
 // arrival puts it back on the list. Every instruction is visited a bounded
-// number of times, so a simulation is linear in the program's length. Who
+// number of times, so a simulation is linear in the program's length. A
+// point-to-point operation is posted when its rank reaches it and starts
+// (is active) then, or in posted order when the one before it in its rank's
+// stream is done; activations that follow from a completion go through a
+// stack, not recursion, so a chain across a thousand ranks stays shallow. Who
 // waits for whom comes from the link pass (link.hpp): a program that does
 // not link (an unmatched message, a wait without a request, collectives
 // that do not line up, a peer outside the pipeline) is refused before any
@@ -40,14 +44,15 @@ std::string quoted(const Instruction& in) {
 
 class Simulator {
  public:
-  Simulator(const Program& program, const Link& link, const Costs& costs,
-            const LinkCosts& links, Diagnostics& diagnostics)
+  Simulator(const Program& program, const Link& link, const Costs& costs, const LinkCosts& links,
+            Diagnostics& diagnostics, const SimulateOptions& options)
       : program_(program),
         config_(program.config),
         link_(link),
         costs_(costs),
         links_(links),
         diagnostics_(diagnostics),
+        options_(options),
         owner_(program.code.size(), 0) {
     for (int r = 0; r < program.ranks(); ++r) {
       std::fill(owner_.begin() + static_cast<std::ptrdiff_t>(
@@ -64,11 +69,13 @@ class Simulator {
     const std::size_t n = program_.code.size();
     timeline_.times.assign(n, {});
     posted_.assign(n, kUnknown);
+    active_.assign(n, kUnknown);
     transfer_begin_.assign(n, kUnknown);
     completion_.assign(n, kUnknown);
     waiter_.assign(n, -1);
     slots_.assign(link_.slot_begin.size() - 1, {});
     ranks_.assign(static_cast<std::size_t>(program_.ranks()), {});
+    if (options_.p2p_posted_order) build_streams();
     for (int r = program_.ranks() - 1; r >= 0; --r) {
       ranks_[static_cast<std::size_t>(r)].pc = program_.rank_begin[static_cast<std::size_t>(r)];
       ranks_[static_cast<std::size_t>(r)].end =
@@ -98,6 +105,31 @@ class Simulator {
     double wait_end = 0;
     std::size_t wait_latest = kNone;  // the request the wait found to finish last
   };
+
+  // Posted order: a rank's point-to-point operations to other ranks, in
+  // program order (the order it posts them), and the oldest not done.
+  struct Stream {
+    std::vector<std::size_t> operations;
+    std::size_t head = 0;
+    double free_at = 0;        // when the operation before the head was done
+    std::size_t last = kNone;  // that operation
+  };
+
+  void build_streams() {
+    streams_.assign(static_cast<std::size_t>(program_.ranks()), {});
+    for (std::size_t i = 0; i < program_.code.size(); ++i) {
+      if (queued(i)) streams_[static_cast<std::size_t>(owner_[i])].operations.push_back(i);
+    }
+  }
+
+  // Whether operation i waits its turn in its rank's stream: in posted
+  // order, unless it is a message to the rank itself (a copy, as the
+  // checker has it).
+  bool queued(std::size_t i) const {
+    if (!options_.p2p_posted_order || info(program_.code[i].op).cls != OpClass::p2p) return false;
+    const std::uint32_t partner = link_.to[i];
+    return partner == kNoLink || owner_[partner] != owner_[i];
+  }
 
   // The time instruction i keeps its rank busy: its cost, per layer and row
   // when the costs say so (compute-rows).
@@ -211,12 +243,70 @@ class Simulator {
 
   void post_message(std::size_t i, double now) {
     posted_[i] = now;
+    const std::size_t send = is_send(program_.code[i].op) ? i : link_.to[i];
+    // An eager send's request is done once posted, wherever its data is.
+    if (i == send && links_.eager(send)) complete(i, now, now);
+    if (!queued(i)) {
+      activations_.push_back({i, now});
+    } else {
+      Stream& stream = streams_[static_cast<std::size_t>(owner_[i])];
+      if (stream.operations[stream.head] == i) start_in_turn(stream, i);
+    }
+    run_activations();
+  }
+
+  // The head of a stream, posted: it starts when posted or when the one
+  // before it was done, whichever is later.
+  void start_in_turn(Stream& stream, std::size_t i) {
+    const double at = std::max(posted_[i], stream.free_at);
+    if (at > posted_[i]) timeline_.holds.push_back({stream.last, i, posted_[i], at});
+    activations_.push_back({i, at});
+  }
+
+  // Operation i has done its part at `end`: the next in its stream may go.
+  void done_in_stream(std::size_t i, double end) {
+    if (!queued(i)) return;
+    Stream& stream = streams_[static_cast<std::size_t>(owner_[i])];
+    ++stream.head;
+    stream.free_at = end;
+    stream.last = i;
+    if (stream.head == stream.operations.size()) return;
+    const std::size_t next = stream.operations[stream.head];
+    if (posted_[next] != kUnknown) start_in_turn(stream, next);
+  }
+
+  void run_activations() {
+    while (!activations_.empty()) {
+      const auto [i, at] = activations_.back();
+      activations_.pop_back();
+      activate(i, at);
+    }
+  }
+
+  // Operation i starts its part of the transfer at `at`. Eager: the send's
+  // data leaves then and arrives message_time later; the receive is done at
+  // the later of its start and the arrival. Rendezvous: the transfer starts
+  // when both have started, and both are done at its end.
+  void activate(std::size_t i, double at) {
+    active_[i] = at;
     const std::size_t j = link_.to[i];
-    if (posted_[j] == kUnknown) return;
-    const double begin = std::max(posted_[i], posted_[j]);
+    const std::size_t send = is_send(program_.code[i].op) ? i : j;
+    const std::size_t recv = send == i ? j : i;
+    if (links_.eager(send)) {
+      if (i == send) done_in_stream(send, at);
+      if (active_[send] == kUnknown || active_[recv] == kUnknown) return;
+      const double end = std::max(active_[recv], active_[send] + links_.message_time(send));
+      complete(recv, std::min(std::max(active_[recv], active_[send]), end), end);
+      done_in_stream(recv, end);
+      return;
+    }
+    if (active_[j] == kUnknown) return;
+    const double begin = std::max(at, active_[j]);
     const double end = begin + links_.message_time(i);
     complete(i, begin, end);
     complete(j, begin, end);
+    done_in_stream(i, end);
+    done_in_stream(j, end);
   }
 
   void arrive(std::size_t i, double now) {
@@ -334,13 +424,18 @@ class Simulator {
     }
     if (stuck.empty()) return true;
     const std::size_t first = ranks_[static_cast<std::size_t>(stuck.front())].pc;
-    Diagnostic& d = diagnostics_.report(
-        DiagnosticKind::Deadlock,
-        "the simulation is stuck: " + std::to_string(stuck.size()) +
-            (stuck.size() == 1 ? " rank waits" : " ranks wait") +
-            " forever (a blocking send returns only when its receive is posted); run "
-            "`pipevm check` for the full analysis",
-        location_of(first));
+    const std::string why =
+        options_.p2p_posted_order
+            ? "each rank's point-to-point operations run one at a time in the order posted, as "
+              "with `pipevm check --p2p-order posted`"
+            : "a rendezvous send returns only when its receive is posted";
+    Diagnostic& d =
+        diagnostics_.report(DiagnosticKind::Deadlock,
+                            "the simulation is stuck: " + std::to_string(stuck.size()) +
+                                (stuck.size() == 1 ? " rank waits" : " ranks wait") + " forever (" +
+                                why + "; transfers " + std::string(name(costs_.transfer)) +
+                                "); run `pipevm check` for the full analysis",
+                            location_of(first));
     for (int r : stuck) {
       const std::size_t i = ranks_[static_cast<std::size_t>(r)].pc;
       d.notes.push_back({"rank " + std::to_string(r) + " waits at " + quoted(program_.code[i]) +
@@ -357,8 +452,16 @@ class Simulator {
       request = s.wait_next == kNone ? kNone : link_.completed[s.wait_next];
     }
     if (request != kNone && info(program_.code[request].op).cls == OpClass::p2p) {
+      std::string behind;
+      if (queued(request) && active_[request] == kUnknown) {
+        // Posted order: what it really waits for is the head of its stream.
+        const Stream& stream = streams_[static_cast<std::size_t>(owner_[request])];
+        request = stream.operations[stream.head];
+        behind = ", behind " + quoted(program_.code[request]) + ",";
+      }
       const std::size_t j = link_.to[request];
-      return " for rank " + std::to_string(owner_[j]) + " to reach " + quoted(program_.code[j]);
+      return behind + " for rank " + std::to_string(owner_[j]) + " to reach " +
+             quoted(program_.code[j]);
     }
     if (row.cls == OpClass::collective) {
       const std::uint32_t slot = link_.to[i];
@@ -380,14 +483,22 @@ class Simulator {
   const Costs& costs_;
   const LinkCosts& links_;
   Diagnostics& diagnostics_;
+  const SimulateOptions& options_;
   std::vector<int> owner_;
   std::vector<double> stepped_layers_;  // per rank, with compute-rows
   std::vector<SlotState> slots_;
   std::vector<double> posted_;
+  std::vector<double> active_;  // when a point-to-point operation started its part
   std::vector<double> transfer_begin_;
   std::vector<double> completion_;
   std::vector<int> waiter_;
   std::vector<RankState> ranks_;
+  std::vector<Stream> streams_;  // posted order only
+  struct Activation {
+    std::size_t instruction;
+    double at;
+  };
+  std::vector<Activation> activations_;
   std::vector<int> worklist_;
   Timeline timeline_;
 };
@@ -395,20 +506,22 @@ class Simulator {
 }  // namespace
 
 std::optional<Simulation> simulate(const Program& program, const Costs& costs,
-                                   Diagnostics& diagnostics, const Network& network) {
+                                   Diagnostics& diagnostics, const Network& network,
+                                   const SimulateOptions& options) {
   // The model's sizes (by default the default model's, as `pipevm check`
   // assumes them): a send and a receive that pair but for their producing
   // positions are a size mismatch where the sizes differ.
-  const LinkOptions options{piece_boundary_widths(
+  const LinkOptions link_options{piece_boundary_widths(
       network.layer_widths.empty() ? default_layer_widths() : network.layer_widths,
       model_pieces(program.placement, program.config))};
-  return simulate(program, link(program, options), costs, diagnostics, network);
+  return simulate(program, link(program, link_options), costs, diagnostics, network, options);
 }
 
 std::optional<Simulation> simulate(const Program& program, const Link& link, const Costs& costs,
-                                   Diagnostics& diagnostics, const Network& network) {
+                                   Diagnostics& diagnostics, const Network& network,
+                                   const SimulateOptions& options) {
   const LinkCosts links(program, link, costs, network);
-  Simulator simulator(program, link, costs, links, diagnostics);
+  Simulator simulator(program, link, costs, links, diagnostics, options);
   std::optional<Timeline> timeline = simulator.run();
   if (!timeline) return std::nullopt;
   Simulation simulation;

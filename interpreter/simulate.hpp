@@ -3,13 +3,16 @@
 // Semantics are the checker's, with clocks, on the same link (link.hpp).
 // Each rank runs its stream in order; a compute, data or optimizer
 // instruction starts when its rank is free and lasts Costs::duration of its
-// cost kind (isa.def). A message's transfer starts when both sides have
-// posted (a blocking Send is a rendezvous: it returns only when its receive
-// is there) and lasts LinkCosts::message_time (links.hpp: the link class
-// between the two ranks' hosts, the message's bytes); blocking operations
-// return at its end, non-blocking ones post a request that its wait
-// completes. A collective slot begins when the last member of its group
-// arrives and lasts LinkCosts::reduction (a ring over the group's links).
+// cost kind (isa.def). A message takes LinkCosts::message_time (links.hpp:
+// the link class between the two ranks' hosts, the message's bytes). An
+// eager one (Costs::transfer, LinkCosts::eager) leaves when its send is
+// posted, and the send completes then; a rendezvous one starts when both
+// sides have posted (a blocking Send returns only when its receive is
+// there). Blocking operations return when their part is done, non-blocking
+// ones post a request that its wait completes. In posted order
+// (SimulateOptions) each rank's point-to-point operations start one at a
+// time in the order posted, as NCCL runs them. A collective slot begins when the last member of its
+// group arrives and lasts LinkCosts::reduction (a ring over the group's links).
 //
 // A program that does not link, or that deadlocks, is not timed: the reasons
 // go to the diagnostics, pointing at `pipevm check`, which explains them.
@@ -52,11 +55,22 @@ struct MessageFlow {
   std::size_t recv = 0;
 };
 
+// Posted order: a point-to-point operation (`held`) posted at `begin` that
+// could start only at `end`, when the one ahead of it in its rank's stream
+// (`blocker`, usually a receive posted early) was done.
+struct Hold {
+  std::size_t blocker = 0;
+  std::size_t held = 0;
+  double begin = 0;
+  double end = 0;
+};
+
 // Times of every instruction and the messages between them: what a trace or
 // a picture shows, from a simulation or from a real run.
 struct Timeline {
   std::vector<InstructionTime> times;  // one per Program::code entry
   std::vector<MessageFlow> flows;
+  std::vector<Hold> holds;  // posted order only, in the order found
   double makespan = 0;
 };
 
@@ -71,14 +85,22 @@ enum class Activity : std::uint8_t {
   data,             // LoadInput, LoadTarget
   optimizer,        // ZeroGrad, OptimizerStep
   communication,    // a message in flight or a reduction
+  held,             // posted order: the rank's stream waits behind an early operation (Hold)
 };
 Activity activity_of(Opcode op);
-// One letter per activity, as the terminal grid draws it: . F B I W X L O -
+// One letter per activity, as the terminal grid draws it: . F B I W X L O - #
 char letter_of(Activity activity);
 std::string_view name(Activity activity);
 // Whether the activity counts as busy (compute, data, optimizer).
 constexpr bool is_busy(Activity a) {
-  return a != Activity::idle && a != Activity::communication;
+  return a != Activity::idle && a != Activity::communication && a != Activity::held;
+}
+
+// A pass: a forward or backward (or half, or overlapped pair) of a model
+// chunk, what the papers' figures count.
+constexpr bool is_pass(Activity a) {
+  return a == Activity::forward || a == Activity::backward || a == Activity::backward_input ||
+         a == Activity::backward_weight || a == Activity::overlapped;
 }
 
 struct RankFigures {
@@ -86,6 +108,9 @@ struct RankFigures {
   double communication = 0;  // time in transfers and reductions
   double idle = 0;           // makespan - busy
   int peak_activations = 0;  // activations stashed at once for a later backward
+  double pass_busy = 0;      // the compute time of its passes
+  double first_start = 0;    // its first pass's start (0 without passes)
+  double last_end = 0;       // its last pass's compute end
 };
 
 struct StageFigures {
@@ -93,6 +118,8 @@ struct StageFigures {
   double busy = 0;  // mean over the stage's data-parallel replicas
   double idle = 0;
   int peak_activations = 0;  // maximum over the replicas
+  double first_start = 0;    // earliest over the replicas
+  double last_end = 0;       // latest over the replicas
 };
 
 struct Simulation {
@@ -100,18 +127,36 @@ struct Simulation {
   std::vector<RankFigures> ranks;
   std::vector<StageFigures> stages;
   double bubble_fraction = 0;  // sum of idle / (ranks * makespan); 0 for an empty program
+  // The Zero Bubble paper's bubble rate (Qi et al., ICLR 2024, Table 5):
+  // (cost - m(T_F + T_B + T_W)) / cost, cost the longest rank's time from
+  // its first pass's start to its last pass's end; m(T_F + T_B + T_W) is
+  // that rank's pass compute time, which is the paper's figure when every
+  // stage costs the same. 0 without passes.
+  double bubble_rate_zb = 0;
 };
 
-// Null when the program cannot run to its end (a deadlock under rendezvous,
-// an unmatched message, a peer outside the pipeline, collectives that do not
-// pair up): the reasons go to `diagnostics`. `network` places the ranks on
-// hosts and gives the model's sizes; by default all ranks share one host and
-// messages weigh act-bytes and grad-bytes.
+// How the simulator orders each rank's point-to-point operations.
+struct SimulateOptions {
+  // false: each send and receive progresses on its own (MPI). true: a
+  // rank's operations (but messages to itself) start one at a time in the
+  // order posted, each when the one before is done (NCCL's stream), as
+  // `pipevm check --p2p-order posted` assumes (CheckOptions).
+  bool p2p_posted_order = false;
+};
+
+// Null when the program cannot run to its end (a deadlock under its
+// transfers and order, an unmatched message, a peer outside the pipeline,
+// collectives that do not pair up): the reasons go to `diagnostics`.
+// `network` places the ranks on hosts and gives the model's sizes; by
+// default all ranks share one host and messages weigh act-bytes and
+// grad-bytes.
 std::optional<Simulation> simulate(const Program& program, const Costs& costs,
-                                   Diagnostics& diagnostics, const Network& network = {});
+                                   Diagnostics& diagnostics, const Network& network = {},
+                                   const SimulateOptions& options = {});
 // The same, for a program already linked.
 std::optional<Simulation> simulate(const Program& program, const Link& link, const Costs& costs,
-                                   Diagnostics& diagnostics, const Network& network = {});
+                                   Diagnostics& diagnostics, const Network& network = {},
+                                   const SimulateOptions& options = {});
 
 // Peak activations of each rank, from the order of its stream alone: a Fwd
 // stashes an activation until the Bwd, BwdWeight or BwdAllReduce of the same
@@ -147,6 +192,11 @@ struct Segment {
   Activity activity = Activity::idle;
   std::size_t instruction = 0;  // index into Program::code
 };
+// Per rank, the holds (indexes into Timeline::holds) its row marks: those
+// whose blocker is on the rank (its stream waits) and those that hold a
+// send to it (it waits for that message).
+std::vector<std::vector<std::size_t>> holds_by_rank(const Program& program,
+                                                    const Timeline& timeline);
 // Rank r's compute and communication stretches in time order; idle is the gaps.
 std::vector<Segment> segments_of(const Program& program, const Timeline& timeline, int rank);
 // The smallest of 1, 2, 5 x 10^k that is at least `value` (> 0).

@@ -50,6 +50,8 @@ char letter_of(Activity activity) {
       return 'O';
     case Activity::communication:
       return '-';
+    case Activity::held:
+      return '#';
   }
   return '?';
 }
@@ -74,6 +76,8 @@ std::string_view name(Activity activity) {
       return "optimizer";
     case Activity::communication:
       return "communication";
+    case Activity::held:
+      return "held in posted order";
   }
   return "?";
 }
@@ -117,10 +121,17 @@ void summarize(const Program& program, Simulation& simulation) {
   double idle = 0;
   for (int r = 0; r < program.ranks(); ++r) {
     RankFigures& figures = simulation.ranks[static_cast<std::size_t>(r)];
+    bool any_pass = false;
     for (std::size_t i = program.rank_begin[static_cast<std::size_t>(r)];
          i < program.rank_begin[static_cast<std::size_t>(r) + 1]; ++i) {
       const InstructionTime& t = timeline.times[i];
       figures.busy += t.busy;
+      if (is_pass(activity_of(program.code[i].op))) {
+        figures.first_start = any_pass ? std::min(figures.first_start, t.started) : t.started;
+        figures.last_end = std::max(figures.last_end, t.started + t.busy);
+        figures.pass_busy += t.busy;
+        any_pass = true;
+      }
       // Collectives with a compute part (BwdAllReduce) communicate too.
       if (activity_of(program.code[i].op) == Activity::communication ||
           is_collective(program.code[i].op)) {
@@ -141,11 +152,25 @@ void summarize(const Program& program, Simulation& simulation) {
       const RankFigures& rank = simulation.ranks[static_cast<std::size_t>(r)];
       figures.busy += rank.busy / config.dp;
       figures.peak_activations = std::max(figures.peak_activations, rank.peak_activations);
+      figures.first_start =
+          d == 0 ? rank.first_start : std::min(figures.first_start, rank.first_start);
+      figures.last_end = std::max(figures.last_end, rank.last_end);
     }
     figures.idle = timeline.makespan - figures.busy;
   }
   const double total = timeline.makespan * program.ranks();
   simulation.bubble_fraction = total > 0 ? idle / total : 0;
+  // The paper's cost is the longest stage's span; its bubble, that span
+  // less the stage's own passes (m(T_F + T_B + T_W) when stages are equal).
+  const RankFigures* longest = nullptr;
+  for (const RankFigures& rank : simulation.ranks) {
+    if (longest == nullptr ||
+        rank.last_end - rank.first_start > longest->last_end - longest->first_start) {
+      longest = &rank;
+    }
+  }
+  const double span = longest != nullptr ? longest->last_end - longest->first_start : 0;
+  simulation.bubble_rate_zb = span > 0 ? (span - longest->pass_busy) / span : 0;
 }
 
 Timeline timeline_from_measurements(const Program& program,

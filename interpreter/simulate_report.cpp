@@ -14,6 +14,8 @@ namespace pipevm {
 
 namespace {
 
+constexpr std::size_t kNoPartner = static_cast<std::size_t>(-1);
+
 std::string row_label(const Config& config, int rank) {
   if (config.dp == 1) return "stage " + std::to_string(rank);
   return "rank " + std::to_string(rank) + " (stage " + std::to_string(stage_of(config, rank)) +
@@ -32,6 +34,27 @@ std::string axis_line(std::size_t indent, std::size_t columns, double slot) {
   }
   while (!line.empty() && line.back() == ' ') line.pop_back();
   return line;
+}
+
+// The columns of a row whose midpoint falls in one of its holds.
+std::vector<bool> held_columns(const Timeline& timeline, const std::vector<std::size_t>& holds,
+                               std::size_t columns, double slot) {
+  std::vector<int> change(columns + 1, 0);
+  for (const std::size_t h : holds) {
+    const Hold& hold = timeline.holds[h];
+    const auto first = static_cast<std::size_t>(std::max(0.0, std::ceil(hold.begin / slot - 0.5)));
+    const auto last = static_cast<std::size_t>(std::max(0.0, std::ceil(hold.end / slot - 0.5)));
+    if (first >= last || first >= columns) continue;
+    ++change[first];
+    --change[std::min(last, columns)];
+  }
+  std::vector<bool> held(columns, false);
+  int depth = 0;
+  for (std::size_t c = 0; c < columns; ++c) {
+    depth += change[c];
+    held[c] = depth > 0;
+  }
+  return held;
 }
 
 std::string percent(double fraction) {
@@ -78,7 +101,36 @@ std::vector<Segment> segments_of(const Program& program, const Timeline& timelin
   return segments;
 }
 
+std::vector<std::vector<std::size_t>> holds_by_rank(const Program& program,
+                                                    const Timeline& timeline) {
+  std::vector<std::vector<std::size_t>> out(static_cast<std::size_t>(program.ranks()));
+  if (timeline.holds.empty()) return out;
+  const auto owner = [&](std::size_t i) {
+    const auto after = std::upper_bound(program.rank_begin.begin(), program.rank_begin.end(), i);
+    return static_cast<std::size_t>(after - program.rank_begin.begin()) - 1;
+  };
+  std::vector<std::size_t> partner(program.code.size(), kNoPartner);
+  for (const MessageFlow& flow : timeline.flows) {
+    partner[flow.send] = flow.recv;
+    partner[flow.recv] = flow.send;
+  }
+  for (std::size_t h = 0; h < timeline.holds.size(); ++h) {
+    const Hold& hold = timeline.holds[h];
+    const std::size_t blocker_rank = owner(hold.blocker);
+    out[blocker_rank].push_back(h);
+    // A held send keeps its receiver waiting; a held receive's sender
+    // need not wait (an eager send is done when posted).
+    const std::size_t other = partner[hold.held];
+    if (is_send(program.code[hold.held].op) && other != kNoPartner &&
+        owner(other) != blocker_rank) {
+      out[owner(other)].push_back(h);
+    }
+  }
+  return out;
+}
+
 std::string render_grid(const Program& program, const Timeline& timeline, int width) {
+  const std::vector<std::vector<std::size_t>> holds = holds_by_rank(program, timeline);
   const double slot = nice_step(timeline.makespan / std::max(width, 1));
   const auto columns = timeline.makespan > 0
                            ? static_cast<std::size_t>(std::ceil(timeline.makespan / slot - 1e-9))
@@ -102,6 +154,13 @@ std::string render_grid(const Program& program, const Timeline& timeline, int wi
       if (k < segments.size() && segments[k].begin <= middle) owner[c] = k;
     }
     std::string row(columns, letter_of(Activity::idle));
+    if (!timeline.holds.empty()) {
+      const std::vector<bool> held =
+          held_columns(timeline, holds[static_cast<std::size_t>(r)], columns, slot);
+      for (std::size_t c = 0; c < columns; ++c) {
+        if (held[c] && owner[c] == kIdle) row[c] = letter_of(Activity::held);
+      }
+    }
     for (std::size_t c = 0; c < columns;) {
       std::size_t run_end = c + 1;
       while (run_end < columns && owner[run_end] == owner[c]) ++run_end;
@@ -147,14 +206,25 @@ std::string render_text(const Program& program, const Simulation& simulation, co
   const bool pairs = std::any_of(program.code.begin(), program.code.end(),
                                  [](const Instruction& in) { return is_pair(in.op); });
   if (pairs) out << "X forward+backward (its forward's micro-batch and chunk)\n";
-  out << "- communication  . idle; digits: micro-batch; lowercase: odd chunk\n\n";
-  out << "makespan " << format_time(timeline.makespan) << "   bubble "
-      << percent(simulation.bubble_fraction) << " (idle / (ranks x makespan))\n\n";
-  out << "stage      busy      idle  peak activations\n";
+  out << "- communication  . idle; digits: micro-batch; lowercase: odd chunk\n";
+  if (!timeline.holds.empty()) {
+    out << "# held in posted order: the rank's stream waits behind an operation posted earlier\n"
+           "  (usually a receive), or the rank waits for a message held so on its sender's\n";
+  }
+  out << "\nmakespan " << format_time(timeline.makespan) << "   bubble "
+      << percent(simulation.bubble_fraction) << " (idle / (ranks x makespan)); "
+      << percent(simulation.bubble_rate_zb)
+      << " as the Zero Bubble paper counts it (longest stage, first to last pass)\n";
+  if (!timeline.holds.empty()) {
+    out << timeline.holds.size() << (timeline.holds.size() == 1 ? " operation" : " operations")
+        << " held behind an earlier one in posted order\n";
+  }
+  out << "\nstage      busy      idle  peak activations  first pass   last end\n";
   for (const StageFigures& s : simulation.stages) {
-    char line[96];
-    std::snprintf(line, sizeof line, "%5d %9s %9s %17d\n", s.stage, format_time(s.busy).c_str(),
-                  format_time(s.idle).c_str(), s.peak_activations);
+    char line[128];
+    std::snprintf(line, sizeof line, "%5d %9s %9s %17d %11s %10s\n", s.stage,
+                  format_time(s.busy).c_str(), format_time(s.idle).c_str(), s.peak_activations,
+                  format_time(s.first_start).c_str(), format_time(s.last_end).c_str());
     out << line;
   }
   return out.str();
@@ -166,10 +236,14 @@ nlohmann::json to_json(const Simulation& simulation) {
     stages.push_back({{"stage", s.stage},
                       {"busy", s.busy},
                       {"idle", s.idle},
-                      {"peak_activations", s.peak_activations}});
+                      {"peak_activations", s.peak_activations},
+                      {"first_start", s.first_start},
+                      {"last_end", s.last_end}});
   }
   return {{"makespan", simulation.timeline.makespan},
           {"bubble_fraction", simulation.bubble_fraction},
+          {"bubble_rate_zb", simulation.bubble_rate_zb},
+          {"held", simulation.timeline.holds.size()},
           {"per_stage", std::move(stages)}};
 }
 

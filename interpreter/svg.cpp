@@ -50,6 +50,8 @@ Shade shade_of(Activity activity) {
       return {"#e45756", "#f2aaa9", "#ffffff"};
     case Activity::communication:
       return {"#bab0ac", "#bab0ac", "#000000"};
+    case Activity::held:
+      return {"#f28e8c", "#f28e8c", "#000000"};
     case Activity::idle:
       break;
   }
@@ -149,13 +151,25 @@ void write_svg(std::ostream& out, const Program& program, const Timeline& timeli
   out << "<text x=\"" << number(left) << "\" y=\"20\" font-size=\"14\">" << escape(title)
       << "</text>\n";
 
-  std::array<bool, static_cast<std::size_t>(Activity::communication) + 1> seen{};  // the last
+  std::array<bool, static_cast<std::size_t>(Activity::held) + 1> seen{};  // the last
+  const std::vector<std::vector<std::size_t>> holds = holds_by_rank(program, timeline);
   for (int r = 0; r < rows; ++r) {
     const double y = kTop + r * (kRowHeight + kRowGap);
     out << "<text x=\"" << number(left - 8) << "\" y=\"" << number(y + kRowHeight / 2 + 4)
         << "\" text-anchor=\"end\">" << escape(row_label(config, r)) << "</text>\n";
     out << "<rect x=\"" << number(left) << "\" y=\"" << number(y) << "\" width=\""
         << number(plot_width) << "\" height=\"" << number(kRowHeight) << "\" fill=\"#f4f4f4\"/>\n";
+    // Under the blocks: where the rank works, the work shows, as in the grid.
+    for (const std::size_t h : holds[static_cast<std::size_t>(r)]) {
+      const Hold* hold = &timeline.holds[h];
+      seen[static_cast<std::size_t>(Activity::held)] = true;
+      out << "<rect x=\"" << number(left + hold->begin * scale) << "\" y=\"" << number(y)
+          << "\" width=\"" << number((hold->end - hold->begin) * scale) << "\" height=\""
+          << number(kRowHeight) << "\" fill=\"" << shade_of(Activity::held).solid << "\"><title>"
+          << escape("`" + disassemble(program.code[hold->held]) + "` held behind `" +
+                    disassemble(program.code[hold->blocker]) + "` (posted order)")
+          << "</title></rect>\n";
+    }
     for (const Segment& segment : segments_of(program, timeline, r)) {
       const Instruction& in = program.code[segment.instruction];
       const Shade shade = shade_of(segment.activity);

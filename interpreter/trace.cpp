@@ -55,6 +55,14 @@ nlohmann::json chrome_trace(const Program& program, const Timeline& timeline) {
   // Each message's arrow: its flow id, on the send's slice.
   std::vector<std::size_t> flow_of(program.code.size(), kNone);
   for (std::size_t id = 0; id < timeline.flows.size(); ++id) flow_of[timeline.flows[id].send] = id;
+  // Posted order: the hold of each held operation, and how many each
+  // blocker holds back.
+  std::vector<std::size_t> hold_of(program.code.size(), kNone);
+  std::vector<int> holding(program.code.size(), 0);
+  for (std::size_t h = 0; h < timeline.holds.size(); ++h) {
+    hold_of[timeline.holds[h].held] = h;
+    ++holding[timeline.holds[h].blocker];
+  }
 
   nlohmann::json events = nlohmann::json::array();
   events.push_back(
@@ -89,6 +97,14 @@ nlohmann::json chrome_trace(const Program& program, const Timeline& timeline) {
             program.file->name() + ":" + std::to_string(at.line) + ":" + std::to_string(at.column);
       }
       if (t.started > t.issued) args["waited"] = t.started - t.issued;
+      if (hold_of[i] != kNone) {
+        const Hold& hold = timeline.holds[hold_of[i]];
+        args["held_by"] =
+            disassemble(program.code[hold.blocker]) + " (index " +
+            std::to_string(hold.blocker - program.rank_begin[static_cast<std::size_t>(r)]) + ")";
+        args["held"] = hold.end - hold.begin;
+      }
+      if (holding[i] > 0) args["holds_back"] = holding[i];
       nlohmann::json slice = {{"ph", "X"},
                               {"name", disassemble(in)},
                               {"cat", std::string(name(activity_of(in.op)))},

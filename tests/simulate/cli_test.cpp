@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -291,4 +292,43 @@ TEST_F(cli, a_bad_cost_in_the_config_names_its_line) {
       "schedules/dp.pipe --stages 1 --micro-batches 1 --config '" + config.string() + "'", err);
   EXPECT_EQ(o.status, 2);
   EXPECT_NE(slurp(err).find("costs.yaml:3:9: costs: "), std::string::npos) << slurp(err);
+}
+
+// Posted order on a table PyTorch's lowering wrote (pipevm lowers a
+// compute-only table by its rule, docs/pytorch.md): Megatron's interleaved
+// 1F1B at p = 4, m = 4, v = 2. A rank's receive of its next input is posted
+// before the send of its last output, so under NCCL's stream order the
+// send waits for the receive (as in pytorch#188833): the step gets longer,
+// and the grid and the trace show where.
+TEST_F(cli, posted_order_stalls_a_pytorch_interleaved_table) {
+  const fs::path table = dir_ / "interleaved.csv";
+  const std::string expand = "cd '" PIPEVM_SOURCE_DIR "' && '" PIPEVM_BINARY_DIR
+                             "/pipevm' expand schedules/interleaved-1f1b.pipe -p 4 -m 4 -v 2 "
+                             "--format torch-csv > '" +
+                             table.string() + "'";
+  ASSERT_EQ(std::system(expand.c_str()), 0);
+  const std::string args =
+      "'" + table.string() + "' --cost fwd=1,bwd-input=1,bwd-weight=1,send=0.2 --transfer eager";
+  const Outcome independent = simulate(args + " --format json");
+  const Outcome posted = simulate(args + " --p2p-order posted --format json");
+  ASSERT_EQ(independent.status, 0);
+  ASSERT_EQ(posted.status, 0);
+  const auto free_order = nlohmann::json::parse(independent.out);
+  const auto stream_order = nlohmann::json::parse(posted.out);
+  EXPECT_DOUBLE_EQ(free_order.at("makespan").get<double>(), 35.8);
+  EXPECT_DOUBLE_EQ(stream_order.at("makespan").get<double>(), 47);
+  EXPECT_EQ(free_order.at("held"), 0);
+  EXPECT_GT(stream_order.at("held").get<int>(), 0);
+
+  const fs::path trace = dir_ / "trace.json";
+  const Outcome grid = simulate(args + " --p2p-order posted --trace '" + trace.string() + "'");
+  ASSERT_EQ(grid.status, 0);
+  EXPECT_NE(grid.out.find("stage 0 |F0F1F2F3#-f0#####f1"), std::string::npos) << grid.out;
+  EXPECT_NE(grid.out.find("# held in posted order"), std::string::npos) << grid.out;
+  const auto events = nlohmann::json::parse(slurp(trace)).at("traceEvents");
+  int held = 0;
+  for (const auto& event : events) {
+    if (event.contains("args") && event.at("args").contains("held_by")) ++held;
+  }
+  EXPECT_EQ(held, stream_order.at("held").get<int>());
 }

@@ -31,7 +31,8 @@ TEST(report, json_has_the_documented_keys_and_is_stable) {
   const auto json = nlohmann::json::parse(first);
   std::set<std::string> keys;
   for (const auto& [key, value] : json.items()) keys.insert(key);
-  EXPECT_EQ(keys, (std::set<std::string>{"makespan", "bubble_fraction", "per_stage"}));
+  EXPECT_EQ(keys, (std::set<std::string>{"makespan", "bubble_fraction", "bubble_rate_zb", "held",
+                                         "per_stage"}));
   EXPECT_DOUBLE_EQ(json["makespan"].get<double>(), 33);
   EXPECT_NEAR(json["bubble_fraction"].get<double>(), 3.0 / 11, 1e-12);
   ASSERT_EQ(json["per_stage"].size(), 4u);
@@ -39,6 +40,12 @@ TEST(report, json_has_the_documented_keys_and_is_stable) {
   EXPECT_EQ(json["per_stage"][1]["peak_activations"], 3);
   EXPECT_DOUBLE_EQ(json["per_stage"][1]["busy"].get<double>(), 24);
   EXPECT_DOUBLE_EQ(json["per_stage"][1]["idle"].get<double>(), 9);
+  // Stage 1 starts its first forward at 1 and ends its last backward at 31:
+  // the paper's cost is stage 0's 33 (0 to 33), its bubble 9 of it.
+  EXPECT_DOUBLE_EQ(json["per_stage"][1]["first_start"].get<double>(), 1);
+  EXPECT_DOUBLE_EQ(json["per_stage"][1]["last_end"].get<double>(), 31);
+  EXPECT_NEAR(json["bubble_rate_zb"].get<double>(), 9.0 / 33, 1e-12);
+  EXPECT_EQ(json["held"], 0);
 }
 
 // Checks the structure Perfetto and Chrome need; returns the number of flow

@@ -25,6 +25,13 @@ Simulation run(const Program& program, const Costs& costs) {
   return simulation.value_or(Simulation{});
 }
 
+// The same costs with every message a rendezvous (the tests of that rule;
+// their messages weigh 0 bytes, which `auto` sends eagerly).
+Costs rendezvous(Costs costs) {
+  costs.transfer = TransferModel::rendezvous;
+  return costs;
+}
+
 double textbook_bubble(int p, int m) {
   return static_cast<double>(p - 1) / (m + p - 1);
 }
@@ -109,6 +116,7 @@ TEST(engine, blocking_receive_waits_then_transfers) {
   Costs costs;
   costs.fwd = 3;
   costs.send = 1;
+  costs.transfer = TransferModel::rendezvous;
   const Program program = make_program(
       {2, 1, 1, 1}, {{op(Opcode::Fwd), message(Opcode::Send, MessageKind::act, 0, 1)},
                      {message(Opcode::Recv, MessageKind::act, 0, 0), op(Opcode::Fwd)}});
@@ -128,6 +136,7 @@ TEST(engine, blocking_receive_waits_then_transfers) {
 TEST(engine, wait_completes_the_oldest_matching_request) {
   Costs costs;
   costs.fwd = 1;
+  costs.transfer = TransferModel::rendezvous;  // a send's request waits for its receive
   const Program program = make_program(
       {2, 2, 1, 1}, {{message(Opcode::ISend, MessageKind::act, 0, 1),
                       message(Opcode::ISend, MessageKind::act, 1, 1),
@@ -150,7 +159,7 @@ TEST(engine, blocking_sends_towards_each_other_deadlock) {
                                   {message(Opcode::Send, MessageKind::grad, 0, 0),
                                    message(Opcode::Recv, MessageKind::act, 0, 0)}});
   Diagnostics diagnostics;
-  EXPECT_FALSE(simulate(program, textbook(), diagnostics).has_value());
+  EXPECT_FALSE(simulate(program, rendezvous(textbook()), diagnostics).has_value());
   ASSERT_EQ(diagnostics.size(), 1u);
   const Diagnostic& d = diagnostics.all().front();
   EXPECT_EQ(d.kind, DiagnosticKind::Deadlock);
@@ -181,6 +190,7 @@ TEST(engine, a_rank_may_message_itself_where_the_lane_turns) {
   Costs costs;
   costs.fwd = 1;
   costs.send = 0.5;
+  costs.transfer = TransferModel::rendezvous;
   // One stage, two looped chunks: chunk 0 hands its activation to chunk 1 on the same rank.
   const Program program = make_program(
       {1, 1, 2, 1}, {{op(Opcode::Fwd, 0, 0), message(Opcode::ISend, MessageKind::act, 0, 0),
@@ -262,9 +272,117 @@ TEST(engine, one_f_one_b_with_blocking_sends_hangs_under_rendezvous) {
     if (in.op == Opcode::ISend) in.op = Opcode::Send;
   }
   Diagnostics diagnostics;
-  EXPECT_FALSE(simulate(program, textbook(), diagnostics).has_value());
+  EXPECT_FALSE(simulate(program, rendezvous(textbook()), diagnostics).has_value());
   ASSERT_EQ(diagnostics.size(), 1u);
   EXPECT_EQ(diagnostics.all()[0].kind, DiagnosticKind::Deadlock);
+}
+
+// Eager: the message leaves with its send and arrives `send` later; a
+// receive posted after the arrival takes nothing; the blocking Send returns
+// when posted.
+TEST(engine, eager_message_leaves_when_sent) {
+  Costs costs;
+  costs.fwd = 3;
+  costs.send = 1;
+  costs.transfer = TransferModel::eager;
+  const Program program = make_program(
+      {2, 1, 1, 1},
+      {{op(Opcode::Fwd), message(Opcode::Send, MessageKind::act, 0, 1)},
+       {op(Opcode::Fwd), op(Opcode::Fwd), message(Opcode::Recv, MessageKind::act, 0, 0)}});
+  const Simulation eager = run(program, costs);
+  EXPECT_DOUBLE_EQ(eager.timeline.times[1].ended, 3);  // the Send returns at once
+  EXPECT_DOUBLE_EQ(eager.timeline.times[4].issued, 6);
+  EXPECT_DOUBLE_EQ(eager.timeline.times[4].ended, 6);  // arrived at 4
+  costs.transfer = TransferModel::rendezvous;
+  const Simulation rendezvous = run(program, costs);
+  EXPECT_DOUBLE_EQ(rendezvous.timeline.times[1].ended, 7);  // waits for the receive
+  EXPECT_DOUBLE_EQ(rendezvous.timeline.times[4].ended, 7);
+}
+
+TEST(engine, eager_sends_towards_each_other_finish) {
+  const Program program =
+      make_program({2, 1, 1, 1}, {{message(Opcode::Send, MessageKind::act, 0, 1),
+                                   message(Opcode::Recv, MessageKind::grad, 0, 1)},
+                                  {message(Opcode::Send, MessageKind::grad, 0, 0),
+                                   message(Opcode::Recv, MessageKind::act, 0, 0)}});
+  Costs costs = textbook();
+  costs.send = 0.5;
+  costs.transfer = TransferModel::eager;
+  EXPECT_DOUBLE_EQ(run(program, costs).timeline.makespan, 0.5);
+}
+
+// auto: eager up to the eager limit of the link's class, by the message's bytes.
+TEST(engine, auto_is_eager_up_to_the_limit) {
+  Costs costs;
+  costs.fwd = 3;
+  costs.send = 1;
+  const Program program = make_program(
+      {2, 1, 1, 1},
+      {{op(Opcode::Fwd), message(Opcode::Send, MessageKind::act, 0, 1)},
+       {op(Opcode::Fwd), op(Opcode::Fwd), message(Opcode::Recv, MessageKind::act, 0, 0)}});
+  costs.act_bytes = kSameHostEagerLimit;
+  EXPECT_DOUBLE_EQ(run(program, costs).timeline.times[1].ended, 3);
+  costs.act_bytes = kSameHostEagerLimit + 1;
+  EXPECT_DOUBLE_EQ(run(program, costs).timeline.times[1].ended, 7);
+  costs.eager_limit = kSameHostEagerLimit + 1;
+  EXPECT_DOUBLE_EQ(run(program, costs).timeline.times[1].ended, 3);
+}
+
+// Rank 1 posts the receive of activation 1 before that of activation 0. In
+// posted order the second waits for the first, so the forward of 0 waits
+// for activation 1 (sent at 2, arrived 2.5) instead of 0 (arrived 1.5).
+Program early_receive() {
+  return make_program(
+      {2, 2, 1, 1},
+      {{op(Opcode::Fwd, 0), message(Opcode::ISend, MessageKind::act, 0, 1), op(Opcode::Fwd, 1),
+        message(Opcode::ISend, MessageKind::act, 1, 1), op(Opcode::WaitAll)},
+       {message(Opcode::IRecv, MessageKind::act, 1, 0),
+        message(Opcode::IRecv, MessageKind::act, 0, 0),
+        wait(WaitDirection::recv, MessageKind::act, 0), op(Opcode::Fwd, 0),
+        wait(WaitDirection::recv, MessageKind::act, 1), op(Opcode::Fwd, 1)}});
+}
+
+TEST(engine, posted_order_holds_what_follows_an_early_receive) {
+  Costs costs;
+  costs.fwd = 1;
+  costs.send = 0.5;
+  costs.transfer = TransferModel::eager;
+  const Program program = early_receive();
+  const Simulation independent = run(program, costs);
+  EXPECT_DOUBLE_EQ(independent.timeline.makespan, 3.5);
+  EXPECT_TRUE(independent.timeline.holds.empty());
+  Diagnostics diagnostics;
+  const auto posted = simulate(program, costs, diagnostics, {}, SimulateOptions{true});
+  ASSERT_TRUE(posted.has_value());
+  EXPECT_DOUBLE_EQ(posted->timeline.makespan, 4.5);
+  ASSERT_EQ(posted->timeline.holds.size(), 1u);
+  const Hold& hold = posted->timeline.holds[0];
+  EXPECT_EQ(hold.blocker, 5u);  // IRecv act 1
+  EXPECT_EQ(hold.held, 6u);     // IRecv act 0
+  EXPECT_DOUBLE_EQ(hold.begin, 0);
+  EXPECT_DOUBLE_EQ(hold.end, 2.5);
+  // Rank 1 waits behind its receive from 0 to 2.5: `#`, then its forwards.
+  EXPECT_EQ(render_grid(program, posted->timeline, 9),
+            "stage 0 |F0F1.....|\nstage 1 |#####F0F1|\n"
+            "         0\n");
+}
+
+// Under rendezvous rank 0's first send waits for rank 1's receive of 0,
+// which waits behind the receive of 1, whose send waits behind the first:
+// stuck, as `pipevm check --p2p-order posted` reports (a buffering hazard
+// there: it finishes only if the sends are buffered).
+TEST(engine, posted_order_hangs_with_rendezvous_sends) {
+  Costs costs = textbook();
+  costs.transfer = TransferModel::rendezvous;
+  Diagnostics diagnostics;
+  EXPECT_FALSE(simulate(early_receive(), costs, diagnostics, {}, SimulateOptions{true}));
+  ASSERT_EQ(diagnostics.size(), 1u);
+  const Diagnostic& d = diagnostics.all().front();
+  EXPECT_EQ(d.kind, DiagnosticKind::Deadlock);
+  EXPECT_NE(d.message.find("in the order posted"), std::string::npos) << d.message;
+  ASSERT_FALSE(d.notes.empty());
+  EXPECT_NE(d.notes.back().message.find("behind `IRecv act 1`"), std::string::npos)
+      << d.notes.back().message;
 }
 
 TEST(engine, activations_without_a_backward_stay_to_the_end) {
