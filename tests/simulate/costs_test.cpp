@@ -90,6 +90,30 @@ TEST(costs, yaml_round_trips_every_key) {
   EXPECT_DOUBLE_EQ(read.message_time(MessageKind::act), 0.1 + 4.096);
 }
 
+// `transfer` is a name in a file and in --cost; the eager limits are
+// optional numbers whose default is the runtime's.
+TEST(costs, transfer_and_eager_limits_round_trip) {
+  Costs costs;
+  EXPECT_EQ(costs.transfer, TransferModel::automatic);
+  EXPECT_EQ(costs.same_host_eager_limit(), 4096);
+  EXPECT_EQ(costs.across_hosts_eager_limit(), 4194304);
+  std::string error;
+  ASSERT_TRUE(parse_costs_yaml("transfer: eager\neager-limit: 65536\n", costs, error)) << error;
+  EXPECT_EQ(costs.transfer, TransferModel::eager);
+  EXPECT_EQ(costs.same_host_eager_limit(), 65536);
+  std::ostringstream out;
+  write_costs_yaml(out, costs);
+  Costs read;
+  ASSERT_TRUE(parse_costs_yaml(out.str(), read, error)) << error;
+  EXPECT_EQ(read.transfer, TransferModel::eager);
+  EXPECT_EQ(read.same_host_eager_limit(), 65536);
+  EXPECT_NE(describe(read).find("transfer=eager"), std::string::npos) << describe(read);
+  ASSERT_TRUE(parse_cost_flags("transfer=rendezvous", read, error)) << error;
+  EXPECT_EQ(read.transfer, TransferModel::rendezvous);
+  EXPECT_FALSE(parse_costs_yaml("transfer: sometimes\n", read, error));
+  EXPECT_EQ(error, "cost 'transfer' is auto, eager or rendezvous, not 'sometimes'");
+}
+
 // A measured profile has more digits than six: it reads back as written.
 TEST(costs, yaml_keeps_every_digit_of_a_measured_cost) {
   Costs costs;
