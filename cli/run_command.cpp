@@ -40,6 +40,7 @@
 #include "options.hpp"
 #include "rank_layout.hpp"
 #include "run_config.hpp"
+#include "run_links.hpp"
 #include "run_outputs.hpp"
 #include "safetensors.hpp"
 #include "shared_cpus.hpp"
@@ -482,6 +483,12 @@ int train(const RunFlags& flags, runtime::MpiSession& session, int& world_rank) 
   if (!flags.trace.empty() || !flags.profile.empty()) {
     recorder = std::make_unique<TraceRecorder>(trainer->steps_per_epoch() > 1 ? 1 : 0, 20);
   }
+  // A message's cost: a blocking receive in the run mostly waits for its
+  // sender, so the profile times messages apart, before the first step.
+  if (!flags.profile.empty()) {
+    recorder->set_measured_links(measure_links(*comm, placement.hosts, config.model.sizes, split,
+                                               trainer->machine().micro_batch_rows()));
+  }
   const auto start = std::chrono::steady_clock::now();
   const int first_epoch = trainer->position().epoch;
   std::vector<EpochReport> epochs;
@@ -640,7 +647,8 @@ Command add_run_command(CLI::App& root) {
       ->type_name("FILE");
   app->add_option(
          "--profile", flags->profile,
-         "Write the measured median cost of each instruction kind (YAML for simulate --costs)")
+         "Write the measured median cost of each instruction kind, and the links' message "
+         "latency and bandwidth from a ping-pong at start-up (YAML for simulate --costs)")
       ->type_name("FILE");
   app->add_option("--report", flags->report,
                   "Write the run's figures as JSON: per epoch the loss, accuracy and seconds; per "

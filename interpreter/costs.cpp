@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <ostream>
 #include <sstream>
@@ -415,21 +417,107 @@ std::string describe(const Costs& costs) {
   return text.empty() ? "all zero" : text;
 }
 
+LinkFit fit_link(const std::vector<MessageTiming>& timings) {
+  LinkFit fit;
+  if (timings.empty()) return fit;
+  const auto n = static_cast<double>(timings.size());
+  double mean_bytes = 0;
+  double mean_time = 0;
+  for (const MessageTiming& t : timings) {
+    mean_bytes += t.bytes / n;
+    mean_time += t.microseconds / n;
+  }
+  double covariance = 0;
+  double variance = 0;
+  for (const MessageTiming& t : timings) {
+    covariance += (t.bytes - mean_bytes) * (t.microseconds - mean_time);
+    variance += (t.bytes - mean_bytes) * (t.bytes - mean_bytes);
+  }
+  if (variance <= 0 || covariance <= 0) {
+    std::vector<double> times;
+    for (const MessageTiming& t : timings) times.push_back(t.microseconds);
+    fit.latency = median(std::move(times));
+    return fit;
+  }
+  const double microseconds_per_byte = covariance / variance;
+  fit.bandwidth = 1 / microseconds_per_byte;
+  fit.latency = std::max(0.0, mean_time - microseconds_per_byte * mean_bytes);
+  return fit;
+}
+
+void set_link_costs(Costs& costs, const MeasuredLinks& links) {
+  if (links.same_host) {
+    costs.send = links.same_host->latency;
+    costs.bandwidth = links.same_host->bandwidth;
+  }
+  if (links.across_hosts) {
+    costs.cross_host_send = links.across_hosts->latency;
+    costs.cross_host_bandwidth = links.across_hosts->bandwidth;
+  }
+}
+
+namespace {
+
+bool is_collective(CostKind kind) {
+  return kind == CostKind::allreduce || kind == CostKind::allgather ||
+         kind == CostKind::reduce_scatter;
+}
+
+using Durations = std::map<CostKind, std::vector<double>>;
+
+// A collective's measured duration is mostly the wait for the group's last
+// member. The simulator starts the reduction at the last arrival, so each
+// occurrence counts once, as its shortest duration over the replicas of a
+// stage (the n-th collective of a kind on each replica is one occurrence:
+// the checker proves that members issue them in one order).
+void add_collectives(const Program& program, const std::vector<MeasuredInstruction>& measured,
+                     Durations& all_stages, std::vector<Durations>& per_stage) {
+  // (stage, kind) -> per replica, its collectives' durations in start order.
+  std::map<std::pair<int, CostKind>, std::map<int, std::vector<std::pair<std::int64_t, double>>>>
+      occurrences;
+  for (const MeasuredInstruction& m : measured) {
+    const CostKind kind = info(program.rank(m.rank)[m.index].op).cost;
+    if (!is_collective(kind)) continue;
+    occurrences[{stage_of(program.config, m.rank), kind}][m.rank].emplace_back(
+        m.start_ns, static_cast<double>(m.end_ns - m.start_ns) / 1000.0);
+  }
+  for (auto& [stage_kind, replicas] : occurrences) {
+    std::size_t count = SIZE_MAX;
+    for (auto& [rank, list] : replicas) {
+      std::sort(list.begin(), list.end());
+      count = std::min(count, list.size());
+    }
+    for (std::size_t n = 0; n < count; ++n) {
+      double shortest = std::numeric_limits<double>::infinity();
+      for (const auto& [rank, list] : replicas) shortest = std::min(shortest, list[n].second);
+      all_stages[stage_kind.second].push_back(shortest);
+      const auto stage = static_cast<std::size_t>(stage_kind.first);
+      if (stage < per_stage.size()) per_stage[stage][stage_kind.second].push_back(shortest);
+    }
+  }
+}
+
+}  // namespace
+
 Costs costs_from_measurements(const Program& program,
-                              const std::vector<MeasuredInstruction>& measured) {
-  using Durations = std::map<CostKind, std::vector<double>>;
+                              const std::vector<MeasuredInstruction>& all_measured) {
+  std::vector<MeasuredInstruction> measured;
+  for (const MeasuredInstruction& m : all_measured) {
+    if (m.rank >= 0 && m.rank < program.ranks() && m.index < program.rank(m.rank).size()) {
+      measured.push_back(m);
+    }
+  }
   Durations all_stages;
   std::vector<Durations> per_stage(static_cast<std::size_t>(std::max(program.config.stages, 1)));
   for (const MeasuredInstruction& m : measured) {
-    if (m.rank < 0 || m.rank >= program.ranks()) continue;
-    const auto stream = program.rank(m.rank);
-    if (m.index >= stream.size()) continue;
     const double microseconds = static_cast<double>(m.end_ns - m.start_ns) / 1000.0;
-    const CostKind kind = info(stream[m.index].op).cost;
+    const CostKind kind = info(program.rank(m.rank)[m.index].op).cost;
+    if (is_collective(kind)) continue;
     all_stages[kind].push_back(microseconds);
     const auto stage = static_cast<std::size_t>(stage_of(program.config, m.rank));
     if (stage < per_stage.size()) per_stage[stage][kind].push_back(microseconds);
   }
+  add_collectives(program, measured, all_stages, per_stage);
   const auto medians = [](Durations& durations) {
     const auto median_of = [&](std::initializer_list<CostKind> of) {
       std::vector<double> values;

@@ -133,6 +133,34 @@ void write_costs_yaml(std::ostream& out, const Costs& costs, std::string_view co
 // "fwd=1 bwd=2 ..." with the non-zero keys only, for headers of reports.
 std::string describe(const Costs& costs);
 
+// One message size timed between two ranks (run --profile's start-up
+// ping-pong, runtime/link_probe.hpp): bytes and one-way microseconds.
+struct MessageTiming {
+  double bytes = 0;
+  double microseconds = 0;
+};
+// Latency (microseconds) and bandwidth (bytes per microsecond) of one link
+// class, as the cost keys send and bandwidth (or cross-host-send and
+// cross-host-bandwidth) take them.
+struct LinkFit {
+  double latency = 0;
+  double bandwidth = 0;  // 0: no measurable time per byte (the keys' "infinite")
+};
+// The least-squares line time = latency + bytes / bandwidth through the
+// timings: its slope gives the bandwidth, its intercept the latency (never
+// below 0). Timings of one size only, or a slope <= 0 (noise larger than
+// the bytes' time), give bandwidth 0 and the median time as latency.
+LinkFit fit_link(const std::vector<MessageTiming>& timings);
+
+// The fits of both link classes, each where a pair of its class was timed.
+struct MeasuredLinks {
+  std::optional<LinkFit> same_host;
+  std::optional<LinkFit> across_hosts;
+};
+// send and bandwidth from `same_host`, cross-host-send and
+// cross-host-bandwidth from `across_hosts`; an unset class changes nothing.
+void set_link_costs(Costs& costs, const MeasuredLinks& links);
+
 // One instruction a rank really executed: the VM's observer reports these.
 struct MeasuredInstruction {
   int rank = 0;
@@ -143,10 +171,12 @@ struct MeasuredInstruction {
 
 // The median duration of each cost kind of compute, data and optimizer
 // instruction and of AllReduce in a real run, in microseconds (a
-// BwdAllReduce counts for neither: its reduction overlaps its compute);
+// BwdAllReduce counts for neither: its reduction overlaps its compute; a
+// collective counts once per occurrence, its shortest over a stage's
+// replicas: the others' durations are mostly waiting for that one);
 // with more than one stage, also per stage (`stages`).
 // Message costs are left 0: a blocking receive's duration is mostly waiting
-// for its sender, not transfer.
+// for its sender, not transfer (run --profile measures them apart, fit_link).
 Costs costs_from_measurements(const Program& program,
                               const std::vector<MeasuredInstruction>& measured);
 

@@ -2,7 +2,8 @@
 // instructions of a few training steps on every rank, and the world-wide
 // step that gathers them to world rank 0 and writes a Chrome trace (the
 // format of `pipevm simulate --trace`, of one step) and a cost file (the
-// medians of all recorded steps, for `pipevm simulate --costs`).
+// medians of all recorded steps, and the message costs measured at
+// start-up when given, for `pipevm simulate --costs`).
 //
 // Header-only because it joins two targets that do not otherwise depend on
 // each other: the simulator's writers (pipevm::simulate) and the VM and its
@@ -42,6 +43,10 @@ class TraceRecorder final : public VmObserver {
     (step_ == first_step_ ? first_ : later_).push_back({rank, index, start_ns, end_ns});
   }
 
+  // Message costs measured apart (cli/run_links.hpp), written into the
+  // profile beside the compute medians.
+  void set_measured_links(const MeasuredLinks& links) { links_ = links; }
+
   // World-wide: every rank calls it. World rank 0 writes the trace of the
   // first recorded step to `trace_path` and the medians of every recorded
   // step to `profile_path` (either may be empty). False, with `error`, when a
@@ -59,7 +64,9 @@ class TraceRecorder final : public VmObserver {
     }
     if (!profile_path.empty()) {
       std::ofstream out(profile_path);
-      write_costs_yaml(out, costs_from_measurements(program, all),
+      Costs costs = costs_from_measurements(program, all);
+      set_link_costs(costs, links_);
+      write_costs_yaml(out, costs,
                        "measured by pipevm run: medians over " + std::to_string(recorded_steps()) +
                            " step(s) of " + program.name);
       if (!out) {
@@ -89,6 +96,7 @@ class TraceRecorder final : public VmObserver {
   int step_ = -1;
   std::vector<MeasuredInstruction> first_;
   std::vector<MeasuredInstruction> later_;
+  MeasuredLinks links_;
 };
 
 }  // namespace pipevm

@@ -1,4 +1,5 @@
-// The cost model: flags, YAML files, derived keys, and medians of measured runs.
+// The cost model: flags, YAML files, derived keys, medians of measured runs,
+// and latency and bandwidth fitted to measured message timings.
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -49,6 +50,35 @@ TEST(costs, overlapped_pair_defaults_to_forward_plus_backward) {
   Costs back;
   ASSERT_TRUE(parse_costs_yaml(yaml.str(), back, error)) << error;
   EXPECT_EQ(back.overlapped(), 2.5);
+}
+
+TEST(costs, link_fit_recovers_latency_and_bandwidth) {
+  // 5 us + bytes / 2000 bytes per us, at two sizes, two pairs each.
+  const LinkFit fit = fit_link({{8, 5.004}, {8, 5.004}, {40008, 25.004}, {40008, 25.004}});
+  EXPECT_NEAR(fit.latency, 5.0, 1e-9);
+  EXPECT_NEAR(fit.bandwidth, 2000.0, 1e-6);
+}
+
+TEST(costs, link_fit_without_a_time_per_byte_is_latency_only) {
+  const LinkFit one_size = fit_link({{8, 3.0}, {8, 5.0}, {8, 4.0}});
+  EXPECT_EQ(one_size.latency, 4.0);
+  EXPECT_EQ(one_size.bandwidth, 0.0);
+  const LinkFit noisy = fit_link({{8, 6.0}, {4000, 5.0}});  // the larger message came back sooner
+  EXPECT_EQ(noisy.bandwidth, 0.0);
+  EXPECT_EQ(fit_link({}).latency, 0.0);
+}
+
+TEST(costs, measured_links_set_their_class_keys_only) {
+  Costs costs;
+  costs.cross_host_send = 30;
+  set_link_costs(costs, {LinkFit{2.5, 4000}, std::nullopt});
+  EXPECT_EQ(costs.send, 2.5);
+  EXPECT_EQ(costs.bandwidth, 4000);
+  EXPECT_EQ(costs.cross_host_send, 30);
+  set_link_costs(costs, {std::nullopt, LinkFit{40, 120}});
+  EXPECT_EQ(costs.send, 2.5);
+  EXPECT_EQ(costs.cross_host_send, 40);
+  EXPECT_EQ(costs.cross_host_bandwidth, 120);
 }
 
 TEST(costs, bad_flags_say_what_is_wrong) {
@@ -175,6 +205,18 @@ TEST(costs, measurements_give_medians_per_stage_too) {
   // One stage: nothing per stage.
   const Program one = testing::make_program({1, 1, 1, 1}, {{testing::op(Opcode::Fwd)}});
   EXPECT_TRUE(costs_from_measurements(one, {{0, 0, 0, 1000}}).stages.empty());
+}
+
+TEST(costs, a_collective_counts_its_shortest_replica_per_occurrence) {
+  // dp 2, one AllReduce per step, three steps: each occurrence takes the
+  // replica that arrived last (the shortest wait), 1, 2 and 3 us.
+  const Program program =
+      testing::make_program({1, 1, 1, 2}, {{testing::op(Opcode::AllReduce)},
+                                           {testing::op(Opcode::AllReduce)}});
+  const std::vector<MeasuredInstruction> measured = {
+      {0, 0, 0, 10000},     {1, 0, 9000, 10000},  {0, 0, 20000, 22000},
+      {1, 0, 13000, 22000}, {0, 0, 30000, 37000}, {1, 0, 34000, 37000}};
+  EXPECT_DOUBLE_EQ(costs_from_measurements(program, measured).allreduce, 2);
 }
 
 TEST(costs, stages_round_trip_and_flags_override_every_stage) {

@@ -1,6 +1,7 @@
 // The in-process Comm: message order and matching by tag, non-blocking
 // receives posted before the send, data-parallel sums, world gathers and
-// agreements, and abort() waking every rank instead of hanging.
+// agreements, abort() waking every rank instead of hanging, and the
+// start-up ping-pong of run --profile (link_probe.hpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "inprocess_comm.hpp"
+#include "link_probe.hpp"
 
 namespace pipevm::runtime {
 namespace {
@@ -53,6 +55,27 @@ TEST(comm, receives_posted_early_take_messages_in_posting_order) {
       EXPECT_EQ(comm.pending(), 0);
     }
   });
+}
+
+TEST(comm, probe_times_each_neighbour_pair_once_per_size) {
+  std::vector<std::vector<ProbeTiming>> by_rank(6);
+  run_in_process(3, 2, [&](Comm& comm) {
+    const std::size_t sizes[] = {2, 1000};
+    by_rank[static_cast<std::size_t>(comm.world_rank())] = probe_pipeline_links(comm, sizes, 3);
+  });
+  for (int rank = 0; rank < 6; ++rank) {
+    const std::vector<ProbeTiming>& timings = by_rank[static_cast<std::size_t>(rank)];
+    if (rank % 3 == 2) {  // the last stage of each pipeline only answers
+      EXPECT_TRUE(timings.empty()) << "rank " << rank;
+      continue;
+    }
+    ASSERT_EQ(timings.size(), 2U) << "rank " << rank;
+    EXPECT_EQ(timings[0].rank, rank);
+    EXPECT_EQ(timings[0].peer, rank + 1);
+    EXPECT_EQ(timings[0].bytes, 8.0);
+    EXPECT_EQ(timings[1].bytes, 4000.0);
+    for (const ProbeTiming& t : timings) EXPECT_GT(t.one_way_us, 0.0);
+  }
 }
 
 TEST(comm, allreduce_sums_within_the_stage_only) {
