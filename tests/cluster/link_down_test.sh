@@ -9,10 +9,12 @@
 #     ranks on h2 cannot reach mpirun, each ends by its own watchdog;
 #   - both ranks on h1 reported the hang with the watchdog's message, and
 #     one names its peer on h2;
-#   - mpirun itself exits non-zero within the timeout + 15 s, the link
-#     still down (cluster_mpirun sets Open MPI's OOB keepalive, as
-#     docs/multihost.md's launch lines do), and nothing is left on h2: Open
-#     MPI's daemon there ends by the same keepalive;
+#   - with the link back up, mpirun exits non-zero and nothing is left on
+#     h2 (Open MPI's daemon there stays while the link is down). A
+#     --timeout of 5 s is shorter than the OOB keepalive's 11 s: a rank's
+#     abort comes first, and mpirun's order to h2's daemon then waits on
+#     TCP's retransmission, not on the keepalive. With a longer --timeout,
+#     mpirun ends with the link still down: link_lost_test.sh;
 #   - resuming from the last checkpoint on the healed cluster saves the
 #     bytes of REFERENCE, the same run uninterrupted.
 # The link goes down while a rank on h2 is stopped (SIGSTOP), as
@@ -25,7 +27,7 @@ on_fresh_cluster 2 "$0" "$@"
 
 pipevm=$1 schedule=$2 config=$3 reference=$4 work=$5
 readonly timeout=5 min_step=40
-readonly allowed_seconds=$((timeout + 10)) mpirun_allowed_seconds=$((timeout + 15))
+readonly allowed_seconds=$((timeout + 10))
 [[ -f $reference ]] || fail "no reference model $reference (the uninterrupted run)"
 rm -rf "$work"
 mkdir -p "$work"
@@ -95,31 +97,26 @@ for rank in 0 2; do
 done
 [[ $reports == *"h2"* ]] || fail "no report names a peer on h2"
 
-# mpirun ends too, the link still down: its keepalive finds h2's daemon gone.
+"$cluster" link h2 up
 status=0
-for _ in $(seq $((mpirun_allowed_seconds * 10))); do
+for _ in $(seq 600); do
   kill -0 "$job" 2>/dev/null || break
-  now=$(now_ms)
-  ((now - down_at <= mpirun_allowed_seconds * 1000)) || break
   sleep 0.1
 done
-kill -0 "$job" 2>/dev/null &&
-  fail "mpirun still ran $(($(now_ms) - down_at)) ms after the link went down (allowed: $mpirun_allowed_seconds s)"
-mpirun_ms=$(($(now_ms) - down_at))
+kill -0 "$job" 2>/dev/null && fail "mpirun still ran 60 s after the link came back"
 wait "$job" || status=$?
 trap - EXIT
 grep -v '^epoch' "$work/cut.log"
-echo "mpirun exited with status $status $mpirun_ms ms after the link went down, the link still down"
+echo "mpirun exited with status $status $(($(now_ms) - down_at)) ms after the link went down"
 ((status != 0)) || fail "mpirun reported success"
 [[ ! -e $work/cut.safetensors ]] || fail "the run finished in spite of the link"
-for _ in $(seq 200); do
+for _ in $(seq 50); do
   left=$("$cluster" pids h2)
   [[ -n $left ]] || break
   sleep 0.1
 done
-[[ -z $left ]] || fail "processes left on h2 20 s after mpirun exited: $(for pid in $left; do cat "/proc/$pid/comm"; done | paste -sd' ')"
-echo "nothing left on h2 $(($(now_ms) - down_at)) ms after the link went down"
-"$cluster" link h2 up
+[[ -z $left ]] || fail "processes left on h2: $left"
+echo "nothing left on h2"
 
 # Resume on the healed cluster.
 cluster_mpirun -n 4 "$pipevm" "${run[@]}" --resume "$work/checkpoint" \
