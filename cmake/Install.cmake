@@ -13,6 +13,11 @@ include(GNUInstallDirs)
 # neither), so the install tests run in seconds after `cmake --build`.
 set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
 
+# The installed executable keeps the run path to OpenBLAS's sequential build
+# (runtime/CMakeLists.txt): without it the loader takes the libopenblas.so.0
+# alternative, on most machines the threaded build, a thread pool per rank.
+get_filename_component(pipevm_openblas_serial_dir "${PIPEVM_OPENBLAS_SERIAL}" DIRECTORY)
+set_target_properties(pipevm PROPERTIES INSTALL_RPATH "${pipevm_openblas_serial_dir}")
 install(TARGETS pipevm RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/schedules ${PROJECT_SOURCE_DIR}/examples
         DESTINATION ${CMAKE_INSTALL_DATADIR}/pipevm)
@@ -25,7 +30,9 @@ install(FILES ${PROJECT_SOURCE_DIR}/editors/bash-completion/pipevm
 
 # The .deb: its Depends are the Debian packages of the shared libraries the
 # executable links (dpkg-shlibdeps, from dpkg-dev), plus Open MPI's launcher,
-# which nothing links but every run needs.
+# which nothing links but every run needs, and OpenBLAS's sequential build
+# by name (Debian's shlibs name only libopenblas0, which the threaded build
+# satisfies).
 set(CPACK_PACKAGE_NAME pipevm)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_CONTACT "pipevm maintainers <maintainers@users.noreply.github.com>")
@@ -42,7 +49,7 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE ${PIPEVM_REPOSITORY_URL})
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "openmpi-bin")
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "openmpi-bin, libopenblas0-serial")
 # The module is built for one minor version of Python (its ABI tag names it).
 if(TARGET pipevm_python)
   find_package(Python3 REQUIRED COMPONENTS Interpreter)

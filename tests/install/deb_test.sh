@@ -30,7 +30,7 @@ echo "$(basename "$deb"): $(du -k "$deb" | cut -f1) KiB"
 
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "Depends: $depends"
-for package in libopenmpi3 libyaml-cpp0.7 libstdc++6 libc6 openmpi-bin; do
+for package in libopenmpi3 libopenblas0-serial libyaml-cpp0.7 libstdc++6 libc6 openmpi-bin; do
   [[ $depends == *"$package"* ]] || fail "Depends does not name $package"
 done
 contents=$(dpkg-deb -c "$deb" | awk '{print $6}')

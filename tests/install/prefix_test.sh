@@ -25,6 +25,9 @@ cd "$prefix"
   fail "the installed pipevm does not pass the installed 1f1b.pipe"
 [[ $("$prefix/bin/pipevm" --version) == $("$build/pipevm" --version) ]] ||
   fail "the installed pipevm is not the one built"
+# The GEMMs' library is the sequential OpenBLAS, as in the build tree.
+blas=$(ldd "$prefix/bin/pipevm" | awk '$1 == "libopenblas.so.0" { print $3 }')
+[[ $blas == */openblas-serial/* ]] || fail "the installed pipevm loads $blas, not OpenBLAS's sequential build"
 
 if [[ -n $python ]]; then
   module_dir=$prefix/$python_dir
