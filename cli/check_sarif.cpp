@@ -10,15 +10,14 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <string>
 #include <system_error>
 
 #include <nlohmann/json.hpp>
 
 #include "check_output.hpp"
+#include "version.hpp"
 
-#ifndef PIPEVM_VERSION
-#define PIPEVM_VERSION "unknown"
-#endif
 #ifndef PIPEVM_REPOSITORY_URL
 #define PIPEVM_REPOSITORY_URL "https://github.com/pipevm/pipevm"
 #endif
@@ -166,8 +165,8 @@ class SarifBuilder {
     if (!notifications.empty()) invocation["toolExecutionNotifications"] = notifications;
     nlohmann::json driver = {{"name", "pipevm"},
                              {"fullName", "pipevm check"},
-                             {"version", PIPEVM_VERSION},
-                             {"semanticVersion", PIPEVM_VERSION},
+                             {"version", std::string(project_version())},
+                             {"semanticVersion", std::string(project_version())},
                              {"informationUri", PIPEVM_REPOSITORY_URL},
                              {"rules", std::move(rules)}};
     nlohmann::json run = {

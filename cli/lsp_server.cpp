@@ -10,16 +10,15 @@
 #include <memory>
 #include <ostream>
 #include <sstream>
+#include <string>
 
 #include "check_output.hpp"
 #include "check_run.hpp"
 #include "check_sarif.hpp"
 #include "isa_doc.hpp"
 #include "read_file.hpp"
+#include "version.hpp"
 
-#ifndef PIPEVM_VERSION
-#define PIPEVM_VERSION "unknown"
-#endif
 
 namespace pipevm::cli {
 
@@ -241,7 +240,7 @@ bool LspServer::handle(const nlohmann::json& message) {
       result = {
           {"capabilities",
            {{"textDocumentSync", {{"openClose", true}, {"change", 1}}}, {"hoverProvider", true}}},
-          {"serverInfo", {{"name", "pipevm"}, {"version", PIPEVM_VERSION}}}};
+          {"serverInfo", {{"name", "pipevm"}, {"version", std::string(project_version())}}}};
     } else if (method == "shutdown") {
       shutdown_ = true;
     } else if (method == "exit") {

@@ -9,10 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.hpp"
-
-#ifndef PIPEVM_VERSION
-#define PIPEVM_VERSION "unknown"
-#endif
+#include "version.hpp"
 
 int main(int argc, char** argv) {
   using namespace pipevm::cli;
@@ -24,7 +21,8 @@ int main(int argc, char** argv) {
       "  pipevm simulate schedules/1f1b.pipe --stages 4 --micro-batches 8\n"
       "  mpirun -n 4 pipevm schedules/gpipe.pipe   (= pipevm run ...)",
       "pipevm"};
-  app.set_version_flag("--version", std::string("pipevm ") + PIPEVM_VERSION);
+  app.set_version_flag("--version", "pipevm " + std::string(pipevm::project_version()) + " (commit " +
+                                        std::string(pipevm::source_commit()) + ")");
   app.require_subcommand(0, 1);
   app.fallthrough(false);
 

@@ -2,7 +2,7 @@
 // simulates it several times with the default costs and prints the median
 // CPU time, instructions per CPU second and peak resident memory. Run it at
 // two sizes to see that time grows linearly with the instruction count.
-// Results are recorded in bench/simulate/RESULTS.md.
+// Results are recorded in bench/RESULTS.md ("## simulate").
 //
 //   pipevm_simulate_bench [FILE] [STAGES] [MICRO_BATCHES] [CHUNKS] [REPEATS]
 #include <sys/resource.h>

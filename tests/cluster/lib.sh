@@ -19,15 +19,18 @@ on_fresh_cluster() { # hosts[xslots] script args...
 
 # mpirun across the cluster: its hostfile, its interface for messages (btl)
 # and for Open MPI's own traffic (oob), ranks that yield while they wait
-# (all the hosts share this machine's cores: docs/multihost.md). Remote
-# ranks see only what mpirun forwards: under the sanitizer preset, its
-# options.
+# (all the hosts share this machine's cores: docs/multihost.md), and the
+# OOB keepalive that lets mpirun see a lost host in seconds
+# (examples/mca-params.conf). Remote ranks see only what mpirun forwards:
+# under the sanitizer preset, its options.
 cluster_mpirun() {
   local forward=()
   [[ -z ${ASAN_OPTIONS:-} ]] || forward+=(-x ASAN_OPTIONS)
   [[ -z ${LSAN_OPTIONS:-} ]] || forward+=(-x LSAN_OPTIONS)
   mpirun --hostfile "$CLUSTER_HOSTFILE" --mca btl_tcp_if_include "$CLUSTER_INTERFACE" \
-    --mca oob_tcp_if_include "$CLUSTER_INTERFACE" --mca mpi_yield_when_idle 1 "${forward[@]}" "$@"
+    --mca oob_tcp_if_include "$CLUSTER_INTERFACE" --mca mpi_yield_when_idle 1 \
+    --mca oob_tcp_keepalive_time 5 --mca oob_tcp_keepalive_intvl 2 --mca oob_tcp_keepalive_probes 3 \
+    "${forward[@]}" "$@"
 }
 
 # Where pipevm placed its ranks, from the placement rank 0 prints

@@ -10,7 +10,11 @@
 #   - both ranks on h1 reported the hang with the watchdog's message, and
 #     one names its peer on h2;
 #   - with the link back up, mpirun exits non-zero and nothing is left on
-#     h2 (Open MPI's daemon there stays while the link is down);
+#     h2 (Open MPI's daemon there stays while the link is down). A
+#     --timeout of 5 s is shorter than the OOB keepalive's 11 s: a rank's
+#     abort comes first, and mpirun's order to h2's daemon then waits on
+#     TCP's retransmission, not on the keepalive. With a longer --timeout,
+#     mpirun ends with the link still down: link_lost_test.sh;
 #   - resuming from the last checkpoint on the healed cluster saves the
 #     bytes of REFERENCE, the same run uninterrupted.
 # The link goes down while a rank on h2 is stopped (SIGSTOP), as
