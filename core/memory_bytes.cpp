@@ -603,11 +603,14 @@ std::vector<std::vector<RankBytes>> bytes_after_each(const Program& program,
 }
 
 std::vector<HoldFinding> hold_findings(const Program& program) {
+  std::vector<HoldFinding> found;
+  // Without a layer split there is nothing to walk: ask that before
+  // scanning every instruction for a Hold.
+  if (program.layer_split.empty()) return found;
   const bool holds = std::any_of(program.code.begin(), program.code.end(), [](const Instruction& in) {
     return in.op == Opcode::Hold || in.op == Opcode::Drop;
   });
-  std::vector<HoldFinding> found;
-  if (!holds || program.layer_split.empty()) return found;
+  if (!holds) return found;
   MemoryShape shape;
   shape.layer_widths = program.layer_widths;
   const std::vector<LayerRange> split = split_for(program, shape);

@@ -308,7 +308,9 @@ Program unroll_steps(const Program& program, int steps) {
 int steps_to_unroll(const Program& program) {
   const int rounds = program.topology ? program.topology->round_count() : 1;
   if (program.carried.empty()) {
-    // Exchanges within a step: one step per round.
+    // Exchanges within a step: one step per round. With one round there is
+    // nothing to look for (a walk of every instruction otherwise).
+    if (rounds == 1) return 1;
     const bool gossip =
         std::any_of(program.code.begin(), program.code.end(),
                     [](const Instruction& in) { return group_of(in) == Group::gossip; });

@@ -77,15 +77,28 @@ class Engine {
   enum : std::uint8_t { kPosted = 1, kMatched = 2, kWaitedOn = 4, kActive = 8 };
 
   bool satisfied(std::uint32_t request) const {
+    // Only messages are ever matched: the common case reads no instruction.
+    if (posted_[request] & kMatched) return true;
     if (is_collective(program_.code[request].op)) {
       // A collective's request (GossipStart): done when its slot is full.
       const std::uint32_t slot = link_.to[request];
       return slot != kNone && arrivals_[slot] == link_.slot_size(slot);
     }
-    return (posted_[request] & kMatched) || (eager_ && is_send(program_.code[request].op));
+    return eager_ && is_send(program_.code[request].op);
   }
-  void post(std::size_t index);
-  void activate(std::size_t index);
+  // `rank` is the one that posted `index`: the callers know it, and the
+  // partner's rank follows from the peer (the link pairs within a replica),
+  // so the run never searches for whose instruction an index is.
+  void post(std::size_t rank, std::size_t index);
+  void activate(std::size_t rank, std::size_t index);
+  std::size_t peer_rank(std::size_t rank, std::size_t index) const {
+    const Config& c = program_.config;
+    return static_cast<std::size_t>(
+        rank_of(c, dp_rank_of(c, static_cast<int>(rank)), program_.code[index].peer));
+  }
+  void wake_if_blocked_on(std::size_t rank, std::uint32_t request) {
+    if (state_[rank] == RankState::on_request && blocked_on_[rank] == request) wake(rank);
+  }
   // Posted order: drop the rank's finished operations from the front of its
   // stream and activate the next one.
   void advance(std::size_t rank);
@@ -123,37 +136,31 @@ class Engine {
   std::vector<int> worklist_;
 };
 
-void Engine::post(std::size_t index) {
+void Engine::post(std::size_t rank, std::size_t index) {
   posted_[index] |= kPosted;
-  const auto rank = static_cast<std::size_t>(reporter_.rank_of_index(index));
-  const std::uint32_t partner = link_.to[index];
   // A message a rank sends itself (the turn of a V) is a copy, not a
   // network operation: it queues behind nothing.
-  const bool to_itself =
-      partner != kNone && static_cast<std::size_t>(reporter_.rank_of_index(partner)) == rank;
-  if (!posted_order_ || to_itself) {
-    activate(index);
+  if (!posted_order_ || (link_.to[index] != kNone && peer_rank(rank, index) == rank)) {
+    activate(rank, index);
     return;
   }
   stream_[rank].push_back(static_cast<std::uint32_t>(index));
   if (stream_[rank].size() - stream_head_[rank] == 1) {
-    activate(index);
+    activate(rank, index);
     advance(rank);
   }
 }
 
-void Engine::activate(std::size_t index) {
+void Engine::activate(std::size_t rank, std::size_t index) {
   posted_[index] |= kActive;
   const std::uint32_t partner = link_.to[index];
   if (partner == kNone || !(posted_[partner] & kActive)) return;
   posted_[index] |= kMatched;
   posted_[partner] |= kMatched;
-  for (const std::size_t i : {static_cast<std::size_t>(partner), index}) {
-    if (!(posted_[i] & kWaitedOn)) continue;
-    const auto rank = static_cast<std::size_t>(reporter_.rank_of_index(i));
-    if (state_[rank] == RankState::on_request && blocked_on_[rank] == i) wake(rank);
-  }
-  if (posted_order_) advance(static_cast<std::size_t>(reporter_.rank_of_index(partner)));
+  const std::size_t partner_rank = peer_rank(rank, index);
+  if (posted_[partner] & kWaitedOn) wake_if_blocked_on(partner_rank, partner);
+  if (posted_[index] & kWaitedOn) wake_if_blocked_on(rank, static_cast<std::uint32_t>(index));
+  if (posted_order_) advance(partner_rank);
 }
 
 void Engine::advance(std::size_t rank) {
@@ -162,7 +169,7 @@ void Engine::advance(std::size_t rank) {
   while (head < stream.size()) {
     const std::uint32_t op = stream[head];
     if (!(posted_[op] & kActive)) {
-      activate(op);  // may advance this very stream: read it afresh
+      activate(rank, op);  // may advance this very stream: read it afresh
       continue;
     }
     if (!satisfied(op)) return;
@@ -207,7 +214,7 @@ void Engine::run_rank(std::size_t rank) {
     const OpcodeInfo& row = info(in.op);
     switch (row.cls) {
       case OpClass::p2p:
-        if (!(posted_[pc] & kPosted)) post(pc);
+        if (!(posted_[pc] & kPosted)) post(rank, pc);
         if (row.completion == Completion::blocking && !satisfied(static_cast<std::uint32_t>(pc))) {
           block(rank, static_cast<std::uint32_t>(pc));
           return;

@@ -55,6 +55,7 @@ const std::vector<Entry>& library() {
          return std::min(v * m, 2 * (p - s - 1) + (v - 1) * p + 1);
        }},
       {"zb-h1", 1, [](int p, int, int, int) { return p; }},
+      {"zb-h2", 1, [](int p, int m, int, int) { return std::min(2 * p - 1, m); }},
       {"dualpipev", 2, [](int p, int, int, int) { return 2 * p + 1; }},
       {"dualpipe", 2, [](int p, int, int, int) { return p + 1; }},
       {"inference", 1, [](int, int m, int, int) { return m; }},
@@ -154,6 +155,7 @@ TEST(library, memory_1f1b) { expect_memory_formula(entry("1f1b")); }
 TEST(library, memory_1f1b_nonblocking) { expect_memory_formula(entry("1f1b-nonblocking")); }
 TEST(library, memory_interleaved_1f1b) { expect_memory_formula(entry("interleaved-1f1b")); }
 TEST(library, memory_zb_h1) { expect_memory_formula(entry("zb-h1")); }
+TEST(library, memory_zb_h2) { expect_memory_formula(entry("zb-h2")); }
 TEST(library, memory_dualpipev) { expect_memory_formula(entry("dualpipev")); }
 TEST(library, memory_dualpipe) { expect_memory_formula(entry("dualpipe")); }
 TEST(library, memory_gossip) { expect_memory_formula(entry("gossip")); }
@@ -195,6 +197,28 @@ TEST(library, every_schedule_passes_the_checker_with_two_replicas) {
   }
 }
 
+// ZB-H2 declares its own sweep (`check stages 1..8 micro_batches 1..32 dp
+// 1..2`), twice the micro-batches of the others: its warm-up runs up to
+// 2p-1 forwards, so m from 1 to past 2p-1 covers every shape of it.
+TEST(library, zb_h2_passes_its_declared_sweep) {
+  const auto schedule = parse_file(path_of("zb-h2"));
+  ASSERT_TRUE(schedule);
+  int checked = 0;
+  for (int dp = 1; dp <= 2; ++dp) {
+    for (int p = 1; p <= 8; ++p) {
+      for (int m = 1; m <= 32; ++m) {
+        const Config c = Config{p, m, 1, dp};
+        const auto program = expand_if_allowed(*schedule, c, describe("zb-h2", c));
+        ASSERT_TRUE(program) << describe("zb-h2", c);
+        const CheckResult result = check(*program);
+        EXPECT_TRUE(result.ok()) << describe("zb-h2", c) << ": " << first_message(result);
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 512);
+}
+
 TEST(library, interleaved_passes_with_one_to_three_chunks) {
   const auto schedule = parse_file(path_of("interleaved-1f1b"));
   ASSERT_TRUE(schedule);
@@ -218,6 +242,7 @@ TEST(library, requires_exclude_what_the_headers_say) {
   const std::map<std::string, std::vector<Config>> excluded = {
       {"1f1b", {Config{4, 3, 1}}},
       {"zb-h1", {Config{4, 3, 1}}},
+      {"zb-h2", {Config{4, 8, 2}}},
       {"interleaved-1f1b", {Config{4, 6, 2}}},
       {"dualpipe", {Config{3, 6, 2}, Config{4, 6, 2}, Config{4, 9, 2}, Config{4, 8, 1}}},
       {"dualpipev", {Config{4, 7, 2}, Config{4, 8, 1}}},

@@ -163,6 +163,76 @@ TEST(schedules, zb_h1_bubble_is_a_third_of_1f1b) {
   }
 }
 
+// The Zero Bubble paper's bubble (Qi et al., ICLR 2024, Sec. 5.3): each
+// stage's time from its first forward's start to its last pass's end, the
+// longest of them less the work of a stage. Steps run back to back there,
+// so the wait of stage s for its first input (s forwards) is not counted.
+double span_bubble(const Program& program, const Simulation& s, double work) {
+  double longest = 0;
+  for (int rank = 0; rank < program.ranks(); ++rank) {
+    double first = s.timeline.makespan;
+    double last = 0;
+    for (std::size_t i = program.rank_begin[static_cast<std::size_t>(rank)];
+         i < program.rank_begin[static_cast<std::size_t>(rank) + 1]; ++i) {
+      const Activity a = activity_of(program.code[i].op);
+      if (a != Activity::forward && a != Activity::backward_input &&
+          a != Activity::backward_weight) {
+        continue;
+      }
+      first = std::min(first, s.timeline.times[i].started);
+      last = std::max(last, s.timeline.times[i].ended);
+    }
+    longest = std::max(longest, last - first);
+  }
+  return longest - work;
+}
+
+// ZB-H2 (Qi et al., ICLR 2024, Table 2): bubble (p-1)(F+B'-2W), B' the
+// input part of the backward (the header's (p-1)(F+B-3W), B whole), with
+// free messages, for every m >= 2p-1 (the whole warm-up fits) and any F,
+// B', W: exact whatever F and B' are, and zero once the weight passes
+// outgrow the gaps (2W >= F+B'). One step from time 0 (pipevm's makespan)
+// still carries the last stage's wait for its first input, (p-1)F, where
+// that is the larger.
+TEST(schedules, zb_h2_bubble_is_the_papers) {
+  if (!shipped("zb-h2")) GTEST_SKIP() << "schedules/zb-h2.pipe is not shipped";
+  struct Point {
+    double f, i, w;
+  };
+  for (const Point c : {Point{1, 1, 1}, Point{2, 1, 1}, Point{1, 2, 1}, Point{1, 1, 0.5},
+                        Point{18.522, 18.086, 9.337}, Point{3, 2, 1}, Point{1, 1, 2}}) {
+    const Costs costs = costs_of({{"fwd", c.f}, {"bwd-input", c.i}, {"bwd-weight", c.w}});
+    for (int p : {1, 2, 3, 4, 8}) {
+      for (int m : {2 * p - 1, 2 * p, 3 * p + 1, 24}) {
+        const auto program = compile_schedule("zb-h2", {p, m, 1, 1});
+        ASSERT_TRUE(program);
+        const Simulation s = simulate_ok(*program, costs);
+        const double formula = std::max(0.0, (p - 1) * (c.f + c.i - 2 * c.w));
+        EXPECT_NEAR(span_bubble(*program, s, m * (c.f + c.i + c.w)), formula, 1e-9)
+            << "p=" << p << " m=" << m << " F=" << c.f << " B'=" << c.i << " W=" << c.w;
+        EXPECT_NEAR(s.timeline.makespan, m * (c.f + c.i + c.w) + std::max((p - 1) * c.f, formula),
+                    1e-9)
+            << "p=" << p << " m=" << m << " F=" << c.f << " B'=" << c.i << " W=" << c.w;
+      }
+    }
+  }
+}
+
+// ZB-H1 in the same measure, (p-1)(F+B'-W): ZB-H2 saves (p-1)W of it.
+TEST(schedules, zb_h2_saves_a_weight_pass_per_stage_over_zb_h1) {
+  if (!shipped("zb-h2") || !shipped("zb-h1")) GTEST_SKIP() << "zb-h1 or zb-h2 is not shipped";
+  const Costs costs = costs_of({{"fwd", 1}, {"bwd-input", 1}, {"bwd-weight", 1}});
+  for (int p : {2, 4, 8}) {
+    const int m = 2 * p;
+    const auto h1 = compile_schedule("zb-h1", {p, m, 1, 1});
+    const auto h2 = compile_schedule("zb-h2", {p, m, 1, 1});
+    ASSERT_TRUE(h1 && h2);
+    const double work = 3.0 * m;
+    EXPECT_DOUBLE_EQ(span_bubble(*h1, simulate_ok(*h1, costs), work), p - 1.0) << "p=" << p;
+    EXPECT_DOUBLE_EQ(span_bubble(*h2, simulate_ok(*h2, costs), work), 0) << "p=" << p;
+  }
+}
+
 // DualPipe (DeepSeek-V3 report) and DualPipeV (DeepSeek's DualPipe
 // repository): bubble (p/2-1)(F&B + B - 3W) and (p-1)(F&B + B - 3W), B a
 // full backward, F&B an overlapped forward+backward (FwdBwd, the fwd-bwd

@@ -50,6 +50,8 @@ constexpr Case kScheduleCases[] = {
     {"interleaved-1f1b", 2, 4, 3},
     {"zb-h1", 4, 6, 1},
     {"zb-h1", 2, 4, 1},
+    {"zb-h2", 4, 7, 1},
+    {"zb-h2", 2, 4, 1},
     {"dualpipev", 4, 8, 2},
     {"dualpipev", 2, 4, 2},
     {"dualpipe", 4, 8, 2},
