@@ -196,8 +196,7 @@ PySimulation simulate(const py::object& schedule, const py::object& stages,
   std::string error;
   if ((svg && !api::write_timeline_svg(*svg, *simulation.run, error)) ||
       (trace && !api::write_timeline_trace(*trace, *simulation.run, error))) {
-    PyErr_SetString(PyExc_OSError, error.c_str());
-    throw py::error_already_set();
+    raise_os_error(error);
   }
   return simulation;
 }

@@ -121,6 +121,11 @@ ScheduleFailure failure_of(const Diagnostic& diagnostic, bool table) {
   return failure;
 }
 
+void raise_os_error(const std::string& message) {
+  PyErr_SetString(PyExc_OSError, message.c_str());
+  throw py::error_already_set();
+}
+
 PyCheckResult result_of(const api::FileReport& report, bool table) {
   if (!report.usage_error.empty()) {
     ScheduleFailure failure(report.name + ": " + report.usage_error);
@@ -315,20 +320,14 @@ void bind_results(py::module_& m) {
           "write_svg",
           [](const PySimulation& s, const std::string& path) {
             std::string error;
-            if (!api::write_timeline_svg(path, *s.run, error)) {
-              PyErr_SetString(PyExc_OSError, error.c_str());
-              throw py::error_already_set();
-            }
+            if (!api::write_timeline_svg(path, *s.run, error)) raise_os_error(error);
           },
           py::arg("path"), "Writes the timeline as an SVG picture")
       .def(
           "write_trace",
           [](const PySimulation& s, const std::string& path) {
             std::string error;
-            if (!api::write_timeline_trace(path, *s.run, error)) {
-              PyErr_SetString(PyExc_OSError, error.c_str());
-              throw py::error_already_set();
-            }
+            if (!api::write_timeline_trace(path, *s.run, error)) raise_os_error(error);
           },
           py::arg("path"), "Writes a Chrome/Perfetto trace (JSON; costs read as microseconds)");
 

@@ -73,6 +73,9 @@ ScheduleFailure failure_of(const Diagnostic& diagnostic, bool table);
 // result. `table`: findings name the rank and step of their cell.
 PyCheckResult result_of(const api::FileReport& report, bool table);
 
+// Raises OSError with `message` (a file that cannot be written).
+[[noreturn]] void raise_os_error(const std::string& message);
+
 // Declares the classes and ScheduleError on `module`.
 void bind_results(pybind11::module_& module);
 

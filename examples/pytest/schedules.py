@@ -16,13 +16,18 @@ def gpipe(num_stages, n_microbatches):
     return order
 
 
+def warm_up(rank, num_stages, n_microbatches):
+    """A rank's idle steps and first forwards: one per stage after it (and its own)."""
+    forwards = min(num_stages - rank, n_microbatches)
+    return [None] * rank + [f"{rank}F{mb}" for mb in range(forwards)], forwards
+
+
 def one_f_one_b(num_stages, n_microbatches):
     """Warm-up forwards, then one forward and one backward in turn, then the rest."""
     order = {}
     for rank in range(num_stages):
-        warmup = min(num_stages - rank, n_microbatches)
-        actions = [None] * rank + [f"{rank}F{mb}" for mb in range(warmup)]
-        forward, backward = warmup, 0
+        actions, forward = warm_up(rank, num_stages, n_microbatches)
+        backward = 0
         while backward < n_microbatches:
             actions.append(f"{rank}B{backward}")
             backward += 1
@@ -38,9 +43,8 @@ def zero_bubble_h1(num_stages, n_microbatches):
     the weight halves deferred to fill the cool-down's bubbles."""
     order = {}
     for rank in range(num_stages):
-        warmup = min(num_stages - rank, n_microbatches)
-        actions = [None] * rank + [f"{rank}F{mb}" for mb in range(warmup)]
-        forward, backward, weight = warmup, 0, 0
+        actions, forward = warm_up(rank, num_stages, n_microbatches)
+        backward, weight = 0, 0
         while backward < n_microbatches:
             actions.append(f"{rank}I{backward}")
             backward += 1
