@@ -335,26 +335,51 @@ PYBIND11_MODULE(_pipevm, m) {
   m.doc() = "pipevm's checker, simulator and expander (see the package pipevm)";
   m.attr("__version__") = PIPEVM_VERSION;
   bind_results(m);
+  // The functions' docstrings open with their signatures, keyword-only marks included.
+  py::options options;
+  options.disable_function_signatures();
   m.def("check", &check, py::arg("schedule"), py::kw_only(), py::arg("stages") = py::none(),
         py::arg("micro_batches") = py::none(), py::arg("dp") = py::none(),
         py::arg("chunks") = py::none(), py::arg("p2p_order") = "independent",
         py::arg("name") = py::none(), py::arg("skip_unsupported") = false,
         py::arg("max_configurations") = 100'000,
-        "Proves a schedule free of deadlock and mismatched communication, as `pipevm check`.");
+        "check(schedule, *, stages=None, micro_batches=None, dp=None, chunks=None,\n"
+        "      p2p_order='independent', name=None, skip_unsupported=False,\n"
+        "      max_configurations=100000) -> CheckResult\n\n"
+        "Proves a schedule free of deadlock and mismatched communication, as `pipevm check`.\n"
+        "schedule: a path, or text (a str with a line break, or given a name). stages,\n"
+        "micro_batches, dp, chunks: an int or an inclusive (first, last) range; absent ones\n"
+        "come from the schedule's `check` lines. p2p_order: 'independent' (MPI) or 'posted'\n"
+        "(NCCL). Raises ScheduleError when the input is not a schedule.");
   m.def("simulate", &simulate, py::arg("schedule"), py::kw_only(), py::arg("stages") = py::none(),
         py::arg("micro_batches") = py::none(), py::arg("dp") = py::none(),
         py::arg("chunks") = py::none(), py::arg("costs") = py::none(),
         py::arg("hosts") = py::none(), py::arg("svg") = py::none(), py::arg("trace") = py::none(),
         py::arg("name") = py::none(),
-        "Simulates a schedule under a cost model, as `pipevm simulate`.");
+        "simulate(schedule, *, stages=None, micro_batches=None, dp=None, chunks=None,\n"
+        "         costs=None, hosts=None, svg=None, trace=None, name=None) -> Simulation\n\n"
+        "Simulates one configuration under a cost model, as `pipevm simulate`. costs: a dict\n"
+        "of cost keys or 'fwd=1,bwd=2' (unset keys cost 0; None: the textbook default);\n"
+        "hosts: the host of each rank; svg, trace: files to write. Raises ScheduleError when\n"
+        "the schedule cannot be read or cannot run to its end.");
   m.def("expand", &expand, py::arg("schedule"), py::kw_only(), py::arg("stages") = py::none(),
         py::arg("micro_batches") = py::none(), py::arg("dp") = py::none(),
         py::arg("chunks") = py::none(), py::arg("name") = py::none(),
-        "Expands a schedule into each rank's instruction stream, as `pipevm expand`.");
+        "expand(schedule, *, stages=None, micro_batches=None, dp=None, chunks=None,\n"
+        "       name=None) -> Expansion\n\n"
+        "Expands one configuration into each rank's instruction stream, as `pipevm expand`.");
   m.def("check_pipeline_order", &check_pipeline_order, py::arg("order"), py::kw_only(),
         py::arg("num_stages") = py::none(), py::arg("n_microbatches") = py::none(),
         py::arg("placement") = py::none(), py::arg("p2p_order") = "independent",
-        "Checks PyTorch's in-memory pipeline_order as `pipevm check` checks its CSV table.");
+        "check_pipeline_order(order, *, num_stages=None, n_microbatches=None, placement=None,\n"
+        "                     p2p_order='independent') -> CheckResult\n\n"
+        "Checks PyTorch's in-memory pipeline_order ({rank: [action or None, ...]}, actions as\n"
+        "str() spells them) as `pipevm check` checks the same table as CSV. num_stages,\n"
+        "n_microbatches and placement ('looped', 'v' or {stage: rank}), when given, must match\n"
+        "what the actions say. Findings name the rank, step and action; a malformed action\n"
+        "raises ScheduleError.");
   m.def("lower_pipeline_order", &lower_pipeline_order, py::arg("order"),
-        "Adds the sends and receives to a compute-only pipeline_order, as PyTorch does.");
+        "lower_pipeline_order(order) -> dict[int, list[str]]\n\n"
+        "The order with its sends and receives, as torch.distributed.pipelining adds them\n"
+        "(_merge_bw, then _add_send_recv).");
 }
