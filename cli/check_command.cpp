@@ -1,6 +1,6 @@
 // `pipevm check`: the linter. Reads every file named (`-`: standard input),
 // checks each for the configurations the command line gives or the file
-// declares (check_run.hpp), and prints one document for the whole run as
+// declares (api/check_run.hpp), and prints one document for the whole run as
 // text, gcc-style lines, JSON or SARIF (check_output.hpp, check_sarif.hpp).
 // One exit status for all: 0 clean, 1 findings, 2 usage or unreadable input.
 #include <unistd.h>
@@ -10,6 +10,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "commands.hpp"
 #include "memory_config.hpp"
 #include "options.hpp"
+#include "read_file.hpp"
 
 namespace pipevm::cli {
 
@@ -72,13 +74,29 @@ struct CheckArguments {
   std::string topology;     // --topology: gossip's, over the schedule's own
 };
 
+// Reads `path` (`-`: standard input, named `stdin_name`); null with
+// `error` set when it cannot be read.
+std::shared_ptr<const SourceFile> read_check_input(const std::string& path,
+                                                   const std::string& stdin_name,
+                                                   std::string& error) {
+  if (path != "-") return api::read_schedule_file(path, error);
+  std::ostringstream text;
+  text << std::cin.rdbuf();
+  if (text.str().size() > kMaxScheduleBytes) {
+    error = "standard input is over the " + std::to_string(kMaxScheduleBytes / kMiB) +
+            " MiB limit for schedules";
+    return nullptr;
+  }
+  return std::make_shared<const SourceFile>(stdin_name, text.str());
+}
+
 std::optional<ValueRange> given(const std::string& text) {
   if (text.empty()) return std::nullopt;
   return parse_range(text);  // the validator accepted it
 }
 
 int run_check(const CheckArguments& args) {
-  SweepRequest request;
+  api::SweepRequest request;
   request.stages = given(args.stages);
   request.micro_batches = given(args.micro_batches);
   request.dp = given(args.dp);
@@ -90,8 +108,9 @@ int run_check(const CheckArguments& args) {
     return 2;
   }
   try {
-    request.model = read_memory_config(args.config_file);
-    expand_for_model(request.model, request.expand);
+    const RunConfig run = read_memory_config(args.config_file);
+    request.model = model_bytes(run);
+    expand_for_model(run, request.expand);
   } catch (const ConfigError& error) {
     std::cerr << "pipevm check: " << error.what() << '\n';
     return 2;
@@ -138,7 +157,7 @@ int run_check(const CheckArguments& args) {
     }
     FileReport report;
     if (file) {
-      report = check_file(file, request);
+      report = api::check_file(file, request);
     } else {
       report.name = path == "-" ? args.stdin_name : path;
       report.usage_error = error;
@@ -212,12 +231,12 @@ Command add_check_command(CLI::App& root) {
   app.add_option("--stages,-p", args->stages, "Pipeline stages P, or a range A..B")
       ->check(range_validator(1, kMaxStages));
   app.add_option("--micro-batches,-m", args->micro_batches, "Micro-batches M, or a range A..B")
-      ->check(range_validator(1, 1 << 30));
+      ->check(range_validator(1, kMaxMicroBatches));
   app.add_option("--dp", args->dp, "Data-parallel replicas D, or a range A..B (default 1)")
-      ->check(range_validator(1, 1 << 20));
+      ->check(range_validator(1, kMaxDp));
   app.add_option("--chunks,-v", args->chunks,
                  "Model chunks per rank V, or a range A..B (default 1)")
-      ->check(range_validator(1, 65535));
+      ->check(range_validator(1, kMaxChunks));
   app.add_option("--format", args->format, "Output format")
       ->check(CLI::IsMember({"text", "gcc", "json", "sarif"}))
       ->capture_default_str();

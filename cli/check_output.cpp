@@ -7,19 +7,11 @@
 
 namespace pipevm::cli {
 
+using api::annotated;
+using api::folding_text;
+using api::plural;
+
 namespace {
-
-std::string plural(std::size_t n, const std::string& word) {
-  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
-}
-
-// The finding's diagnostic with what it stands for appended to its message.
-Diagnostic annotated(const Finding& f, const FileReport& report) {
-  Diagnostic d = f.diagnostic;
-  const std::string folding = folding_text(f, report);
-  if (!folding.empty()) d.message += " [" + folding + "]";
-  return d;
-}
 
 void print_error_line(std::ostream& err, const FileReport& report) {
   if (!report.file) {
@@ -35,21 +27,6 @@ nlohmann::json config_json(const Config& c) {
 }
 
 }  // namespace
-
-std::string folding_text(const Finding& f, const FileReport& report) {
-  std::string out;
-  if (f.ranks.size() > 1) out += "on ranks " + ranks_text(f.ranks);
-  if (f.config && report.sweep) {
-    if (!out.empty()) out += "; ";
-    out += "in " + std::to_string(f.configurations) + " of " +
-           plural(report.checked, "configuration") + ", shown for " + configuration_text(*f.config);
-  }
-  if (f.folded > 0) {
-    if (!out.empty()) out += "; ";
-    out += std::to_string(f.folded) + " more folded into this one";
-  }
-  return out;
-}
 
 void print_text_report(std::ostream& out, std::ostream& err, const FileReport& report, bool color) {
   if (!report.usage_error.empty()) {

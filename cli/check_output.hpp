@@ -1,4 +1,4 @@
-// How `pipevm check` prints its reports (check_findings.hpp), one per input
+// How `pipevm check` prints its reports (api/check_findings.hpp), one per input
 // file, all in one document: text (findings with source excerpts, what was
 // folded into each, a summary line per file), gcc (one line per finding and
 // note, quickfix-ready), JSON (one object for the whole run). SARIF is
@@ -17,16 +17,15 @@
 
 namespace pipevm::cli {
 
+using api::FileReport;
+using api::Finding;
+
 // One file's findings and summary as text (`color`: ANSI colours).
 void print_text_report(std::ostream& out, std::ostream& err, const FileReport& report, bool color);
 // One file's findings as gcc-style lines.
 void print_gcc_report(std::ostream& out, std::ostream& err, const FileReport& report);
 // The whole run: {"version": 2, "files": [...], "errors": [...], "summary": {...}}.
 nlohmann::json reports_to_json(const std::vector<FileReport>& reports);
-// What a finding's message adds when it stands for others: "on ranks 0-3;
-// in 12 of 40 configurations, shown for stages=2 ...; 30 more folded". Empty
-// when it stands for itself alone.
-std::string folding_text(const Finding& finding, const FileReport& report);
 // An error that stops the run before any file is checked (exit 2), in the
 // chosen format: {"errors": [{"message": ...}]} for JSON.
 nlohmann::json usage_error_json(const std::string& message);

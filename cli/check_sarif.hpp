@@ -14,7 +14,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "check_findings.hpp"
+#include "check_output.hpp"
 
 namespace pipevm::cli {
 

@@ -14,13 +14,10 @@
 
 #include "commands.hpp"
 #include "compile.hpp"
+#include "expand_text.hpp"
 #include "hosts_options.hpp"
-#include "link.hpp"
-#include "links.hpp"
 #include "memory_config.hpp"
-#include "model_shape.hpp"
 #include "options.hpp"
-#include "schedule_input.hpp"
 #include "torch_csv.hpp"
 
 namespace pipevm::cli {
@@ -38,91 +35,9 @@ struct ExpandArguments {
   std::string config_file;  // --config: the model `layer` operands name
 };
 
-// Where the ranks run and who each message and collective talks to: the
-// link pass's pairs and slots under the placement.
-struct HostView {
-  const HostPlacement& placement;
-  Link link;
-  Network network;
-  LinkCosts costs;
-
-  HostView(const Program& program, const HostPlacement& where)
-      : placement(where),
-        link(pipevm::link(
-            program, {piece_boundary_widths(default_layer_widths(),
-                                            model_pieces(program.placement, program.config))})),
-        network{where.host_of_rank, {}, 0},
-        costs(program, link, Costs{}, network) {}
-
-  const std::string& host(int rank) const {
-    return placement
-        .names[static_cast<std::size_t>(placement.host_of_rank[static_cast<std::size_t>(rank)])];
-  }
-  // For a message or collective that crosses hosts, what it crosses to; empty otherwise.
-  std::string crossing(const Program& program, std::size_t i) const {
-    const Instruction& in = program.code[i];
-    const OpClass cls = info(in.op).cls;
-    if (cls == OpClass::p2p && link.to[i] != kNoLink &&
-        costs.message_class(i) == LinkClass::across_hosts) {
-      const int peer = owner(program, link.to[i]);
-      return std::string(is_send(in.op) ? "to" : "from") + " rank " + std::to_string(peer) +
-             " on " + host(peer);
-    }
-    if (cls == OpClass::collective && link.to[i] != kNoLink &&
-        costs.slot_class(link.to[i]) == LinkClass::across_hosts) {
-      return "its group spans hosts";
-    }
-    return {};
-  }
-  static int owner(const Program& program, std::size_t i) {
-    const auto after = std::upper_bound(program.rank_begin.begin(), program.rank_begin.end(), i);
-    return static_cast<int>(after - program.rank_begin.begin()) - 1;
-  }
-};
-
 void print_diagnostics(const Diagnostics& diagnostics) {
   const bool color = isatty(STDERR_FILENO) != 0;
   for (const Diagnostic& d : diagnostics.all()) print_text(std::cerr, d, color);
-}
-
-void print_text_program(const Program& program, int only_rank, bool from_table,
-                        const HostView* hosts) {
-  const Config& c = program.config;
-  std::cout << "# " << program.name << " expanded for stages=" << c.stages
-            << " micro_batches=" << c.micro_batches << " chunks=" << c.chunks << " dp=" << c.dp
-            << "\n";
-  if (hosts != nullptr) {
-    for (const std::string& line : hosts->placement.lines) std::cout << "# " << line << '\n';
-  }
-  std::cout << "placement " << name(program.placement) << "\n";
-  if (program.topology) std::cout << "topology " << program.topology->name << "\n";
-  for (const Opcode op : program.carried) std::cout << "carry " << name(op) << "\n";
-  // The configuration the streams are for, so that `pipevm check` needs no flags.
-  std::cout << "check stages " << c.stages << " micro_batches " << c.micro_batches << " dp " << c.dp
-            << " chunks " << c.chunks << "\n";
-  for (int r = 0; r < program.ranks(); ++r) {
-    if (only_rank >= 0 && r != only_rank) continue;
-    if (from_table) {
-      std::cout << "# rank " << r << ": row " << r + 1 << " of " << program.file->name() << "\n";
-    }
-    if (hosts == nullptr) {
-      std::cout << disassemble_rank(program, r);
-      continue;
-    }
-    // The rank's block, each instruction that crosses hosts with a comment.
-    const RankBlock block = rank_block(c, r);
-    std::cout << "# rank " << r << " (dp_rank " << dp_rank_of(c, r) << ") on host "
-              << hosts->host(r) << '\n'
-              << block.open;
-    const std::size_t begin = program.rank_begin[static_cast<std::size_t>(r)];
-    for (std::size_t i = begin; i < program.rank_begin[static_cast<std::size_t>(r) + 1]; ++i) {
-      std::cout << block.indent << disassemble(program.code[i]);
-      const std::string crossing = hosts->crossing(program, i);
-      if (!crossing.empty()) std::cout << "  # across hosts: " << crossing;
-      std::cout << '\n';
-    }
-    std::cout << block.close;
-  }
 }
 
 // The PyTorch table of the program (pytorch/torch_csv.hpp), for _load_csv.
@@ -163,7 +78,7 @@ nlohmann::json instruction_json(const Program& program, const Instruction& in) {
 
 // Streams one instruction object per line: a whole Program can hold tens of
 // millions of instructions, too many to build as one JSON value first.
-void print_json_program(const Program& program, int only_rank, const HostView* hosts) {
+void print_json_program(const Program& program, int only_rank, const api::HostView* hosts) {
   const Config& c = program.config;
   nlohmann::json head;
   head["schedule"] = program.name;
@@ -233,16 +148,17 @@ int run_expand(const CLI::App& app, const ExpandArguments& args) {
     std::cerr << "pipevm expand: " << error << '\n';
     return 2;
   }
-  std::unique_ptr<HostView> hosts;
+  std::unique_ptr<api::HostView> hosts;
   if (!placement.host_of_rank.empty() && args.rank < 0) {
-    hosts = std::make_unique<HostView>(program, placement);
+    hosts = std::make_unique<api::HostView>(program, placement);
   }
   if (args.format == "json") {
     print_json_program(program, args.rank, hosts.get());
   } else if (args.format == "torch-csv") {
     return print_torch_csv(program, args.with_comms);
   } else {
-    print_text_program(program, args.rank, pytorch::is_csv_path(args.file), hosts.get());
+    std::cout << api::expanded_text(program, args.rank, pytorch::is_csv_path(args.file),
+                                    hosts.get());
   }
   return 0;
 }

@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "expand_text.hpp"
 #include "program.hpp"
 
 namespace pipevm::cli {
@@ -23,11 +24,7 @@ struct HostArguments {
 
 void add_host_options(CLI::App& app, HostArguments& args);
 
-struct HostPlacement {
-  std::vector<std::string> names;  // host names in order of first use
-  std::vector<int> host_of_rank;   // by program rank, into names; empty: no hosts given
-  std::vector<std::string> lines;  // the placement as `run` prints it
-};
+using api::HostPlacement;
 
 // False with `error` set when the hostfile cannot be read or has too few
 // slots for the configuration's ranks.

@@ -159,8 +159,8 @@ void LspServer::publish(const std::string& uri) {
   const auto document = documents_.find(uri);
   if (document != documents_.end()) {
     const auto file = std::make_shared<const SourceFile>(path_of(uri), document->second);
-    static const SweepRequest kDeclared;  // the file's own `check` lines, default model
-    const FileReport report = check_file(file, kDeclared);
+    static const api::SweepRequest kDeclared;  // the file's own `check` lines, default model
+    const FileReport report = api::check_file(file, kDeclared);
     if (!report.usage_error.empty()) {
       diagnostics.push_back({{"range", range(Location{file, {0, 0}, -1, -1})},
                              {"severity", 2},

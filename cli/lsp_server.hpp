@@ -2,7 +2,7 @@
 // speaks JSON-RPC 2.0 framed by Content-Length headers (LSP 3.17, "Base
 // Protocol") over a pair of streams, normally stdin and stdout. On
 // textDocument/didOpen and didChange (full text) it checks the document for
-// its declared configurations (check_run.hpp) and publishes the findings as
+// its declared configurations (api/check_run.hpp) and publishes the findings as
 // diagnostics, with UTF-16 columns and related information for the notes;
 // on textDocument/hover over an instruction it answers with that
 // instruction's row of docs/isa.md. Nothing else (no completion, no

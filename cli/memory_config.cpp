@@ -1,8 +1,6 @@
 // `--config` for check and simulate: the run configuration's model, as bytes.
 #include "memory_config.hpp"
 
-#include <algorithm>
-
 namespace pipevm::cli {
 
 void add_memory_config_option(CLI::App& app, std::string& path) {
@@ -23,19 +21,18 @@ RunConfig read_memory_config(const std::string& path) {
   return run;
 }
 
-MemoryShape memory_shape(const RunConfig& run, const Config& config) {
-  MemoryShape shape;
-  shape.layer_widths = run.model.sizes;
-  shape.element_bytes = run.element_bytes;
-  shape.bias = run.bias;
-  const int split = std::max(1, config.dp) * std::max(1, config.micro_batches);
-  shape.rows = std::max(1, run.batch_size / split);
+api::ModelBytes model_bytes(const RunConfig& run) {
+  api::ModelBytes model;
+  model.layer_widths = run.model.sizes;
+  model.element_bytes = run.element_bytes;
+  model.bias = run.bias;
+  model.batch_size = run.batch_size;
   if (run.optimizer.kind == "adam") {
-    shape.optimizer_states = 2;
+    model.optimizer_states = 2;
   } else {
-    shape.optimizer_states = run.optimizer.momentum != 0.0F ? 1 : 0;
+    model.optimizer_states = run.optimizer.momentum != 0.0F ? 1 : 0;
   }
-  return shape;
+  return model;
 }
 
 void expand_for_model(const RunConfig& run, ExpandOptions& options) {

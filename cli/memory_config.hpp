@@ -1,7 +1,7 @@
 // The model whose bytes `check` and `simulate` count: the same `--config`
 // YAML as `pipevm run` (model sizes and element size, batch size, optimizer),
-// read into a MemoryShape for one configuration. Without a file, the
-// defaults of `pipevm run`. Not here: the stages, micro-batches and replicas,
+// read into the library's ModelBytes (api/model_bytes.hpp). Without a file,
+// the defaults of `pipevm run`. Not here: the stages, micro-batches and replicas,
 // which stay flags of check and simulate.
 #pragma once
 
@@ -10,7 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "compile.hpp"
-#include "memory_bytes.hpp"
+#include "model_bytes.hpp"
 #include "program.hpp"
 #include "run_config.hpp"
 
@@ -22,9 +22,8 @@ void add_memory_config_option(CLI::App& app, std::string& path);
 // The run configuration of `path` (defaults when empty). Throws ConfigError.
 RunConfig read_memory_config(const std::string& path);
 
-// The shape for one configuration: rows per micro-batch are the batch size
-// over dp x micro-batches (at least one).
-MemoryShape memory_shape(const RunConfig& run, const Config& config);
+// What of `run` the memory figures count.
+api::ModelBytes model_bytes(const RunConfig& run);
 
 // Expansion of the configuration's model: its layer widths give the
 // built-in names layers, layer_begin and layer_end.

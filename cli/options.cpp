@@ -1,6 +1,8 @@
 // The shared configuration options.
 #include "options.hpp"
 
+#include <iostream>
+
 namespace pipevm::cli {
 
 void add_config_options(CLI::App& app, Config& config, bool required) {
@@ -8,14 +10,33 @@ void add_config_options(CLI::App& app, Config& config, bool required) {
       ->check(CLI::Range(1, kMaxStages))
       ->required(required);
   app.add_option("--micro-batches,-m", config.micro_batches, "Micro-batches M per step")
-      ->check(CLI::Range(1, 1 << 30))
+      ->check(CLI::Range(1, kMaxMicroBatches))
       ->required(required);
   app.add_option("--dp", config.dp, "Data-parallel replicas D (world = D * P ranks)")
-      ->check(CLI::Range(1, 1 << 20))
+      ->check(CLI::Range(1, kMaxDp))
       ->capture_default_str();
   app.add_option("--chunks,-v", config.chunks, "Model chunks per rank V")
-      ->check(CLI::Range(1, 65535))
+      ->check(CLI::Range(1, kMaxChunks))
       ->capture_default_str();
+}
+
+api::ConfigRequest config_request(const CLI::App& app, const Config& config) {
+  api::ConfigRequest request;
+  if (app.count("--stages") > 0) request.stages = config.stages;
+  if (app.count("--micro-batches") > 0) request.micro_batches = config.micro_batches;
+  if (app.count("--dp") > 0) request.dp = config.dp;
+  if (app.count("--chunks") > 0) request.chunks = config.chunks;
+  return request;
+}
+
+api::ProgramInput load_program(const CLI::App& app, const std::string& path, const Config& config,
+                               Diagnostics& diagnostics, const ExpandOptions& options) {
+  api::ProgramInput input =
+      api::load_program(path, config_request(app, config), diagnostics, options);
+  if (!input.usage_error.empty()) {
+    std::cerr << "pipevm " << app.get_name() << ": " << input.usage_error << '\n';
+  }
+  return input;
 }
 
 }  // namespace pipevm::cli

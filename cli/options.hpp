@@ -10,15 +10,28 @@
 
 #include "compile.hpp"
 #include "program.hpp"
+#include "schedule_input.hpp"
 
 namespace pipevm::cli {
 
-// Stages are stored as 16-bit peers in instructions, hence the bound.
-inline constexpr int kMaxStages = 32767;
+using api::ProgramInput;
+
+using api::kMaxChunks;
+using api::kMaxDp;
+using api::kMaxMicroBatches;
+using api::kMaxStages;
 
 // Adds the four options to `app`, writing into `config`; --stages and
 // --micro-batches are required when `required` is true.
 void add_config_options(CLI::App& app, Config& config, bool required = true);
+
+// The configuration options of `app` that were given, with their values in `config`.
+api::ConfigRequest config_request(const CLI::App& app, const Config& config);
+
+// api::load_program for the subcommand `app`: a usage error is printed to
+// stderr prefixed with "pipevm COMMAND: "; diagnostics go to `diagnostics`.
+api::ProgramInput load_program(const CLI::App& app, const std::string& path, const Config& config,
+                               Diagnostics& diagnostics, const ExpandOptions& options = {});
 
 // --topology NAME|FILE.yaml (topology_option.cpp): a built-in name goes to
 // options.topology_name, a file's rounds to options.topology; false with

@@ -15,9 +15,12 @@
 // accuracy of the whole model gathered to rank 0, samples/s, elapsed), a
 // progress bar when stdout is a terminal, the model digest at the end.
 //
-// Outputs (--save, --trace, --profile, the checkpoint directory) are checked
-// before the schedule is compiled or data loaded; checkpoints and resuming
-// are in run_outputs.hpp.
+// train() is its steps, in order, over one RunState: load_config,
+// place_and_check_outputs, compile_schedule, cut_model, check_schedule,
+// read_checkpoint, load_rank_data, resume_or_init, then print_header,
+// train_epochs, write_recordings, finish_model. Outputs (--save, --trace,
+// --profile, the checkpoint directory) are checked before the schedule is
+// compiled or data loaded; checkpoints and resuming are in run_outputs.hpp.
 // Not here: the VM (interpreter/vm.hpp), the epoch loop (vm_training.hpp).
 #include <unistd.h>
 
@@ -226,8 +229,8 @@ class ProgressBar {
 // host of every program rank.
 struct Placement {
   int rank = 0;
-  std::vector<std::string> hosts;  // by program rank
-  std::vector<std::string> lines;  // what rank 0 prints; empty on one host
+  std::vector<std::string> hosts;     // by program rank
+  std::vector<std::string> lines;     // what rank 0 prints; empty on one host
   std::vector<std::string> warnings;  // rank 0's: hosts of one machine bound to one CPU
 };
 
@@ -261,250 +264,308 @@ Placement place_ranks(runtime::MpiSession& session, runtime::RankLayout layout, 
   return placement;
 }
 
-int train(const RunFlags& flags, runtime::MpiSession& session, int& world_rank) {
-  const bool root = world_rank == 0;
-  // For failures every rank meets alike: rank 0 says it, all return.
-  const auto everyone_fails = [&](int status, const std::string& message) {
-    if (root) std::cerr << "pipevm run: error: " << message << "\n";
-    return status;
-  };
+// What the steps of a run share. Each step fills its part and returns the
+// exit status when the run must stop there (every rank returns it), else
+// nullopt.
+struct RunState {
+  RunState(const RunFlags& run_flags, runtime::MpiSession& mpi, int& rank)
+      : flags(run_flags), session(mpi), world_rank(rank), root(rank == 0) {}
+
+  const RunFlags& flags;
+  runtime::MpiSession& session;
+  int& world_rank;  // the MPI rank, then the program rank once placed
+  const bool root;  // rank 0 in both numberings
 
   RunConfig config;
+  int stages = 1;
+  Placement placement;
+  Config shape;
+  std::shared_ptr<const SourceFile> source;
+  Diagnostics diagnostics;  // of both compilations: printed only when one fails
+  ExpandOptions expand_options;
+  std::optional<Program> program;
+  int pieces = 1;
+  std::vector<runtime::LayerRange> split;
+  std::vector<double> layer_costs;
+  runtime::RunIdentity identity;
+  std::optional<Resumed> resumed;
+  std::unique_ptr<runtime::DataSplit> data;
+  std::unique_ptr<runtime::MpiComm> comm;
+  std::unique_ptr<Trainer> trainer;
+  std::optional<Checkpoints> checkpoints;
+  std::vector<EpochReport> epochs;  // rank 0's
+
+  // For failures every rank meets alike: rank 0 says it, all return.
+  int everyone_fails(int status, const std::string& message) const {
+    if (root) std::cerr << "pipevm run: error: " << message << "\n";
+    return status;
+  }
+  bool session_agrees(const std::string& error) const {
+    return agree([&](bool ok) { return session.all_ok(ok); }, world_rank, error);
+  }
+  void print_diagnostics(const std::vector<Diagnostic>& found) const {
+    if (!root) return;
+    for (const Diagnostic& d : found) print_text(std::cerr, d, isatty(2) != 0);
+  }
+};
+
+using Stop = std::optional<int>;
+
+// The configuration (YAML, then flags) and the stages the world leaves.
+Stop load_config(RunState& run) {
   try {
-    config = resolve_config(flags);
+    run.config = resolve_config(run.flags);
   } catch (const ConfigError& error) {
-    return everyone_fails(kExitUsage, error.what());
+    return run.everyone_fails(kExitUsage, error.what());
   }
-  const int world = session.world_size();
+  const RunConfig& config = run.config;
+  const int world = run.session.world_size();
   if (world % config.dp != 0) {
-    return everyone_fails(kExitUsage, "the world size " + std::to_string(world) +
-                                          " is not divisible by dp = " + std::to_string(config.dp) +
-                                          " (stages = world size / dp)");
+    return run.everyone_fails(
+        kExitUsage, "the world size " + std::to_string(world) + " is not divisible by dp = " +
+                        std::to_string(config.dp) + " (stages = world size / dp)");
   }
-  const int stages = world / config.dp;
+  run.stages = world / config.dp;
   if (config.batch_size % (config.dp * config.micro_batches) != 0) {
-    return everyone_fails(
+    return run.everyone_fails(
         kExitUsage, "the batch size " + std::to_string(config.batch_size) +
                         " is not divisible by dp x micro-batches = " + std::to_string(config.dp) +
                         " x " + std::to_string(config.micro_batches));
   }
-  session.set_timeout(config.timeout);
-  const runtime::RankLayout layout = *runtime::rank_layout_from_name(config.layout);
-  const Placement placement = place_ranks(session, layout, stages);
-  world_rank = placement.rank;
-  const auto session_agrees = [&](const std::string& error) {
-    return agree([&](bool ok) { return session.all_ok(ok); }, world_rank, error);
-  };
-  // Before anything long: a run must not train for hours and then fail to write.
-  const RunOutputs outputs{config.save,       flags.trace,  flags.profile,
-                           config.checkpoint, flags.resume, flags.report};
-  if (!session_agrees(check_outputs(outputs, root))) return kExitUsage;
+  run.shape = Config{run.stages, config.micro_batches, config.chunks, config.dp};
+  return std::nullopt;
+}
 
-  // Compile for the whole world: the checker needs every rank's stream.
-  Diagnostics diagnostics;
-  const Config shape{stages, config.micro_batches, config.chunks, config.dp};
-  const std::shared_ptr<const SourceFile> source = read_source(flags.file, diagnostics);
-  std::optional<Program> program;
-  ExpandOptions expand_options;
-  if (std::string error; !topology_option(flags.topology, expand_options, error)) {
-    return everyone_fails(kExitUsage, error);
+// Which program rank this process plays, and whether the outputs can be
+// written: before anything long, a run must not train for hours and then
+// fail to write.
+Stop place_and_check_outputs(RunState& run) {
+  run.session.set_timeout(run.config.timeout);
+  const runtime::RankLayout layout = *runtime::rank_layout_from_name(run.config.layout);
+  run.placement = place_ranks(run.session, layout, run.stages);
+  run.world_rank = run.placement.rank;
+  const RunOutputs outputs{run.config.save,       run.flags.trace,  run.flags.profile,
+                           run.config.checkpoint, run.flags.resume, run.flags.report};
+  if (!run.session_agrees(check_outputs(outputs, run.root))) return kExitUsage;
+  return std::nullopt;
+}
+
+// The schedule compiled for the whole world (the checker needs every
+// rank's stream), and the model pieces it needs.
+Stop compile_schedule(RunState& run) {
+  Diagnostics& diagnostics = run.diagnostics;
+  run.source = read_source(run.flags.file, diagnostics);
+  if (std::string error; !topology_option(run.flags.topology, run.expand_options, error)) {
+    return run.everyone_fails(kExitUsage, error);
   }
-  expand_options.layer_widths = config.model.sizes;
-  if (source) program = compile(source, shape, diagnostics, expand_options);
-  if (!program || diagnostics.has_errors()) {
-    if (root) {
-      for (const Diagnostic& d : diagnostics.all()) print_text(std::cerr, d, isatty(2) != 0);
-    }
-    return source ? kExitFailed : kExitUsage;
+  run.expand_options.layer_widths = run.config.model.sizes;
+  if (run.source) run.program = compile(run.source, run.shape, diagnostics, run.expand_options);
+  if (!run.program || diagnostics.has_errors()) {
+    run.print_diagnostics(diagnostics.all());
+    return run.source ? kExitFailed : kExitUsage;
   }
-  const int pieces = model_pieces(program->placement, shape);
+  run.pieces = model_pieces(run.program->placement, run.shape);
+  const int layers = runtime::layer_count(run.config.model.sizes);
+  if (run.pieces > layers) {
+    return run.everyone_fails(
+        kExitUsage, "the schedule cuts the model into " + std::to_string(run.pieces) + " pieces (" +
+                        std::to_string(run.stages) + " stages), more than the " +
+                        std::to_string(layers) + " layer(s) of the model " +
+                        widths(run.config.model.sizes));
+  }
+  return std::nullopt;
+}
+
+// Where the model is cut: by each layer's time measured on rank 0 (every
+// rank must cut it alike), or by multiply-adds; a resumed run where its
+// checkpoint's run did. Every layer computes the same bits whatever the
+// cut, so the trained weights do not depend on it. The schedule is
+// compiled again when its `layer L` operands named another cut.
+Stop cut_model(RunState& run) {
+  const RunConfig& config = run.config;
   const int layers = runtime::layer_count(config.model.sizes);
-  if (pieces > layers) {
-    return everyone_fails(kExitUsage, "the schedule cuts the model into " + std::to_string(pieces) +
-                                          " pieces (" + std::to_string(stages) +
-                                          " stages), more than the " + std::to_string(layers) +
-                                          " layer(s) of the model " + widths(config.model.sizes));
-  }
-  // Where the model is cut: by each layer's time measured on rank 0 (every
-  // rank must cut it alike), or by multiply-adds; a resumed run where its
-  // checkpoint's run did. Every layer computes the same bits whatever the
-  // cut, so the trained weights do not depend on it.
-  std::vector<runtime::LayerRange> split;
-  if (!flags.resume.empty()) {
+  if (!run.flags.resume.empty()) {
     std::string resume_error;
     try {
-      split = recorded_split(flags.resume, layers);
-      if (static_cast<int>(split.size()) != pieces) {
-        resume_error = "--resume " + flags.resume + ": the checkpoint's model is cut into " +
-                       std::to_string(split.size()) + " pieces, this schedule needs " +
-                       std::to_string(pieces);
+      run.split = recorded_split(run.flags.resume, layers);
+      if (static_cast<int>(run.split.size()) != run.pieces) {
+        resume_error = "--resume " + run.flags.resume + ": the checkpoint's model is cut into " +
+                       std::to_string(run.split.size()) + " pieces, this schedule needs " +
+                       std::to_string(run.pieces);
       }
     } catch (const runtime::CheckpointError& error) {
       resume_error = error.what();
     }
-    if (!session_agrees(resume_error)) return kExitUsage;
+    if (!run.session_agrees(resume_error)) return kExitUsage;
   }
-  std::vector<double> layer_costs;
-  if (split.empty() && pieces > 1 && flags.split == "measured") {
-    layer_costs.assign(static_cast<std::size_t>(layers), 0.0);
-    if (root) {
+  if (run.split.empty() && run.pieces > 1 && run.flags.split == "measured") {
+    run.layer_costs.assign(static_cast<std::size_t>(layers), 0.0);
+    if (run.root) {
       const int rows = config.batch_size / (config.dp * config.micro_batches);
-      layer_costs =
+      run.layer_costs =
           runtime::measure_layer_costs(config.model, config.optimizer, rows, config.micro_batches);
     }
-    session.broadcast_from_root(std::as_writable_bytes(std::span<double>(layer_costs)));
+    run.session.broadcast_from_root(std::as_writable_bytes(std::span<double>(run.layer_costs)));
   }
-  if (split.empty()) split = runtime::split_layers(config.model.sizes, pieces, layer_costs);
-  if (program->layer_split != split) {
+  if (run.split.empty()) {
+    run.split = runtime::split_layers(config.model.sizes, run.pieces, run.layer_costs);
+  }
+  if (run.program->layer_split != run.split) {
     // `layer L` operands and layer_begin/layer_end name the layers of this cut.
-    expand_options.split = split;
-    program = compile(source, shape, diagnostics, expand_options);
-    if (!program) {
-      if (root) {
-        for (const Diagnostic& d : diagnostics.all()) print_text(std::cerr, d, isatty(2) != 0);
-      }
+    run.expand_options.split = run.split;
+    run.program = compile(run.source, run.shape, run.diagnostics, run.expand_options);
+    if (!run.program) {
+      run.print_diagnostics(run.diagnostics.all());
       return kExitFailed;
     }
   }
+  return std::nullopt;
+}
+
+// The checker's proof, before any rank starts.
+Stop check_schedule(RunState& run) {
   CheckOptions check_options;
-  check_options.layer_widths = config.model.sizes;
-  check_options.split = split;
-  const CheckResult checked = check(*program, check_options);
-  if (!checked.ok()) {
-    if (root) {
-      for (const Diagnostic& d : checked.diagnostics) print_text(std::cerr, d, isatty(2) != 0);
-      std::cerr << "pipevm run: error: the schedule fails the checker for " << stages
-                << " stages x " << config.dp << " dp, " << config.micro_batches
-                << " micro-batches; it does not start\n";
-    }
-    return kExitFailed;
+  check_options.layer_widths = run.config.model.sizes;
+  check_options.split = run.split;
+  const CheckResult checked = check(*run.program, check_options);
+  if (checked.ok()) return std::nullopt;
+  run.print_diagnostics(checked.diagnostics);
+  if (run.root) {
+    std::cerr << "pipevm run: error: the schedule fails the checker for " << run.stages
+              << " stages x " << run.config.dp << " dp, " << run.config.micro_batches
+              << " micro-batches; it does not start\n";
   }
+  return kExitFailed;
+}
 
-  // Resuming: every rank reads and checks its piece before the data loads.
-  const runtime::RunIdentity identity = run_identity(config, *program, split);
-  std::optional<Resumed> resumed;
-  if (!flags.resume.empty()) {
-    std::string resume_error;
-    try {
-      resumed = read_resume(flags.resume, identity, world_rank);
-    } catch (const runtime::CheckpointError& error) {
-      resume_error = error.what();
-    }
-    if (!session_agrees(resume_error)) return kExitUsage;
+// Resuming: every rank reads and checks its piece before the data loads.
+Stop read_checkpoint(RunState& run) {
+  run.identity = run_identity(run.config, *run.program, run.split);
+  if (run.flags.resume.empty()) return std::nullopt;
+  std::string resume_error;
+  try {
+    run.resumed = read_resume(run.flags.resume, run.identity, run.world_rank);
+  } catch (const runtime::CheckpointError& error) {
+    resume_error = error.what();
   }
+  if (!run.session_agrees(resume_error)) return kExitUsage;
+  return std::nullopt;
+}
 
-  // Data: only ranks that load inputs or targets (and rank 0, which
-  // evaluates), and of it only what they read: the training pixels where
-  // inputs are loaded, the test set on rank 0.
-  std::unique_ptr<runtime::DataSplit> data;
+// Data: only ranks that load inputs or targets (and rank 0, which
+// evaluates), and of it only what they read: the training pixels where
+// inputs are loaded, the test set on rank 0.
+Stop load_rank_data(RunState& run) {
   std::string data_error;
-  if (root || needs_data(*program, world_rank)) {
+  if (run.root || needs_data(*run.program, run.world_rank)) {
     runtime::DataParts parts;
-    parts.train_pixels = root || loads_inputs(*program, world_rank);
-    parts.test = root;
+    parts.train_pixels = run.root || loads_inputs(*run.program, run.world_rank);
+    parts.test = run.root;
     try {
-      data = std::make_unique<runtime::DataSplit>(load_data(config, parts));
+      run.data = std::make_unique<runtime::DataSplit>(load_data(run.config, parts));
     } catch (const std::exception& error) {
       data_error = error.what();
     }
   }
-  if (!session_agrees(data_error)) return kExitUsage;
+  if (!run.session_agrees(data_error)) return kExitUsage;
+  return std::nullopt;
+}
 
+// The communicator and the trainer, from the checkpoint's state when
+// resuming, and the checkpoints to write.
+Stop resume_or_init(RunState& run) {
+  const RunConfig& config = run.config;
   runtime::tune_eigen_for_one_core();
   TrainingOptions options;
   options.machine.model = config.model;
   options.machine.optimizer = config.optimizer;
   options.machine.global_batch = config.batch_size;
-  options.machine.split = split;
+  options.machine.split = run.split;
   options.shuffle_seed = config.seed;
-
-  std::unique_ptr<runtime::MpiComm> comm;
-  std::unique_ptr<Trainer> trainer;
   try {
     runtime::MpiCommOptions comm_options;
-    comm_options.wait = flags.wait == "spin" ? runtime::WaitMode::spin : runtime::WaitMode::sleep;
+    comm_options.wait =
+        run.flags.wait == "spin" ? runtime::WaitMode::spin : runtime::WaitMode::sleep;
     comm_options.timeout_seconds = config.timeout;
-    comm_options.rank = world_rank;
-    comm_options.hosts = placement.hosts;
-    comm = std::make_unique<runtime::MpiComm>(
-        session, stages, MessageTags(program->placement, shape).max_tag(), comm_options);
-    trainer = std::make_unique<Trainer>(*program, *comm, options, data.get());
+    comm_options.rank = run.world_rank;
+    comm_options.hosts = run.placement.hosts;
+    run.comm = std::make_unique<runtime::MpiComm>(
+        run.session, run.stages, MessageTags(run.program->placement, run.shape).max_tag(),
+        comm_options);
+    run.trainer = std::make_unique<Trainer>(*run.program, *run.comm, options, run.data.get());
   } catch (const std::exception& error) {
-    return everyone_fails(kExitUsage, error.what());
+    return run.everyone_fails(kExitUsage, error.what());
   }
-  if (resumed) {
+  if (run.resumed) {
     std::string resume_error;
     try {
-      trainer->resume(resumed->piece, resumed->position);
+      run.trainer->resume(run.resumed->piece, run.resumed->position);
     } catch (const std::invalid_argument& error) {
-      resume_error = "--resume " + flags.resume + ": " + error.what();
+      resume_error = "--resume " + run.flags.resume + ": " + error.what();
     }
-    if (!agree([&](bool ok) { return comm->all_ok(ok); }, world_rank, resume_error)) {
+    if (!agree([&](bool ok) { return run.comm->all_ok(ok); }, run.world_rank, resume_error)) {
       return kExitUsage;
     }
-    resumed.reset();  // the piece's copy of the weights is no longer needed
+    run.resumed.reset();  // the piece's copy of the weights is no longer needed
   }
-  std::optional<Checkpoints> checkpoints;
   if (!config.checkpoint.empty()) {
-    checkpoints.emplace(config.checkpoint, config.checkpoint_every, identity);
+    run.checkpoints.emplace(config.checkpoint, config.checkpoint_every, run.identity);
   }
+  return std::nullopt;
+}
 
-  if (root) {
-    std::printf(
-        "pipevm run: %s, %d stage(s) x %d dp, %d micro-batches of %d, model %s (%s), %s lr %g, "
-        "data %s (%d train, %d test)\n",
-        program->name.c_str(), stages, config.dp, config.micro_batches,
-        trainer->machine().micro_batch_rows(), widths(config.model.sizes).c_str(),
-        std::string(runtime::name(config.model.loss)).c_str(), config.optimizer.kind.c_str(),
-        static_cast<double>(config.optimizer.lr), config.data.c_str(), data->train.samples,
-        data->test.samples);
-    std::printf("pipevm run: GEMMs on %s; %s\n", runtime::gemm_backend().c_str(),
-                describe_split(split, layer_costs, !flags.resume.empty()).c_str());
-    for (const std::string& line : placement.lines) std::printf("%s\n", line.c_str());
-    for (const std::string& warning : placement.warnings) {
-      std::cerr << "pipevm run: warning: " << warning << " [" << code(DiagnosticKind::SharedCpu)
-                << "]\n";
-    }
-    if (checkpoints) {
-      const std::string when = config.checkpoint_every > 0
-                                   ? "every " + std::to_string(config.checkpoint_every) + " steps"
-                                   : "after every epoch";
-      std::printf("checkpoints into %s %s\n", config.checkpoint.c_str(), when.c_str());
-    }
-    if (!flags.resume.empty()) {
-      std::printf("resumed from %s at %s\n", flags.resume.c_str(),
-                  describe(trainer->position()).c_str());
-    }
-    std::fflush(stdout);
+// Rank 0's header: the run, the cut, the hosts, checkpoints and resuming.
+void print_header(const RunState& run) {
+  if (!run.root) return;
+  const RunConfig& config = run.config;
+  std::printf(
+      "pipevm run: %s, %d stage(s) x %d dp, %d micro-batches of %d, model %s (%s), %s lr %g, "
+      "data %s (%d train, %d test)\n",
+      run.program->name.c_str(), run.stages, config.dp, config.micro_batches,
+      run.trainer->machine().micro_batch_rows(), widths(config.model.sizes).c_str(),
+      std::string(runtime::name(config.model.loss)).c_str(), config.optimizer.kind.c_str(),
+      static_cast<double>(config.optimizer.lr), config.data.c_str(), run.data->train.samples,
+      run.data->test.samples);
+  std::printf("pipevm run: GEMMs on %s; %s\n", runtime::gemm_backend().c_str(),
+              describe_split(run.split, run.layer_costs, !run.flags.resume.empty()).c_str());
+  for (const std::string& line : run.placement.lines) std::printf("%s\n", line.c_str());
+  for (const std::string& warning : run.placement.warnings) {
+    std::cerr << "pipevm run: warning: " << warning << " [" << code(DiagnosticKind::SharedCpu)
+              << "]\n";
   }
+  if (run.checkpoints) {
+    const std::string when = config.checkpoint_every > 0
+                                 ? "every " + std::to_string(config.checkpoint_every) + " steps"
+                                 : "after every epoch";
+    std::printf("checkpoints into %s %s\n", config.checkpoint.c_str(), when.c_str());
+  }
+  if (!run.flags.resume.empty()) {
+    std::printf("resumed from %s at %s\n", run.flags.resume.c_str(),
+                describe(run.trainer->position()).c_str());
+  }
+  std::fflush(stdout);
+}
 
-  ProgressBar bar(root && !flags.no_progress && isatty(1) != 0);
-  std::unique_ptr<TraceRecorder> recorder;
-  if (!flags.trace.empty() || !flags.profile.empty()) {
-    recorder = std::make_unique<TraceRecorder>(trainer->steps_per_epoch() > 1 ? 1 : 0, 20);
-  }
-  // A message's cost: a blocking receive in the run mostly waits for its
-  // sender, so the profile times messages apart, before the first step.
-  if (!flags.profile.empty()) {
-    recorder->set_measured_links(measure_links(*comm, placement.hosts, config.model.sizes, split,
-                                               trainer->machine().micro_batch_rows()));
-  }
+// The epochs, a line each on rank 0; a failure inside brings every rank down.
+void train_epochs(RunState& run, TraceRecorder* recorder) {
+  const RunConfig& config = run.config;
+  Trainer& trainer = *run.trainer;
+  ProgressBar bar(run.root && !run.flags.no_progress && isatty(1) != 0);
   const auto start = std::chrono::steady_clock::now();
-  const int first_epoch = trainer->position().epoch;
-  std::vector<EpochReport> epochs;
+  const int first_epoch = trainer.position().epoch;
   try {
     for (int epoch = first_epoch; epoch < config.epochs; ++epoch) {
-      const EpochReport report = trainer->train_epoch(
+      const EpochReport report = trainer.train_epoch(
           epoch,
           [&](int done, int total) {
             bar.show(epoch + 1, config.epochs, done, total);
-            if (checkpoints) checkpoints->after_step(*trainer, *comm, done, total);
+            if (run.checkpoints) run.checkpoints->after_step(trainer, *run.comm, done, total);
           },
-          epoch == first_epoch ? recorder.get() : nullptr);
+          epoch == first_epoch ? recorder : nullptr);
       bar.clear();
-      if (checkpoints) checkpoints->after_epoch(*trainer, *comm);
-      if (!root) continue;
-      epochs.push_back(report);
+      if (run.checkpoints) run.checkpoints->after_epoch(trainer, *run.comm);
+      if (!run.root) continue;
+      run.epochs.push_back(report);
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       std::string test = "n/a";
@@ -523,47 +584,54 @@ int train(const RunFlags& flags, runtime::MpiSession& session, int& world_rank) 
     }
   } catch (const VmError& error) {
     std::ostringstream message;
-    print_text(message, to_diagnostic(error, *program, world_rank));
-    comm->abort(message.str());
+    print_text(message, to_diagnostic(error, *run.program, run.world_rank));
+    run.comm->abort(message.str());
   } catch (const std::exception& error) {
     // Between steps: the epoch's report, a checkpoint.
-    comm->abort("pipevm run: error: rank " + std::to_string(world_rank) + " at " +
-                describe(trainer->position()) + ": " + error.what());
+    run.comm->abort("pipevm run: error: rank " + std::to_string(run.world_rank) + " at " +
+                    describe(trainer.position()) + ": " + error.what());
   }
+}
 
-  // World-wide: no rank may return before the collectives below.
+// World-wide (no rank may return before their collectives): the trace and
+// profile, the report with every rank's memory peak; false when one fails.
+bool write_recordings(RunState& run, TraceRecorder* recorder) {
   bool recorded = true;
-  if (recorder) {
+  if (recorder != nullptr) {
     std::string error;
-    recorded = recorder->write(*comm, *program, flags.trace, flags.profile, error);
+    recorded = recorder->write(*run.comm, *run.program, run.flags.trace, run.flags.profile, error);
     if (!recorded) std::cerr << "pipevm run: error: " << error << "\n";
   }
-
-  // World-wide: every rank's memory peak goes to rank 0.
-  if (!flags.report.empty()) {
+  if (!run.flags.report.empty()) {
     std::string error;
-    if (!write_run_report(flags.report, *comm, *program, trainer->machine(), epochs, error)) {
+    if (!write_run_report(run.flags.report, *run.comm, *run.program, run.trainer->machine(),
+                          run.epochs, error)) {
       std::cerr << "pipevm run: error: " << error << "\n";
       recorded = false;
     }
   }
+  return recorded;
+}
 
-  // Gossip ends with the global average of the replicas.
-  if (program->topology) trainer->finish_gossip();
-  const bool replicas_agree = trainer->replicas_agree();
-  const std::vector<float> model = trainer->gather_parameters();
+// The trained model: gossip's final average, the replicas compared, the
+// digest and latest checkpoint printed, the weights saved.
+int finish_model(RunState& run, bool recorded) {
+  const RunConfig& config = run.config;
+  Trainer& trainer = *run.trainer;
+  if (run.program->topology) trainer.finish_gossip();
+  const bool replicas_agree = trainer.replicas_agree();
+  const std::vector<float> model = trainer.gather_parameters();
   if (!replicas_agree) {
-    return everyone_fails(kExitFailed, "the data-parallel replicas hold different weights");
+    return run.everyone_fails(kExitFailed, "the data-parallel replicas hold different weights");
   }
-  if (root) {
-    std::printf("model digest fnv1a64 %016" PRIx64 " (%zu parameters%s)\n", fnv1a(model),
-                model.size(), config.dp > 1 ? ", data-parallel replicas identical" : "");
-    if (checkpoints && checkpoints->latest()) {
-      std::printf("latest checkpoint %s at %s\n", checkpoints->directory().c_str(),
-                  describe(*checkpoints->latest()).c_str());
-    }
+  if (!run.root) return recorded ? 0 : kExitFailed;
+  std::printf("model digest fnv1a64 %016" PRIx64 " (%zu parameters%s)\n", fnv1a(model),
+              model.size(), config.dp > 1 ? ", data-parallel replicas identical" : "");
+  if (run.checkpoints && run.checkpoints->latest()) {
+    std::printf("latest checkpoint %s at %s\n", run.checkpoints->directory().c_str(),
+                describe(*run.checkpoints->latest()).c_str());
   }
-  if (root && !config.save.empty()) {
+  if (!config.save.empty()) {
     try {
       runtime::save_model(config.save, config.model.sizes, model);
       std::printf("saved %s\n", config.save.c_str());
@@ -573,6 +641,30 @@ int train(const RunFlags& flags, runtime::MpiSession& session, int& world_rank) 
     }
   }
   return recorded ? 0 : kExitFailed;
+}
+
+int train(const RunFlags& flags, runtime::MpiSession& session, int& world_rank) {
+  RunState run(flags, session, world_rank);
+  for (Stop (*step)(RunState&) :
+       {load_config, place_and_check_outputs, compile_schedule, cut_model, check_schedule,
+        read_checkpoint, load_rank_data, resume_or_init}) {
+    if (const Stop stop = step(run)) return *stop;
+  }
+  print_header(run);
+  std::unique_ptr<TraceRecorder> recorder;
+  if (!flags.trace.empty() || !flags.profile.empty()) {
+    recorder = std::make_unique<TraceRecorder>(run.trainer->steps_per_epoch() > 1 ? 1 : 0, 20);
+  }
+  // A message's cost: a blocking receive in the run mostly waits for its
+  // sender, so the profile times messages apart, before the first step.
+  if (!flags.profile.empty()) {
+    recorder->set_measured_links(measure_links(*run.comm, run.placement.hosts,
+                                               run.config.model.sizes, run.split,
+                                               run.trainer->machine().micro_batch_rows()));
+  }
+  train_epochs(run, recorder.get());
+  const bool recorded = write_recordings(run, recorder.get());
+  return finish_model(run, recorded);
 }
 
 int run(const RunFlags& flags) {

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -18,15 +17,10 @@
 #include "compile.hpp"
 #include "costs.hpp"
 #include "hosts_options.hpp"
-#include "links.hpp"
-#include "model_shape.hpp"
 #include "memory_config.hpp"
 #include "options.hpp"
 #include "run_config.hpp"
-#include "schedule_input.hpp"
-#include "simulate.hpp"
-#include "svg.hpp"
-#include "trace.hpp"
+#include "simulate_run.hpp"
 
 namespace pipevm::cli {
 
@@ -82,41 +76,13 @@ void apply_transfer_flag(const SimulateArguments& args, Costs& costs) {
   if (!args.transfer.empty()) parse_transfer_model(args.transfer, costs.transfer);
 }
 
-// Whether every time of the timeline, and the sums of them the figures take
-// (up to makespan x ranks), are finite numbers: costs near the largest double
-// add up to infinity, which has no grid, no SVG and no JSON number.
-bool finite(const Program& program, const Timeline& timeline) {
-  const auto all_finite = [](const InstructionTime& t) {
-    return std::isfinite(t.issued) && std::isfinite(t.started) && std::isfinite(t.ended) &&
-           std::isfinite(t.busy);
-  };
-  return std::all_of(timeline.times.begin(), timeline.times.end(), all_finite) &&
-         std::isfinite(timeline.makespan * program.ranks());
-}
-
-std::string title_of(const Program& program, const Simulation& simulation) {
-  const Config& c = program.config;
-  std::string title = program.name + ": " + std::to_string(c.stages) + " stages, " +
-                      std::to_string(c.micro_batches) + " micro-batches";
-  if (c.chunks > 1) title += ", " + std::to_string(c.chunks) + " chunks";
-  if (c.dp > 1) title += ", dp " + std::to_string(c.dp);
-  return title + "; makespan " + format_time(simulation.timeline.makespan) + ", bubble " +
-         format_time(simulation.bubble_fraction * 100) + "%";
-}
-
-// The hosts and the model's sizes; false (after saying why) on bad input.
-bool network_of(const SimulateArguments& args, const RunConfig& run, const Config& c,
-                Network& network, HostPlacement& placement) {
-  network.layer_widths = run.model.sizes;
-  network.micro_batch_rows =
-      static_cast<double>(args.batch_size > 0 ? args.batch_size : run.batch_size) /
-      (static_cast<double>(c.dp) * c.micro_batches);
+// The hosts of the ranks; false (after saying why) on bad input.
+bool hosts_of(const SimulateArguments& args, const Config& c, HostPlacement& placement) {
   std::string error;
   if (!place_on_hosts(args.hosts, c, placement, error)) {
     std::cerr << "pipevm simulate: " << error << '\n';
     return false;
   }
-  network.host_of_rank = placement.host_of_rank;
   return true;
 }
 
@@ -152,7 +118,6 @@ int run_simulate(const CLI::App& app, const SimulateArguments& args) {
     std::cerr << "pipevm simulate: " << error << "\n";
     return 2;
   }
-  Network network;
   HostPlacement placement;
   RunConfig model;
   try {
@@ -162,55 +127,44 @@ int run_simulate(const CLI::App& app, const SimulateArguments& args) {
     return 2;
   }
   expand_for_model(model, expand_options);
-  Costs costs;
-  if (!costs_of(args, model, costs)) return 2;
-  apply_transfer_flag(args, costs);
+  api::SimulateRequest request;
+  request.model = model_bytes(model);
+  request.message_batch_size = args.batch_size;
+  if (!costs_of(args, model, request.costs)) return 2;
+  apply_transfer_flag(args, request.costs);
+  request.options.p2p_posted_order = args.p2p_order == "posted";
   Diagnostics diagnostics;
   ProgramInput input = load_program(app, args.file, args.config, diagnostics, expand_options);
   if (!input.program) {
     print_diagnostics(diagnostics);
     return input.status;
   }
-  std::optional<Program> program = std::move(input.program);
-  // Requests carried over the step boundary: two steps, so that the
-  // exchange one step starts is seen overlapping the next.
-  if (!program->carried.empty()) program = unroll_steps(*program, 2);
-  if (!network_of(args, model, program->config, network, placement)) return 2;
-  const Link linked =
-      link(*program, {program->layer_split.empty()
-                          ? std::vector<int>{}
-                          : piece_boundary_widths(network.layer_widths, program->layer_split)});
-  SimulateOptions options;
-  options.p2p_posted_order = args.p2p_order == "posted";
-  const auto simulation = simulate(*program, linked, costs, diagnostics, network, options);
+  if (!hosts_of(args, input.program->config, placement)) return 2;
+  request.host_of_rank = placement.host_of_rank;
+  const api::SimulateOutcome outcome = api::simulate_program(*input.program, request, diagnostics);
   print_diagnostics(diagnostics);
-  if (!simulation) return 1;
-  if (!finite(*program, simulation->timeline)) {
-    std::cerr << "pipevm simulate: the costs overflow: a time of the timeline exceeds the "
-                 "largest number (about 1.8e308); give the costs in a larger unit\n";
-    return 2;
+  if (!outcome.run) {
+    if (!outcome.usage_error.empty()) {
+      std::cerr << "pipevm simulate: " << outcome.usage_error << '\n';
+    }
+    return outcome.status;
   }
-
-  const bool on_hosts = !network.host_of_rank.empty();
-  const LinkTraffic traffic =
-      link_traffic(*program, linked, LinkCosts(*program, linked, costs, network));
+  const api::SimulateRun& run = *outcome.run;
   if (args.format == "json") {
-    nlohmann::json j = to_json(*simulation);
-    j["per_rank"] = bytes_to_json(peak_bytes(*program, memory_shape(model, program->config)));
-    if (on_hosts) j["traffic"] = traffic_json(traffic);
+    nlohmann::json j = to_json(run.simulation);
+    j["per_rank"] = bytes_to_json(run.bytes);
+    if (run.on_hosts) j["traffic"] = traffic_json(run.traffic);
     std::cout << j.dump(2) << '\n';
   } else {
-    std::cout << render_text(*program, *simulation, costs, args.width);
-    if (on_hosts) print_traffic(placement, traffic);
+    std::cout << render_text(run.program, run.simulation, request.costs, args.width);
+    if (run.on_hosts) print_traffic(placement, run.traffic);
   }
   std::string error;
-  if (!args.svg.empty() && !write_svg(args.svg, *program, simulation->timeline,
-                                      title_of(*program, *simulation), error)) {
+  if (!args.svg.empty() && !api::write_timeline_svg(args.svg, run, error)) {
     std::cerr << "pipevm simulate: " << error << '\n';
     return 2;
   }
-  if (!args.trace.empty() &&
-      !write_chrome_trace(args.trace, *program, simulation->timeline, error)) {
+  if (!args.trace.empty() && !api::write_timeline_trace(args.trace, run, error)) {
     std::cerr << "pipevm simulate: " << error << '\n';
     return 2;
   }

@@ -5,7 +5,7 @@
 # not as a C++ library.
 #
 # Included last, after every target. The Python module (python/, target
-# pipevm_python) installs itself, into PIPEVM_PYTHON_INSTALL_DIR; the package
+# pipevm_python) installs itself, where Debian's python3 looks under the prefix; the package
 # takes it in and depends on its Python.
 include(GNUInstallDirs)
 # Installing and packaging take what the build made: neither builds the

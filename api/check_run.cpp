@@ -1,14 +1,10 @@
 // Planning a sweep and checking a file (check_run.hpp).
 #include "check_run.hpp"
 
-#include "memory_config.hpp"
-
 #include <algorithm>
-#include <iostream>
 #include <iterator>
 #include <limits>
 #include <set>
-#include <sstream>
 #include <tuple>
 #include <utility>
 
@@ -17,7 +13,7 @@
 #include "read_file.hpp"
 #include "torch_csv.hpp"
 
-namespace pipevm::cli {
+namespace pipevm::api {
 
 namespace {
 
@@ -126,19 +122,7 @@ SweepPlan plan_sweep(const Schedule& schedule, const SweepRequest& request) {
   return plan;
 }
 
-std::shared_ptr<const SourceFile> read_check_input(const std::string& path,
-                                                   const std::string& stdin_name,
-                                                   std::string& error) {
-  if (path == "-") {
-    std::ostringstream text;
-    text << std::cin.rdbuf();
-    if (text.str().size() > kMaxScheduleBytes) {
-      error = "standard input is over the " + std::to_string(kMaxScheduleBytes / kMiB) +
-              " MiB limit for schedules";
-      return nullptr;
-    }
-    return std::make_shared<const SourceFile>(stdin_name, text.str());
-  }
+std::shared_ptr<const SourceFile> read_schedule_file(const std::string& path, std::string& error) {
   std::string text;
   if (!read_input_file(path, kMaxScheduleBytes, "schedules", text, error)) {
     error = "cannot read '" + path + "': " + error;
@@ -193,8 +177,9 @@ FileReport check_file(std::shared_ptr<const SourceFile> file, const SweepRequest
   // The folder needs every diagnostic to fold; the cap only guards against floods.
   options.max_diagnostics_per_kind = 4096;
   options.p2p_posted_order = request.p2p_posted_order;
-  options.layer_widths = request.model.model.sizes;
-  if (pytorch::is_csv_path(file->name())) return check_table(file, request, options);
+  options.layer_widths = request.model.layer_widths;
+  if (request.table || pytorch::is_csv_path(file->name()))
+    return check_table(file, request, options);
   FileReport report;
   report.name = file->name();
   report.file = file;
@@ -266,4 +251,4 @@ FileReport check_file(std::shared_ptr<const SourceFile> file, const SweepRequest
   return report;
 }
 
-}  // namespace pipevm::cli
+}  // namespace pipevm::api

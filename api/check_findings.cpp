@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <utility>
 
-namespace pipevm::cli {
+namespace pipevm::api {
 
 namespace {
 
@@ -27,10 +27,36 @@ std::size_t FileReport::errors() const {
                     [](const Finding& f) { return f.diagnostic.severity == Severity::error; }));
 }
 
+std::string plural(std::size_t n, const std::string& word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
 std::string configuration_text(const Config& c) {
   return "stages=" + std::to_string(c.stages) +
          " micro_batches=" + std::to_string(c.micro_batches) + " dp=" + std::to_string(c.dp) +
          " chunks=" + std::to_string(c.chunks);
+}
+
+std::string folding_text(const Finding& f, const FileReport& report) {
+  std::string out;
+  if (f.ranks.size() > 1) out += "on ranks " + ranks_text(f.ranks);
+  if (f.config && report.sweep) {
+    if (!out.empty()) out += "; ";
+    out += "in " + std::to_string(f.configurations) + " of " +
+           plural(report.checked, "configuration") + ", shown for " + configuration_text(*f.config);
+  }
+  if (f.folded > 0) {
+    if (!out.empty()) out += "; ";
+    out += std::to_string(f.folded) + " more folded into this one";
+  }
+  return out;
+}
+
+Diagnostic annotated(const Finding& f, const FileReport& report) {
+  Diagnostic d = f.diagnostic;
+  const std::string folding = folding_text(f, report);
+  if (!folding.empty()) d.message += " [" + folding + "]";
+  return d;
 }
 
 std::string ranks_text(const std::vector<int>& ranks) {
@@ -109,4 +135,4 @@ std::vector<Finding> FindingFolder::take() {
   return out;
 }
 
-}  // namespace pipevm::cli
+}  // namespace pipevm::api

@@ -1,12 +1,12 @@
-// What `pipevm check` reports for one input file, after folding: a finding
+// What a check reports for one input file, after folding: a finding
 // that recurs is kept once. Within one configuration, the diagnostics of one
 // kind at one statement (the same mistake on several ranks or micro-batches)
 // become one finding listing the ranks; across a sweep, the same finding in
 // several configurations is kept once with the number of configurations and
 // the smallest failing configuration's diagnostic in full. Every folded
 // diagnostic is counted, so that no format drops one silently. Printing the
-// report is check_output.hpp's and check_sarif.hpp's business; running the
-// checker, check_run.hpp's.
+// report is cli/'s business (check_output.hpp, check_sarif.hpp), converting
+// it to Python objects python/'s; running the checker is check_run.hpp's.
 #pragma once
 
 #include <cstddef>
@@ -23,7 +23,7 @@
 #include "memory_bytes.hpp"
 #include "program.hpp"
 
-namespace pipevm::cli {
+namespace pipevm::api {
 
 struct Finding {
   Diagnostic diagnostic;           // as raised in `config`, the smallest failing one
@@ -34,7 +34,7 @@ struct Finding {
 };
 
 struct FileReport {
-  std::string name;                        // as given on the command line
+  std::string name;                        // as given (a path, or the name given to a text)
   std::shared_ptr<const SourceFile> file;  // null when unreadable
   std::string usage_error;                 // non-empty: the file could not be checked (exit 2)
   std::vector<Finding> findings;           // in source order
@@ -50,10 +50,18 @@ struct FileReport {
   std::size_t errors() const;  // findings of severity error
 };
 
+// "3 configurations", "1 configuration"
+std::string plural(std::size_t n, const std::string& word);
 // "stages=4 micro_batches=8 dp=1 chunks=1"
 std::string configuration_text(const Config& c);
 // "0-3, 5" for ranks 0, 1, 2, 3, 5
 std::string ranks_text(const std::vector<int>& ranks);
+// What a finding's message adds when it stands for others: "on ranks 0-3;
+// in 12 of 40 configurations, shown for stages=2 ...; 30 more folded". Empty
+// when it stands for itself alone.
+std::string folding_text(const Finding& finding, const FileReport& report);
+// The finding's diagnostic with folding_text appended to its message in brackets.
+Diagnostic annotated(const Finding& finding, const FileReport& report);
 
 // Collects one file's diagnostics configuration by configuration.
 class FindingFolder {
@@ -72,4 +80,4 @@ class FindingFolder {
   std::map<Key, Finding> findings_;
 };
 
-}  // namespace pipevm::cli
+}  // namespace pipevm::api

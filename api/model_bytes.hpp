@@ -1,0 +1,29 @@
+// The model whose bytes check and simulate count, as far as the bytes go:
+// layer widths, element size, biases, the global batch and the optimizer's
+// state per parameter. The command line fills it from a `pipevm run` YAML
+// file (cli/memory_config.hpp), Python from keyword arguments. Not here:
+// the stages, micro-batches and replicas, which come with each
+// configuration.
+#pragma once
+
+#include <vector>
+
+#include "memory_bytes.hpp"
+#include "model_shape.hpp"
+#include "program.hpp"
+
+namespace pipevm::api {
+
+struct ModelBytes {
+  std::vector<int> layer_widths = default_layer_widths();
+  int element_bytes = 4;     // float32
+  bool bias = true;          // every layer has a bias
+  int batch_size = 128;      // the global batch, split over dp x micro-batches
+  int optimizer_states = 2;  // state numbers per parameter: Adam 2, momentum 1, SGD 0
+};
+
+// The shape for one configuration: rows per micro-batch are the batch size
+// over dp x micro-batches (at least one).
+MemoryShape memory_shape(const ModelBytes& model, const Config& config);
+
+}  // namespace pipevm::api

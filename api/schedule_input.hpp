@@ -1,0 +1,42 @@
+// Where expand and simulate get their Program: a .pipe schedule expanded
+// for the configuration asked for (or the one it declares), or a PyTorch
+// table (.csv, pytorch/torch_csv.hpp) that carries its own configuration.
+// Returns values: what went wrong is in the diagnostics or `usage_error`.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "compile.hpp"
+
+namespace pipevm::api {
+
+// The values a configuration may take; stages are 16-bit peers in instructions.
+inline constexpr int kMaxStages = 32767;
+inline constexpr int kMaxMicroBatches = 1 << 30;
+inline constexpr int kMaxDp = 1 << 20;
+inline constexpr int kMaxChunks = 65535;
+
+// The configuration asked for; an absent value was not given.
+struct ConfigRequest {
+  std::optional<int> stages, micro_batches, dp, chunks;
+
+  bool any() const { return stages || micro_batches || dp || chunks; }
+};
+
+struct ProgramInput {
+  std::optional<Program> program;
+  int status = 0;           // when there is no program: 1 errors in it, 2 unreadable or usage
+  std::string usage_error;  // status 2 without a diagnostic: why the request cannot be met
+};
+
+// Reads the file at `path` (a .csv path is a PyTorch table).
+ProgramInput load_program(const std::string& path, const ConfigRequest& request,
+                          Diagnostics& diagnostics, const ExpandOptions& options = {});
+// The same for a file already read; `table`: a PyTorch table whatever its name.
+ProgramInput load_program(const std::shared_ptr<const SourceFile>& file,
+                          const ConfigRequest& request, Diagnostics& diagnostics,
+                          const ExpandOptions& options = {}, bool table = false);
+
+}  // namespace pipevm::api

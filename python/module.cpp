@@ -1,0 +1,385 @@
+// The compiled part of the Python package pipevm (pipevm._pipevm): check,
+// simulate and expand a schedule given as a path or as text, and check
+// PyTorch's in-memory pipeline_order. Each function turns its arguments
+// into a pipevm::api request, calls the library with the GIL released, and
+// converts what it returns (results.hpp). Bad input raises ScheduleError.
+// Not here: reading a `pipevm run` YAML file (cli/), running on MPI ranks.
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "costs.hpp"
+#include "pipevm_api.hpp"
+#include "read_file.hpp"
+#include "results.hpp"
+#include "torch_csv.hpp"
+
+#ifndef PIPEVM_VERSION
+#define PIPEVM_VERSION "unknown"
+#endif
+
+namespace py = pybind11;
+
+namespace pipevm::python {
+
+namespace {
+
+// A schedule as read, and whether it is a PyTorch table.
+struct Input {
+  std::shared_ptr<const SourceFile> file;
+  bool table = false;
+};
+
+// A str with a line break, or given a `name`, is the schedule's text; any
+// other str or os.PathLike names its file.
+Input input_of(const py::object& schedule, const std::optional<std::string>& name) {
+  Input input;
+  const bool is_text = py::isinstance<py::str>(schedule) &&
+                       (name || schedule.cast<std::string>().find('\n') != std::string::npos);
+  if (is_text) {
+    const std::string text = schedule.cast<std::string>();
+    if (text.size() > kMaxScheduleBytes)
+      throw ScheduleFailure("the schedule's text is over 256 MiB");
+    input.file = std::make_shared<const SourceFile>(name.value_or("<string>"), text);
+  } else {
+    const std::string path = py::str(py::module_::import("os").attr("fspath")(schedule));
+    std::string error;
+    input.file = api::read_schedule_file(path, error);
+    if (!input.file) {
+      ScheduleFailure failure(error);
+      failure.file = path;
+      throw failure;
+    }
+  }
+  input.table = pytorch::is_csv_path(input.file->name());
+  return input;
+}
+
+// An int or an inclusive (first, last) pair, within [1, high].
+std::optional<ValueRange> range_of(const py::object& value, const char* what, int high) {
+  if (value.is_none()) return std::nullopt;
+  ValueRange range;
+  if (py::isinstance<py::int_>(value)) {
+    range.first = range.last = value.cast<int>();
+  } else {
+    const auto pair = value.cast<std::pair<int, int>>();
+    range = {pair.first, pair.second};
+  }
+  if (range.first < 1 || range.last > high || range.first > range.last) {
+    throw py::value_error(std::string(what) +
+                          " must be an int or a (first, last) pair with 1 <= "
+                          "first <= last <= " +
+                          std::to_string(high));
+  }
+  return range;
+}
+
+std::optional<int> single(const std::optional<ValueRange>& range, const char* what) {
+  if (!range) return std::nullopt;
+  if (range->first != range->last) {
+    throw py::value_error(std::string(what) + " must be one value here, not a range");
+  }
+  return range->first;
+}
+
+bool posted_order(const std::string& p2p_order) {
+  if (p2p_order != "independent" && p2p_order != "posted") {
+    throw py::value_error("p2p_order must be 'independent' (MPI) or 'posted' (NCCL), not '" +
+                          p2p_order + "'");
+  }
+  return p2p_order == "posted";
+}
+
+// The first error among the diagnostics as the failure, else `fallback`.
+[[noreturn]] void fail(const Diagnostics& diagnostics, bool table, const std::string& fallback) {
+  for (const Diagnostic& d : diagnostics.all()) {
+    if (d.severity == Severity::error) throw failure_of(d, table);
+  }
+  throw ScheduleFailure(fallback);
+}
+
+struct ConfigArguments {
+  py::object stages, micro_batches, dp, chunks;
+};
+
+api::ConfigRequest config_request(const ConfigArguments& a) {
+  api::ConfigRequest request;
+  request.stages = single(range_of(a.stages, "stages", api::kMaxStages), "stages");
+  request.micro_batches =
+      single(range_of(a.micro_batches, "micro_batches", api::kMaxMicroBatches), "micro_batches");
+  request.dp = single(range_of(a.dp, "dp", api::kMaxDp), "dp");
+  request.chunks = single(range_of(a.chunks, "chunks", api::kMaxChunks), "chunks");
+  return request;
+}
+
+// The Program of a schedule for one configuration, or ScheduleError.
+Program load(const Input& input, const ConfigArguments& arguments, const ExpandOptions& options) {
+  const api::ConfigRequest request = config_request(arguments);
+  Diagnostics diagnostics;
+  api::ProgramInput loaded;
+  {
+    py::gil_scoped_release unlocked;
+    loaded = api::load_program(input.file, request, diagnostics, options, input.table);
+  }
+  if (!loaded.program)
+    fail(diagnostics, input.table, input.file->name() + ": " + loaded.usage_error);
+  return std::move(*loaded.program);
+}
+
+PyCheckResult check(const py::object& schedule, const py::object& stages,
+                    const py::object& micro_batches, const py::object& dp, const py::object& chunks,
+                    const std::string& p2p_order, const std::optional<std::string>& name,
+                    bool skip_unsupported, std::uint64_t max_configurations) {
+  const Input input = input_of(schedule, name);
+  api::SweepRequest request;
+  request.stages = range_of(stages, "stages", api::kMaxStages);
+  request.micro_batches = range_of(micro_batches, "micro_batches", api::kMaxMicroBatches);
+  request.dp = range_of(dp, "dp", api::kMaxDp);
+  request.chunks = range_of(chunks, "chunks", api::kMaxChunks);
+  request.p2p_posted_order = posted_order(p2p_order);
+  request.skip_unsupported = skip_unsupported;
+  request.max_configurations = max_configurations;
+  request.table = input.table;
+  api::FileReport report;
+  {
+    py::gil_scoped_release unlocked;
+    report = api::check_file(input.file, request);
+  }
+  return result_of(report, input.table);
+}
+
+Costs costs_of(const py::object& given) {
+  if (given.is_none()) return default_costs();
+  Costs costs;
+  std::string error;
+  if (py::isinstance<py::str>(given)) {
+    if (!parse_cost_flags(given.cast<std::string>(), costs, error)) throw py::value_error(error);
+    return costs;
+  }
+  for (const auto& [key, value] : given.cast<std::map<std::string, double>>()) {
+    if (!set_cost(costs, key, value, error)) throw py::value_error(error);
+  }
+  return costs;
+}
+
+PySimulation simulate(const py::object& schedule, const py::object& stages,
+                      const py::object& micro_batches, const py::object& dp,
+                      const py::object& chunks, const py::object& costs,
+                      const std::optional<std::vector<int>>& hosts,
+                      const std::optional<std::string>& svg,
+                      const std::optional<std::string>& trace,
+                      const std::optional<std::string>& name) {
+  const Input input = input_of(schedule, name);
+  api::SimulateRequest request;
+  request.costs = costs_of(costs);
+  const Program program = load(input, {stages, micro_batches, dp, chunks}, {});
+  if (hosts) {
+    if (static_cast<int>(hosts->size()) != program.ranks()) {
+      throw py::value_error("hosts must give a host for each of the " +
+                            std::to_string(program.ranks()) + " ranks");
+    }
+    request.host_of_rank = *hosts;
+  }
+  Diagnostics diagnostics;
+  api::SimulateOutcome outcome;
+  {
+    py::gil_scoped_release unlocked;
+    outcome = api::simulate_program(program, request, diagnostics);
+  }
+  if (!outcome.run) fail(diagnostics, input.table, outcome.usage_error);
+  PySimulation simulation{std::make_shared<const api::SimulateRun>(std::move(*outcome.run)),
+                          request.costs};
+  std::string error;
+  if ((svg && !api::write_timeline_svg(*svg, *simulation.run, error)) ||
+      (trace && !api::write_timeline_trace(*trace, *simulation.run, error))) {
+    raise_os_error(error);
+  }
+  return simulation;
+}
+
+PyExpansion expand(const py::object& schedule, const py::object& stages,
+                   const py::object& micro_batches, const py::object& dp, const py::object& chunks,
+                   const std::optional<std::string>& name) {
+  const Input input = input_of(schedule, name);
+  Program program = load(input, {stages, micro_batches, dp, chunks}, {});
+  return PyExpansion{std::make_shared<const Program>(std::move(program)), input.table};
+}
+
+// PyTorch's pipeline_order: a dict {rank: [action or None, ...]} with ranks
+// 0..P-1, or a list of such lists; an action is anything whose str() is
+// PyTorch's spelling (a str, or torch's _Action).
+api::PipelineOrder order_of(const py::object& order) {
+  std::vector<py::object> rows;
+  if (py::isinstance<py::dict>(order)) {
+    const auto by_rank = order.cast<py::dict>();
+    rows.assign(by_rank.size(), py::none());
+    for (const auto& [key, row] : by_rank) {
+      const int rank = py::isinstance<py::int_>(key) ? key.cast<int>() : -1;
+      if (rank < 0 || rank >= static_cast<int>(rows.size()) ||
+          !rows[static_cast<std::size_t>(rank)].is_none()) {
+        throw py::value_error("pipeline_order's keys must be the ranks 0.." +
+                              std::to_string(rows.size() - 1) + ", each once");
+      }
+      rows[static_cast<std::size_t>(rank)] = py::reinterpret_borrow<py::object>(row);
+    }
+  } else {
+    for (const py::handle row : order) rows.push_back(py::reinterpret_borrow<py::object>(row));
+  }
+  api::PipelineOrder out;
+  for (const py::object& row : rows) {
+    auto& cells = out.emplace_back();
+    for (const py::handle cell : row) {
+      if (cell.is_none()) {
+        cells.emplace_back();
+      } else {
+        cells.emplace_back(py::str(cell).cast<std::string>());
+      }
+    }
+  }
+  return out;
+}
+
+std::shared_ptr<const SourceFile> order_file(const py::object& order) {
+  std::string error;
+  auto file = api::pipeline_order_file(order_of(order), "<pipeline_order>", error);
+  if (!file) throw ScheduleFailure(error);
+  return file;
+}
+
+// The stages' ranks as given: "looped", "v", or {stage: rank} (PyTorch's
+// stage_index_to_group_rank).
+void check_placement(const py::object& placement, const pytorch::Layout& layout) {
+  if (placement.is_none()) return;
+  if (py::isinstance<py::str>(placement)) {
+    const std::string given = placement.cast<std::string>();
+    if (given != "looped" && given != "v") {
+      throw py::value_error("placement must be 'looped', 'v' or {stage: rank}, not '" + given +
+                            "'");
+    }
+    const std::string inferred(name(layout.placement));
+    if (given != inferred) {
+      throw ScheduleFailure("placement='" + given + "', but the order puts its stages " + inferred);
+    }
+    return;
+  }
+  for (const auto& [stage, rank] : placement.cast<std::map<int, int>>()) {
+    if (stage < 0 || stage >= layout.stages || layout.rank_of(stage) != rank) {
+      throw ScheduleFailure("placement puts stage " + std::to_string(stage) + " on rank " +
+                            std::to_string(rank) + ", but the order runs it on " +
+                            (stage < 0 || stage >= layout.stages
+                                 ? std::string("no rank")
+                                 : "rank " + std::to_string(layout.rank_of(stage))));
+    }
+  }
+}
+
+PyCheckResult check_pipeline_order(const py::object& order, const std::optional<int>& num_stages,
+                                   const std::optional<int>& n_microbatches,
+                                   const py::object& placement, const std::string& p2p_order) {
+  const auto file = order_file(order);
+  Diagnostics diagnostics;
+  const auto layout = api::table_layout(file, diagnostics);
+  if (!layout) fail(diagnostics, true, "the pipeline_order is not a schedule");
+  if (num_stages && *num_stages != layout->stages) {
+    throw ScheduleFailure("num_stages=" + std::to_string(*num_stages) +
+                          ", but the order's actions name " + std::to_string(layout->stages) +
+                          " stages");
+  }
+  if (n_microbatches && *n_microbatches != layout->micro_batches) {
+    throw ScheduleFailure("n_microbatches=" + std::to_string(*n_microbatches) +
+                          ", but the order's actions name " +
+                          std::to_string(layout->micro_batches) + " micro-batches");
+  }
+  check_placement(placement, *layout);
+  api::SweepRequest request;
+  request.table = true;
+  request.p2p_posted_order = posted_order(p2p_order);
+  api::FileReport report;
+  {
+    py::gil_scoped_release unlocked;
+    report = api::check_file(file, request);
+  }
+  return result_of(report, true);
+}
+
+std::map<int, std::vector<std::string>> lower_pipeline_order(const py::object& order) {
+  const auto file = order_file(order);
+  Diagnostics diagnostics;
+  const auto text = api::lower_table(file, diagnostics);
+  if (!text) fail(diagnostics, true, "the pipeline_order cannot be lowered");
+  std::map<int, std::vector<std::string>> lowered;
+  int rank = 0;
+  std::string cell;
+  for (const char c : *text) {
+    if (c == ',' || c == '\n') {
+      if (!cell.empty()) lowered[rank].push_back(cell);
+      cell.clear();
+      if (c == '\n') lowered.try_emplace(rank++);
+      continue;
+    }
+    cell += c;
+  }
+  return lowered;
+}
+
+}  // namespace
+
+}  // namespace pipevm::python
+
+PYBIND11_MODULE(_pipevm, m) {
+  using namespace pipevm::python;
+  m.doc() = "pipevm's checker, simulator and expander (see the package pipevm)";
+  m.attr("__version__") = PIPEVM_VERSION;
+  bind_results(m);
+  // The functions' docstrings open with their signatures, keyword-only marks included.
+  py::options options;
+  options.disable_function_signatures();
+  m.def("check", &check, py::arg("schedule"), py::kw_only(), py::arg("stages") = py::none(),
+        py::arg("micro_batches") = py::none(), py::arg("dp") = py::none(),
+        py::arg("chunks") = py::none(), py::arg("p2p_order") = "independent",
+        py::arg("name") = py::none(), py::arg("skip_unsupported") = false,
+        py::arg("max_configurations") = 100'000,
+        "check(schedule, *, stages=None, micro_batches=None, dp=None, chunks=None,\n"
+        "      p2p_order='independent', name=None, skip_unsupported=False,\n"
+        "      max_configurations=100000) -> CheckResult\n\n"
+        "Proves a schedule free of deadlock and mismatched communication, as `pipevm check`.\n"
+        "schedule: a path, or text (a str with a line break, or given a name). stages,\n"
+        "micro_batches, dp, chunks: an int or an inclusive (first, last) range; absent ones\n"
+        "come from the schedule's `check` lines. p2p_order: 'independent' (MPI) or 'posted'\n"
+        "(NCCL). Raises ScheduleError when the input is not a schedule.");
+  m.def("simulate", &simulate, py::arg("schedule"), py::kw_only(), py::arg("stages") = py::none(),
+        py::arg("micro_batches") = py::none(), py::arg("dp") = py::none(),
+        py::arg("chunks") = py::none(), py::arg("costs") = py::none(),
+        py::arg("hosts") = py::none(), py::arg("svg") = py::none(), py::arg("trace") = py::none(),
+        py::arg("name") = py::none(),
+        "simulate(schedule, *, stages=None, micro_batches=None, dp=None, chunks=None,\n"
+        "         costs=None, hosts=None, svg=None, trace=None, name=None) -> Simulation\n\n"
+        "Simulates one configuration under a cost model, as `pipevm simulate`. costs: a dict\n"
+        "of cost keys or 'fwd=1,bwd=2' (unset keys cost 0; None: the textbook default);\n"
+        "hosts: the host of each rank; svg, trace: files to write. Raises ScheduleError when\n"
+        "the schedule cannot be read or cannot run to its end.");
+  m.def("expand", &expand, py::arg("schedule"), py::kw_only(), py::arg("stages") = py::none(),
+        py::arg("micro_batches") = py::none(), py::arg("dp") = py::none(),
+        py::arg("chunks") = py::none(), py::arg("name") = py::none(),
+        "expand(schedule, *, stages=None, micro_batches=None, dp=None, chunks=None,\n"
+        "       name=None) -> Expansion\n\n"
+        "Expands one configuration into each rank's instruction stream, as `pipevm expand`.");
+  m.def("check_pipeline_order", &check_pipeline_order, py::arg("order"), py::kw_only(),
+        py::arg("num_stages") = py::none(), py::arg("n_microbatches") = py::none(),
+        py::arg("placement") = py::none(), py::arg("p2p_order") = "independent",
+        "check_pipeline_order(order, *, num_stages=None, n_microbatches=None, placement=None,\n"
+        "                     p2p_order='independent') -> CheckResult\n\n"
+        "Checks PyTorch's in-memory pipeline_order ({rank: [action or None, ...]}, actions as\n"
+        "str() spells them) as `pipevm check` checks the same table as CSV. num_stages,\n"
+        "n_microbatches and placement ('looped', 'v' or {stage: rank}), when given, must match\n"
+        "what the actions say. Findings name the rank, step and action; a malformed action\n"
+        "raises ScheduleError.");
+  m.def("lower_pipeline_order", &lower_pipeline_order, py::arg("order"),
+        "lower_pipeline_order(order) -> dict[int, list[str]]\n\n"
+        "The order with its sends and receives, as torch.distributed.pipelining adds them\n"
+        "(_merge_bw, then _add_send_recv).");
+}

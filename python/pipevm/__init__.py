@@ -1,0 +1,57 @@
+"""pipevm: pipeline-parallel training schedules as checked programs.
+
+Check a schedule for deadlock and mismatched communication, simulate its
+timeline, expand it into each rank's instruction stream, and check PyTorch's
+in-memory ``pipeline_order`` by the same rules as ``pipevm check TABLE.csv``::
+
+    import pipevm
+    result = pipevm.check("schedules/1f1b.pipe", stages=4, micro_batches=8)
+    assert result.ok, [str(f) for f in result.findings]
+
+    order = {0: ["0F0", "0F1", "0B0", "0B1"], 1: [None, "1F0", "1B0", "1F1", "1B1"]}
+    pipevm.check_pipeline_order(order, num_stages=2, n_microbatches=2)
+
+Bad input (a syntax error, a malformed action, no configuration) raises
+:class:`ScheduleError` with its position; a schedule that reads but is wrong
+is a result with ``ok == False`` and its findings. docs/python.md has more.
+"""
+
+from ._pipevm import (
+    CheckResult,
+    Configuration,
+    Expansion,
+    Finding,
+    Note,
+    RankBytes,
+    RankFigures,
+    ScheduleError,
+    Simulation,
+    StageFigures,
+    StageMemory,
+    __version__,
+    check,
+    check_pipeline_order,
+    expand,
+    lower_pipeline_order,
+    simulate,
+)
+
+__all__ = [
+    "CheckResult",
+    "Configuration",
+    "Expansion",
+    "Finding",
+    "Note",
+    "RankBytes",
+    "RankFigures",
+    "ScheduleError",
+    "Simulation",
+    "StageFigures",
+    "StageMemory",
+    "__version__",
+    "check",
+    "check_pipeline_order",
+    "expand",
+    "lower_pipeline_order",
+    "simulate",
+]

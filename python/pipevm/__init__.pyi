@@ -1,0 +1,188 @@
+# Type stubs of the package pipevm (the compiled pipevm._pipevm re-exported).
+import os
+from typing import Any, Mapping, Optional, Sequence, Tuple, Union
+
+__version__: str
+
+# An int, or an inclusive (first, last) range that check sweeps.
+Range = Union[int, Tuple[int, int]]
+Schedule = Union[str, os.PathLike[str]]
+# PyTorch's pipeline_order: {rank: [action or None, ...]}, or a list of rows;
+# an action is its str(): "0F0", "1B3", "2SEND_F0", "(0F7;7B3)OVERLAP_F_B".
+PipelineOrder = Union[Mapping[int, Sequence[Optional[object]]], Sequence[Sequence[Optional[object]]]]
+
+class ScheduleError(ValueError):
+    """The input is not a schedule pipevm can read; the attributes say where."""
+    file: Optional[str]
+    line: Optional[int]
+    column: Optional[int]
+    code: Optional[str]
+    rank: Optional[int]
+    step: Optional[int]
+    action: Optional[str]
+
+class Configuration:
+    stages: int
+    micro_batches: int
+    dp: int
+    chunks: int
+
+class Note:
+    message: str
+    file: Optional[str]
+    line: Optional[int]
+    column: Optional[int]
+    rank: Optional[int]
+
+class Finding:
+    """One finding; str() is the gcc-style line `pipevm check --format gcc` prints."""
+    code: str
+    class_: str
+    name: str
+    severity: str
+    message: str
+    text: str
+    file: Optional[str]
+    line: Optional[int]
+    column: Optional[int]
+    rank: Optional[int]
+    ranks: list[int]
+    notes: list[Note]
+    configuration: Optional[Configuration]
+    configurations: int
+    folded: int
+    step: Optional[int]
+    action: Optional[str]
+
+class StageMemory:
+    stage: int
+    peak_activations: int
+    peak_in_flight: int
+
+class RankBytes:
+    rank: int
+    stage: int
+    weights: int
+    gradients: int
+    optimizer: int
+    activations: int
+    activation_gradients: int
+    messages: int
+    @property
+    def peak_bytes(self) -> int: ...
+
+class CheckResult:
+    """What a check found; truthy when ok."""
+    ok: bool
+    file: str
+    findings: list[Finding]
+    checked: int
+    failing: int
+    skipped: int
+    suppressed: int
+    instructions: int
+    memory: list[StageMemory]
+    per_rank: list[RankBytes]
+    def __bool__(self) -> bool: ...
+
+class RankFigures:
+    busy: float
+    communication: float
+    idle: float
+    peak_activations: int
+
+class StageFigures:
+    stage: int
+    busy: float
+    idle: float
+    peak_activations: int
+
+class Simulation:
+    @property
+    def makespan(self) -> float: ...
+    @property
+    def bubble_fraction(self) -> float: ...
+    @property
+    def ranks(self) -> list[RankFigures]: ...
+    @property
+    def stages(self) -> list[StageFigures]: ...
+    @property
+    def per_rank(self) -> list[RankBytes]: ...
+    @property
+    def configuration(self) -> Configuration: ...
+    def timeline(self) -> list[dict[str, Any]]: ...
+    def to_json(self) -> dict[str, Any]: ...
+    def text(self, width: int = 100) -> str: ...
+    def write_svg(self, path: str) -> None: ...
+    def write_trace(self, path: str) -> None: ...
+
+class Expansion:
+    @property
+    def configuration(self) -> Configuration: ...
+    @property
+    def placement(self) -> str: ...
+    @property
+    def ranks(self) -> list[list[str]]: ...
+    @property
+    def text(self) -> str: ...
+    def torch_csv(self, with_comms: bool = False) -> str: ...
+
+def check(
+    schedule: Schedule,
+    *,
+    stages: Optional[Range] = None,
+    micro_batches: Optional[Range] = None,
+    dp: Optional[Range] = None,
+    chunks: Optional[Range] = None,
+    p2p_order: str = "independent",
+    name: Optional[str] = None,
+    skip_unsupported: bool = False,
+    max_configurations: int = 100000,
+) -> CheckResult:
+    """Checks a schedule (a path, or text: a str with a line break or a `name`) for every
+    configuration asked for, else those it declares. p2p_order: 'independent' (MPI) or
+    'posted' (NCCL). Raises ScheduleError when it is not a schedule."""
+
+def simulate(
+    schedule: Schedule,
+    *,
+    stages: Optional[int] = None,
+    micro_batches: Optional[int] = None,
+    dp: Optional[int] = None,
+    chunks: Optional[int] = None,
+    costs: Union[None, str, Mapping[str, float]] = None,
+    hosts: Optional[Sequence[int]] = None,
+    svg: Optional[str] = None,
+    trace: Optional[str] = None,
+    name: Optional[str] = None,
+) -> Simulation:
+    """Simulates one configuration. costs: {'fwd': 1, 'bwd': 2} or 'fwd=1,bwd=2' (unset keys
+    cost 0; None: the textbook default); hosts: the host of each rank. Writes svg and trace
+    when given. Raises ScheduleError when it cannot be read or cannot run to its end."""
+
+def expand(
+    schedule: Schedule,
+    *,
+    stages: Optional[int] = None,
+    micro_batches: Optional[int] = None,
+    dp: Optional[int] = None,
+    chunks: Optional[int] = None,
+    name: Optional[str] = None,
+) -> Expansion:
+    """Expands one configuration into each rank's stream."""
+
+def check_pipeline_order(
+    order: PipelineOrder,
+    *,
+    num_stages: Optional[int] = None,
+    n_microbatches: Optional[int] = None,
+    placement: Union[None, str, Mapping[int, int]] = None,
+    p2p_order: str = "independent",
+) -> CheckResult:
+    """Checks PyTorch's pipeline_order (compute only, or with SEND_F/RECV_F/SEND_B/RECV_B) as
+    `pipevm check` checks the same table as CSV. num_stages, n_microbatches and placement
+    ('looped', 'v' or {stage: rank}), when given, must match what the actions say. Findings
+    name the rank, step and action."""
+
+def lower_pipeline_order(order: PipelineOrder) -> dict[int, list[str]]:
+    """The order with its sends and receives, as torch.distributed.pipelining adds them."""
