@@ -112,6 +112,15 @@ class Expander {
          e.range);
   }
 
+  // The value of an expression; a name or a number without a call, since
+  // most operands are one (a call to eval costs more than its work there).
+  std::int64_t value(std::uint32_t index) {
+    const Expr& e = s_.exprs[index];
+    if (e.op == ExprOp::variable) return slots_[static_cast<std::size_t>(e.value)];
+    if (e.op == ExprOp::constant) return e.value;
+    return eval(index);
+  }
+
   std::int64_t eval(std::uint32_t index) {
     const Expr& e = s_.exprs[index];
     std::int64_t result = 0;
@@ -121,21 +130,21 @@ class Expander {
       case ExprOp::variable:
         return slots_[static_cast<std::size_t>(e.value)];
       case ExprOp::negate: {
-        const std::int64_t v = eval(e.lhs);
+        const std::int64_t v = value(e.lhs);
         if (v == std::numeric_limits<std::int64_t>::min()) overflow(e);
         return -v;
       }
       case ExprOp::logical_not:
-        return eval(e.lhs) == 0 ? 1 : 0;
+        return value(e.lhs) == 0 ? 1 : 0;
       case ExprOp::logical_and:
-        return eval(e.lhs) != 0 && eval(e.rhs) != 0 ? 1 : 0;
+        return value(e.lhs) != 0 && value(e.rhs) != 0 ? 1 : 0;
       case ExprOp::logical_or:
-        return eval(e.lhs) != 0 || eval(e.rhs) != 0 ? 1 : 0;
+        return value(e.lhs) != 0 || value(e.rhs) != 0 ? 1 : 0;
       default:
         break;
     }
-    const std::int64_t a = eval(e.lhs);
-    const std::int64_t b = eval(e.rhs);
+    const std::int64_t a = value(e.lhs);
+    const std::int64_t b = value(e.rhs);
     switch (e.op) {
       case ExprOp::add:
         if (__builtin_add_overflow(a, b, &result)) overflow(e);
@@ -219,11 +228,11 @@ class Expander {
   void execute(const Stmt& st) {
     switch (st.kind) {
       case StmtKind::let:
-        slots_[st.slot] = eval(st.first);
+        slots_[st.slot] = value(st.first);
         return;
       case StmtKind::for_range: {
-        const std::int64_t low = eval(st.first);
-        const std::int64_t high = eval(st.second);
+        const std::int64_t low = value(st.first);
+        const std::int64_t high = value(st.second);
         if (st.reversed) {
           for (std::int64_t i = high; i > low;) {
             --i;
@@ -241,7 +250,7 @@ class Expander {
         return;
       }
       case StmtKind::if_else:
-        execute(eval(st.first) != 0 ? st.body : st.otherwise);
+        execute(value(st.first) != 0 ? st.body : st.otherwise);
         return;
       case StmtKind::stage_only:
         if (st.stage == stage_) execute(st.body);
@@ -249,7 +258,7 @@ class Expander {
       case StmtKind::call: {
         const Procedure& procedure = s_.procedures[st.procedure];
         for (std::uint32_t a = st.args_begin; a < st.args_end; ++a) {
-          slots_[procedure.params[a - st.args_begin]] = eval(s_.call_args[a]);
+          slots_[procedure.params[a - st.args_begin]] = value(s_.call_args[a]);
         }
         call_stack_.push_back(static_cast<std::uint32_t>(&st - s_.stmts.data()));
         execute(procedure.body);
@@ -277,29 +286,34 @@ class Expander {
     }
   }
 
-  // A micro-batch operand, in range.
+  // A micro-batch operand, in range. Every instruction has one: the report
+  // stays out of line so that the check costs a compare.
   std::uint32_t micro_batch(std::uint32_t expression) {
-    const std::int64_t mb = eval(expression);
-    if (mb < 0 || mb >= config_.micro_batches) {
-      fail(DiagnosticKind::MicroBatchOutOfRange,
-           "micro-batch " + std::to_string(mb) +
-               " is out of range: micro_batches = " + std::to_string(config_.micro_batches) +
-               ", so 0 .. " + std::to_string(config_.micro_batches - 1),
-           s_.exprs[expression].range);
-    }
+    const std::int64_t mb = value(expression);
+    if (mb < 0 || mb >= config_.micro_batches) micro_batch_out_of_range(mb, expression);
     return static_cast<std::uint32_t>(mb);
+  }
+
+  [[noreturn, gnu::cold]] void micro_batch_out_of_range(std::int64_t mb, std::uint32_t expression) {
+    fail(DiagnosticKind::MicroBatchOutOfRange,
+         "micro-batch " + std::to_string(mb) +
+             " is out of range: micro_batches = " + std::to_string(config_.micro_batches) +
+             ", so 0 .. " + std::to_string(config_.micro_batches - 1),
+         s_.exprs[expression].range);
   }
 
   // A chunk operand, in range.
   std::uint16_t chunk(std::uint32_t expression) {
-    const std::int64_t c = eval(expression);
-    if (c < 0 || c >= config_.chunks) {
-      fail(DiagnosticKind::ChunkOutOfRange,
-           "chunk " + std::to_string(c) + " is out of range: chunks = " +
-               std::to_string(config_.chunks) + ", so 0 .. " + std::to_string(config_.chunks - 1),
-           s_.exprs[expression].range);
-    }
+    const std::int64_t c = value(expression);
+    if (c < 0 || c >= config_.chunks) chunk_out_of_range(c, expression);
     return static_cast<std::uint16_t>(c);
+  }
+
+  [[noreturn, gnu::cold]] void chunk_out_of_range(std::int64_t c, std::uint32_t expression) {
+    fail(DiagnosticKind::ChunkOutOfRange,
+         "chunk " + std::to_string(c) + " is out of range: chunks = " +
+             std::to_string(config_.chunks) + ", so 0 .. " + std::to_string(config_.chunks - 1),
+         s_.exprs[expression].range);
   }
 
   // A layer operand: a layer of the model, and on a compute step one of its
