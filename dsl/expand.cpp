@@ -64,6 +64,11 @@ class Expander {
   std::uint64_t iteration_limit_ = 0;
   int rank_ = 0;
   int stage_ = 0;
+  // This rank's default peers, by (chunk, message kind, sending), filled as
+  // they are first needed: every message of a rank asks for one of a few.
+  static constexpr std::size_t kKinds = 4;  // MessageKind's values
+  static constexpr std::int32_t kUnknownPeer = std::numeric_limits<std::int32_t>::min();
+  std::vector<std::int32_t> default_peers_;
 
   // Grows the code array from the longest rank so far instead of doubling
   // (doubling a 400 MB array needs 1.2 GB at the moment of the copy). Ranks
@@ -82,6 +87,8 @@ class Expander {
   void expand_rank(int rank) {
     rank_ = rank;
     stage_ = stage_of(config_, rank);
+    default_peers_.assign(static_cast<std::size_t>(std::max(config_.chunks, 1)) * kKinds * 2,
+                          kUnknownPeer);
     slots_[kStage] = stage_;
     slots_[kStages] = config_.stages;
     slots_[kMicroBatches] = config_.micro_batches;
@@ -377,6 +384,18 @@ class Expander {
     return cell;
   }
 
+  // default_peer for this rank, remembered (the chunk is in range by now).
+  int default_peer_of(const Stmt& st, std::uint16_t chunk) {
+    const std::size_t at =
+        (static_cast<std::size_t>(chunk) * kKinds + static_cast<std::size_t>(st.message_kind)) * 2 +
+        (st.sending ? 1 : 0);
+    std::int32_t& peer = default_peers_[at];
+    if (peer == kUnknownPeer) {
+      peer = default_peer(s_.placement, config_, stage_, st.message_kind, chunk, st.sending);
+    }
+    return peer;
+  }
+
   void emit(const Stmt& st) {
     Instruction in;
     in.op = st.op;
@@ -402,8 +421,7 @@ class Expander {
         in.peer = static_cast<std::int16_t>(peer);
         explicit_peer = true;
       } else {
-        in.peer = static_cast<std::int16_t>(
-            default_peer(s_.placement, config_, stage_, st.message_kind, in.chunk, st.sending));
+        in.peer = static_cast<std::int16_t>(default_peer_of(st, in.chunk));
       }
     }
     if (program_.code.size() >= options_.max_instructions) {
