@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <map>
 #include <tuple>
 
@@ -102,7 +103,13 @@ class MessageLinker {
         explained_(program.code.size(), false),
         pairable_(program.code.size(), false),
         sends_into_(static_cast<std::size_t>(program.ranks()) + 1, 0),
-        receive_count_(static_cast<std::size_t>(program.ranks()), 0) {}
+        receive_count_(static_cast<std::size_t>(program.ranks()), 0),
+        expected_peers_(
+            static_cast<std::size_t>(std::max(program.config.chunks, 2)) * kKinds * 2,
+            kUnknownPeer) {}
+
+  // Before the messages of `rank` are scanned.
+  void begin_rank() { std::fill(expected_peers_.begin(), expected_peers_.end(), kUnknownPeer); }
 
   // Called for every message, rank by rank in program order.
   void scan(std::size_t i, int rank, int stage) {
@@ -150,8 +157,7 @@ class MessageLinker {
   // true when the message can pair at all (its peer is a stage).
   bool check_peer(std::size_t index, int stage) {
     const Instruction& in = program_.code[index];
-    const int expected =
-        default_peer(program_.placement, config_, stage, in.kind, in.chunk, is_send(in.op));
+    const int expected = expected_peer(stage, in);
     const bool stage_peer = in.peer >= 0 && in.peer < config_.stages;
     if (stage_peer && in.peer == expected) return true;
     explained_[index] = true;
@@ -160,6 +166,22 @@ class MessageLinker {
         {reachable ? LinkFailureKind::peer_not_neighbour : LinkFailureKind::peer_outside,
          index32(index), kNone});
     return stage_peer;
+  }
+
+  // default_peer of the rank being scanned, remembered by (chunk, kind,
+  // direction): a rank's messages ask for a few, most of them many times.
+  int expected_peer(int stage, const Instruction& in) {
+    const std::size_t at =
+        (static_cast<std::size_t>(in.chunk) * kKinds + static_cast<std::size_t>(in.kind)) * 2 +
+        (is_send(in.op) ? 1 : 0);
+    if (at >= expected_peers_.size()) {
+      return default_peer(program_.placement, config_, stage, in.kind, in.chunk, is_send(in.op));
+    }
+    int& expected = expected_peers_[at];
+    if (expected == kUnknownPeer) {
+      expected = default_peer(program_.placement, config_, stage, in.kind, in.chunk, is_send(in.op));
+    }
+    return expected;
   }
 
   void link_destination(int b, std::size_t first_send, std::size_t end_send,
@@ -257,6 +279,9 @@ class MessageLinker {
   std::vector<std::uint32_t> next_receive_;
   std::vector<SendRef> left_sends_;
   std::vector<std::uint32_t> left_receives_;
+  static constexpr std::size_t kKinds = 4;  // MessageKind's values
+  static constexpr int kUnknownPeer = std::numeric_limits<int>::min();
+  std::vector<int> expected_peers_;  // expected_peer's memory: (chunk, kind, direction)
 };
 
 // --- requests ----------------------------------------------------------------
@@ -547,6 +572,7 @@ Link link(const Program& program, const LinkOptions& options) {
     const std::size_t end = program.rank_begin[static_cast<std::size_t>(r) + 1];
     const int stage = stage_of(program.config, r);
     requests.begin_rank(r);
+    messages.begin_rank();
     for (std::size_t i = begin; i < end; ++i) {
       const OpcodeInfo& row = info(program.code[i].op);
       switch (row.cls) {
