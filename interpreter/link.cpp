@@ -6,6 +6,7 @@
 #include <array>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <tuple>
 
 #include "topology.hpp"
@@ -141,6 +142,10 @@ class MessageLinker {
     for (std::size_t b = 0; b < ranks; ++b) {
       link_destination(static_cast<int>(b), sends_into_[b], sends_into_[b + 1], receive_count_[b]);
     }
+    // Every pairable message paired: nothing is unmatched, no need to look.
+    const std::size_t receives =
+        std::accumulate(receive_count_.begin(), receive_count_.end(), std::size_t{0});
+    if (2 * pairs_ == sends_.size() + receives) return;
     for (std::size_t i = 0; i < program_.code.size(); ++i) {
       if (pairable_[i] && link_.to[i] == kNone && !explained_[i]) {
         link_.failures.push_back({LinkFailureKind::unmatched, index32(i), kNone});
@@ -222,6 +227,7 @@ class MessageLinker {
       fifo->first = next_receive_[receive - begin];
       link_.to[send.index] = receive;
       link_.to[receive] = send.index;
+      ++pairs_;
     }
     if (left_sends_.empty() || options_.piece_widths.empty()) return;
     left_receives_.clear();
@@ -272,6 +278,7 @@ class MessageLinker {
   std::vector<bool> pairable_;   // a message whose peer is a stage
   std::vector<std::size_t> sends_into_;     // counts, then offsets into sends_, by destination
   std::vector<std::size_t> receive_count_;  // per rank
+  std::size_t pairs_ = 0;                   // sends linked to a receive
   // Sends by destination rank, each destination's in program order, so in
   // the order of their source ranks (which link_destination recovers).
   std::vector<std::uint32_t> sends_;
