@@ -64,6 +64,11 @@ class Expander {
   std::uint64_t iteration_limit_ = 0;
   int rank_ = 0;
   int stage_ = 0;
+  // This rank's default peers, by (chunk, message kind, sending), filled as
+  // they are first needed: every message of a rank asks for one of a few.
+  static constexpr std::size_t kKinds = 4;  // MessageKind's values
+  static constexpr std::int32_t kUnknownPeer = std::numeric_limits<std::int32_t>::min();
+  std::vector<std::int32_t> default_peers_;
 
   // Grows the code array from the longest rank so far instead of doubling
   // (doubling a 400 MB array needs 1.2 GB at the moment of the copy). Ranks
@@ -82,6 +87,8 @@ class Expander {
   void expand_rank(int rank) {
     rank_ = rank;
     stage_ = stage_of(config_, rank);
+    default_peers_.assign(static_cast<std::size_t>(std::max(config_.chunks, 1)) * kKinds * 2,
+                          kUnknownPeer);
     slots_[kStage] = stage_;
     slots_[kStages] = config_.stages;
     slots_[kMicroBatches] = config_.micro_batches;
@@ -112,6 +119,15 @@ class Expander {
          e.range);
   }
 
+  // The value of an expression; a name or a number without a call, since
+  // most operands are one (a call to eval costs more than its work there).
+  std::int64_t value(std::uint32_t index) {
+    const Expr& e = s_.exprs[index];
+    if (e.op == ExprOp::variable) return slots_[static_cast<std::size_t>(e.value)];
+    if (e.op == ExprOp::constant) return e.value;
+    return eval(index);
+  }
+
   std::int64_t eval(std::uint32_t index) {
     const Expr& e = s_.exprs[index];
     std::int64_t result = 0;
@@ -121,21 +137,21 @@ class Expander {
       case ExprOp::variable:
         return slots_[static_cast<std::size_t>(e.value)];
       case ExprOp::negate: {
-        const std::int64_t v = eval(e.lhs);
+        const std::int64_t v = value(e.lhs);
         if (v == std::numeric_limits<std::int64_t>::min()) overflow(e);
         return -v;
       }
       case ExprOp::logical_not:
-        return eval(e.lhs) == 0 ? 1 : 0;
+        return value(e.lhs) == 0 ? 1 : 0;
       case ExprOp::logical_and:
-        return eval(e.lhs) != 0 && eval(e.rhs) != 0 ? 1 : 0;
+        return value(e.lhs) != 0 && value(e.rhs) != 0 ? 1 : 0;
       case ExprOp::logical_or:
-        return eval(e.lhs) != 0 || eval(e.rhs) != 0 ? 1 : 0;
+        return value(e.lhs) != 0 || value(e.rhs) != 0 ? 1 : 0;
       default:
         break;
     }
-    const std::int64_t a = eval(e.lhs);
-    const std::int64_t b = eval(e.rhs);
+    const std::int64_t a = value(e.lhs);
+    const std::int64_t b = value(e.rhs);
     switch (e.op) {
       case ExprOp::add:
         if (__builtin_add_overflow(a, b, &result)) overflow(e);
@@ -219,11 +235,11 @@ class Expander {
   void execute(const Stmt& st) {
     switch (st.kind) {
       case StmtKind::let:
-        slots_[st.slot] = eval(st.first);
+        slots_[st.slot] = value(st.first);
         return;
       case StmtKind::for_range: {
-        const std::int64_t low = eval(st.first);
-        const std::int64_t high = eval(st.second);
+        const std::int64_t low = value(st.first);
+        const std::int64_t high = value(st.second);
         if (st.reversed) {
           for (std::int64_t i = high; i > low;) {
             --i;
@@ -241,7 +257,7 @@ class Expander {
         return;
       }
       case StmtKind::if_else:
-        execute(eval(st.first) != 0 ? st.body : st.otherwise);
+        execute(value(st.first) != 0 ? st.body : st.otherwise);
         return;
       case StmtKind::stage_only:
         if (st.stage == stage_) execute(st.body);
@@ -249,7 +265,7 @@ class Expander {
       case StmtKind::call: {
         const Procedure& procedure = s_.procedures[st.procedure];
         for (std::uint32_t a = st.args_begin; a < st.args_end; ++a) {
-          slots_[procedure.params[a - st.args_begin]] = eval(s_.call_args[a]);
+          slots_[procedure.params[a - st.args_begin]] = value(s_.call_args[a]);
         }
         call_stack_.push_back(static_cast<std::uint32_t>(&st - s_.stmts.data()));
         execute(procedure.body);
@@ -277,29 +293,34 @@ class Expander {
     }
   }
 
-  // A micro-batch operand, in range.
+  // A micro-batch operand, in range. Every instruction has one: the report
+  // stays out of line so that the check costs a compare.
   std::uint32_t micro_batch(std::uint32_t expression) {
-    const std::int64_t mb = eval(expression);
-    if (mb < 0 || mb >= config_.micro_batches) {
-      fail(DiagnosticKind::MicroBatchOutOfRange,
-           "micro-batch " + std::to_string(mb) +
-               " is out of range: micro_batches = " + std::to_string(config_.micro_batches) +
-               ", so 0 .. " + std::to_string(config_.micro_batches - 1),
-           s_.exprs[expression].range);
-    }
+    const std::int64_t mb = value(expression);
+    if (mb < 0 || mb >= config_.micro_batches) micro_batch_out_of_range(mb, expression);
     return static_cast<std::uint32_t>(mb);
+  }
+
+  [[noreturn, gnu::cold]] void micro_batch_out_of_range(std::int64_t mb, std::uint32_t expression) {
+    fail(DiagnosticKind::MicroBatchOutOfRange,
+         "micro-batch " + std::to_string(mb) +
+             " is out of range: micro_batches = " + std::to_string(config_.micro_batches) +
+             ", so 0 .. " + std::to_string(config_.micro_batches - 1),
+         s_.exprs[expression].range);
   }
 
   // A chunk operand, in range.
   std::uint16_t chunk(std::uint32_t expression) {
-    const std::int64_t c = eval(expression);
-    if (c < 0 || c >= config_.chunks) {
-      fail(DiagnosticKind::ChunkOutOfRange,
-           "chunk " + std::to_string(c) + " is out of range: chunks = " +
-               std::to_string(config_.chunks) + ", so 0 .. " + std::to_string(config_.chunks - 1),
-           s_.exprs[expression].range);
-    }
+    const std::int64_t c = value(expression);
+    if (c < 0 || c >= config_.chunks) chunk_out_of_range(c, expression);
     return static_cast<std::uint16_t>(c);
+  }
+
+  [[noreturn, gnu::cold]] void chunk_out_of_range(std::int64_t c, std::uint32_t expression) {
+    fail(DiagnosticKind::ChunkOutOfRange,
+         "chunk " + std::to_string(c) + " is out of range: chunks = " +
+             std::to_string(config_.chunks) + ", so 0 .. " + std::to_string(config_.chunks - 1),
+         s_.exprs[expression].range);
   }
 
   // A layer operand: a layer of the model, and on a compute step one of its
@@ -363,6 +384,18 @@ class Expander {
     return cell;
   }
 
+  // default_peer for this rank, remembered (the chunk is in range by now).
+  int default_peer_of(const Stmt& st, std::uint16_t chunk) {
+    const std::size_t at =
+        (static_cast<std::size_t>(chunk) * kKinds + static_cast<std::size_t>(st.message_kind)) * 2 +
+        (st.sending ? 1 : 0);
+    std::int32_t& peer = default_peers_[at];
+    if (peer == kUnknownPeer) {
+      peer = default_peer(s_.placement, config_, stage_, st.message_kind, chunk, st.sending);
+    }
+    return peer;
+  }
+
   void emit(const Stmt& st) {
     Instruction in;
     in.op = st.op;
@@ -388,8 +421,7 @@ class Expander {
         in.peer = static_cast<std::int16_t>(peer);
         explicit_peer = true;
       } else {
-        in.peer = static_cast<std::int16_t>(
-            default_peer(s_.placement, config_, stage_, st.message_kind, in.chunk, st.sending));
+        in.peer = static_cast<std::int16_t>(default_peer_of(st, in.chunk));
       }
     }
     if (program_.code.size() >= options_.max_instructions) {

@@ -147,7 +147,7 @@ CheckResult check(const Program& stepped, const CheckOptions& options) {
   check_layers(one, alone, quiet);
   check_holds(one, alone, quiet);
   check_progress(program, linked, reporter, options.p2p_posted_order);
-  check_gossip_flight(program, reporter);
+  check_gossip_flight(program, linked, reporter);
 
   std::vector<Diagnostic> found = alone.take_diagnostics();
   if (steps > 1) {

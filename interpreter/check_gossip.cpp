@@ -6,6 +6,8 @@
 // unroll_steps (topology.hpp). Not here: pairing and deadlock themselves
 // (link.cpp, check_progress.cpp), which read the unrolled program like any
 // other.
+#include <algorithm>
+
 #include "check_internal.hpp"
 #include "topology.hpp"
 
@@ -26,7 +28,14 @@ bool check_topology(const Program& program, Reporter& reporter) {
   return partition;
 }
 
-void check_gossip_flight(const Program& program, Reporter& reporter) {
+void check_gossip_flight(const Program& program, const Link& link, Reporter& reporter) {
+  // An exchange is a collective, so it has a slot in the link: a program
+  // none of whose slots holds one has nothing in flight to walk for.
+  const bool exchanges = std::any_of(
+      link.slot_members.begin(), link.slot_members.end(), [&](std::uint32_t member) {
+        return member != kNoLink && group_of(program.code[member]) == Group::gossip;
+      });
+  if (!exchanges) return;
   for (int r = 0; r < program.ranks(); ++r) {
     const std::size_t begin = program.rank_begin[static_cast<std::size_t>(r)];
     std::size_t pending = 0;

@@ -84,6 +84,6 @@ void check_progress(const Program& program, const Link& link, Reporter& reporter
 // exchanges then cannot be linked).
 bool check_topology(const Program& program, Reporter& reporter);
 // Reports a rank that starts a gossip exchange while one is in flight.
-void check_gossip_flight(const Program& program, Reporter& reporter);
+void check_gossip_flight(const Program& program, const Link& link, Reporter& reporter);
 
 }  // namespace pipevm::check_detail

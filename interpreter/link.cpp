@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <map>
+#include <numeric>
 #include <tuple>
 
 #include "topology.hpp"
@@ -102,7 +104,13 @@ class MessageLinker {
         explained_(program.code.size(), false),
         pairable_(program.code.size(), false),
         sends_into_(static_cast<std::size_t>(program.ranks()) + 1, 0),
-        receive_count_(static_cast<std::size_t>(program.ranks()), 0) {}
+        receive_count_(static_cast<std::size_t>(program.ranks()), 0),
+        expected_peers_(
+            static_cast<std::size_t>(std::max(program.config.chunks, 2)) * kKinds * 2,
+            kUnknownPeer) {}
+
+  // Before the messages of `rank` are scanned.
+  void begin_rank() { std::fill(expected_peers_.begin(), expected_peers_.end(), kUnknownPeer); }
 
   // Called for every message, rank by rank in program order.
   void scan(std::size_t i, int rank, int stage) {
@@ -134,6 +142,10 @@ class MessageLinker {
     for (std::size_t b = 0; b < ranks; ++b) {
       link_destination(static_cast<int>(b), sends_into_[b], sends_into_[b + 1], receive_count_[b]);
     }
+    // Every pairable message paired: nothing is unmatched, no need to look.
+    const std::size_t receives =
+        std::accumulate(receive_count_.begin(), receive_count_.end(), std::size_t{0});
+    if (2 * pairs_ == sends_.size() + receives) return;
     for (std::size_t i = 0; i < program_.code.size(); ++i) {
       if (pairable_[i] && link_.to[i] == kNone && !explained_[i]) {
         link_.failures.push_back({LinkFailureKind::unmatched, index32(i), kNone});
@@ -150,8 +162,7 @@ class MessageLinker {
   // true when the message can pair at all (its peer is a stage).
   bool check_peer(std::size_t index, int stage) {
     const Instruction& in = program_.code[index];
-    const int expected =
-        default_peer(program_.placement, config_, stage, in.kind, in.chunk, is_send(in.op));
+    const int expected = expected_peer(stage, in);
     const bool stage_peer = in.peer >= 0 && in.peer < config_.stages;
     if (stage_peer && in.peer == expected) return true;
     explained_[index] = true;
@@ -160,6 +171,22 @@ class MessageLinker {
         {reachable ? LinkFailureKind::peer_not_neighbour : LinkFailureKind::peer_outside,
          index32(index), kNone});
     return stage_peer;
+  }
+
+  // default_peer of the rank being scanned, remembered by (chunk, kind,
+  // direction): a rank's messages ask for a few, most of them many times.
+  int expected_peer(int stage, const Instruction& in) {
+    const std::size_t at =
+        (static_cast<std::size_t>(in.chunk) * kKinds + static_cast<std::size_t>(in.kind)) * 2 +
+        (is_send(in.op) ? 1 : 0);
+    if (at >= expected_peers_.size()) {
+      return default_peer(program_.placement, config_, stage, in.kind, in.chunk, is_send(in.op));
+    }
+    int& expected = expected_peers_[at];
+    if (expected == kUnknownPeer) {
+      expected = default_peer(program_.placement, config_, stage, in.kind, in.chunk, is_send(in.op));
+    }
+    return expected;
   }
 
   void link_destination(int b, std::size_t first_send, std::size_t end_send,
@@ -200,6 +227,7 @@ class MessageLinker {
       fifo->first = next_receive_[receive - begin];
       link_.to[send.index] = receive;
       link_.to[receive] = send.index;
+      ++pairs_;
     }
     if (left_sends_.empty() || options_.piece_widths.empty()) return;
     left_receives_.clear();
@@ -250,6 +278,7 @@ class MessageLinker {
   std::vector<bool> pairable_;   // a message whose peer is a stage
   std::vector<std::size_t> sends_into_;     // counts, then offsets into sends_, by destination
   std::vector<std::size_t> receive_count_;  // per rank
+  std::size_t pairs_ = 0;                   // sends linked to a receive
   // Sends by destination rank, each destination's in program order, so in
   // the order of their source ranks (which link_destination recovers).
   std::vector<std::uint32_t> sends_;
@@ -257,6 +286,9 @@ class MessageLinker {
   std::vector<std::uint32_t> next_receive_;
   std::vector<SendRef> left_sends_;
   std::vector<std::uint32_t> left_receives_;
+  static constexpr std::size_t kKinds = 4;  // MessageKind's values
+  static constexpr int kUnknownPeer = std::numeric_limits<int>::min();
+  std::vector<int> expected_peers_;  // expected_peer's memory: (chunk, kind, direction)
 };
 
 // --- requests ----------------------------------------------------------------
@@ -547,6 +579,7 @@ Link link(const Program& program, const LinkOptions& options) {
     const std::size_t end = program.rank_begin[static_cast<std::size_t>(r) + 1];
     const int stage = stage_of(program.config, r);
     requests.begin_rank(r);
+    messages.begin_rank();
     for (std::size_t i = begin; i < end; ++i) {
       const OpcodeInfo& row = info(program.code[i].op);
       switch (row.cls) {
