@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "cost_options.hpp"
 #include "compile.hpp"
 #include "costs.hpp"
 #include "hosts_options.hpp"
@@ -50,29 +51,6 @@ struct SimulateArguments {
 void print_diagnostics(const Diagnostics& diagnostics) {
   const bool color = isatty(STDERR_FILENO) != 0;
   for (const Diagnostic& d : diagnostics.all()) print_text(std::cerr, d, color);
-}
-
-// The cost model the user asked for: the configuration's `costs` section,
-// then --costs, then --cost on top; the textbook default when none gives any.
-bool costs_of(const SimulateArguments& args, const RunConfig& run, Costs& costs) {
-  if (args.cost_file.empty() && args.cost_flags.empty() && run.costs.empty()) {
-    costs = default_costs();
-    return true;
-  }
-  costs = Costs{};
-  std::string error;
-  for (const CostSetting& setting : run.costs) {
-    if (!set_cost(costs, setting.key, setting.value, error)) {
-      std::cerr << "pipevm simulate: " << setting.where << ": costs: " << error << '\n';
-      return false;
-    }
-  }
-  if ((!args.cost_file.empty() && !read_costs_yaml(args.cost_file, costs, error)) ||
-      !parse_cost_flags(args.cost_flags, costs, error)) {
-    std::cerr << "pipevm simulate: " << error << '\n';
-    return false;
-  }
-  return true;
 }
 
 // Whether every time of the timeline, and the sums of them the figures take
@@ -156,7 +134,7 @@ int run_simulate(const CLI::App& app, const SimulateArguments& args) {
   }
   expand_for_model(model, expand_options);
   Costs costs;
-  if (!costs_of(args, model, costs)) return 2;
+  if (!costs_of("simulate", args.cost_file, args.cost_flags, model, costs)) return 2;
   Diagnostics diagnostics;
   ProgramInput input = load_program(app, args.file, args.config, diagnostics, expand_options);
   if (!input.program) {
@@ -205,16 +183,6 @@ int run_simulate(const CLI::App& app, const SimulateArguments& args) {
     return 2;
   }
   return 0;
-}
-
-std::string cost_keys_help() {
-  std::string text = "Cost keys (--cost k=v,... and --costs YAML files; unset keys cost 0):\n";
-  for (const CostKey& key : cost_keys()) {
-    text += "  " + std::string(key.name) +
-            std::string(22 - std::min<std::size_t>(key.name.size(), 21), ' ') +
-            std::string(key.doc) + "\n";
-  }
-  return text;
 }
 
 }  // namespace

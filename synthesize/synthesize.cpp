@@ -1,0 +1,434 @@
+// The search and its last step (synthesize.hpp).
+#include "synthesize.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <random>
+#include <tuple>
+
+#include "check.hpp"
+#include "compile.hpp"
+#include "heuristic.hpp"
+#include "place_comms.hpp"
+
+namespace pipevm::synthesis {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::shared_ptr<const SourceFile> builder_file() {
+  static const auto file = std::make_shared<const SourceFile>("synthesized.pipe", "");
+  return file;
+}
+
+// What the search minimises: the makespan, then the paper's longest stage span.
+using Score = std::tuple<double, double>;
+
+// Each stage's first forward start and last compute end, and its compute.
+struct StageSpan {
+  double first = std::numeric_limits<double>::infinity();
+  double last = 0;
+  double work = 0;
+};
+
+std::vector<StageSpan> stage_spans(const Program& program, const Timeline& timeline) {
+  std::vector<StageSpan> spans(static_cast<std::size_t>(program.ranks()));
+  for (int r = 0; r < program.ranks(); ++r) {
+    StageSpan& span = spans[static_cast<std::size_t>(r)];
+    const std::size_t begin = program.rank_begin[static_cast<std::size_t>(r)];
+    const std::size_t end = program.rank_begin[static_cast<std::size_t>(r) + 1];
+    for (std::size_t i = begin; i < end; ++i) {
+      if (info(program.code[i].op).cls != OpClass::compute) continue;
+      const InstructionTime& t = timeline.times[i];
+      span.first = std::min(span.first, t.started);
+      span.last = std::max(span.last, t.started + t.busy);
+      span.work += t.busy;
+    }
+  }
+  return spans;
+}
+
+double longest_span(const Program& program, const Timeline& timeline) {
+  double longest = 0;
+  for (const StageSpan& s : stage_spans(program, timeline)) {
+    if (s.last > s.first) longest = std::max(longest, s.last - s.first);
+  }
+  return longest;
+}
+
+struct Timed {
+  Score score;
+  Simulation simulation;
+  BuiltProgram built;
+};
+
+std::optional<Timed> time_order(const ComputeOrder& order, const Costs& costs) {
+  Timed timed{{}, {}, program_for_timing(order, builder_file())};
+  Diagnostics diagnostics;
+  auto simulation = simulate(timed.built.program, costs, diagnostics);
+  if (!simulation) return std::nullopt;
+  timed.simulation = std::move(*simulation);
+  timed.score = {timed.simulation.timeline.makespan,
+                 longest_span(timed.built.program, timed.simulation.timeline)};
+  return timed;
+}
+
+bool split_backward(const Costs& costs) {
+  const auto splits = [](const Costs& c) {
+    return !c.bwd.has_value() || c.bwd_input > 0 || c.bwd_weight > 0;
+  };
+  return splits(costs) && std::all_of(costs.stages.begin(), costs.stages.end(), splits);
+}
+
+// No schedule of these passes ends sooner: every stage starts its first
+// pass no earlier than a forward can reach it and then computes all its
+// passes; the first stage's last backward waits for its last forward's
+// round trip through the lane.
+double lower_bound(const Problem& problem) {
+  const Costs& costs = problem.costs;
+  const Config& c = problem.config;
+  const int chunks = chunks_per_rank(problem.placement, c);
+  const int lane = lane_length(problem.placement, c);
+  std::vector<int> owner(static_cast<std::size_t>(lane), 0);
+  for (int s = 0; s < c.stages; ++s) {
+    for (int k = 0; k < chunks; ++k) {
+      owner[static_cast<std::size_t>(position_of(problem.placement, c, s, k).position)] = s;
+    }
+  }
+  const auto forward = [&](int at) {
+    const int s = owner[static_cast<std::size_t>(at)];
+    double t = costs.duration(CostKind::fwd, s);
+    if (at == 0) t += costs.duration(CostKind::load, s);
+    if (at == lane - 1) t += costs.duration(CostKind::load, s);
+    return t;
+  };
+  const auto backward = [&](int s) {
+    return costs.duration(problem.split_backward ? CostKind::bwd_input : CostKind::bwd, s);
+  };
+  const auto weight = [&](int s) {
+    return problem.split_backward ? costs.duration(CostKind::bwd_weight, s) : 0.0;
+  };
+  std::vector<double> reach(static_cast<std::size_t>(lane), 0);  // earliest forward start per position
+  for (int at = 1; at < lane; ++at) {
+    reach[static_cast<std::size_t>(at)] = reach[static_cast<std::size_t>(at) - 1] + forward(at - 1) +
+                                          costs.message_time(MessageKind::act);
+  }
+  double bound = 0;
+  for (int s = 0; s < c.stages; ++s) {
+    double head = std::numeric_limits<double>::infinity();
+    double work = 0;
+    for (int k = 0; k < chunks; ++k) {
+      const int at = position_of(problem.placement, c, s, k).position;
+      head = std::min(head, reach[static_cast<std::size_t>(at)]);
+      work += c.micro_batches * (forward(at) + backward(s) + weight(s));
+    }
+    const double edges =
+        costs.duration(CostKind::zero_grad, s) + costs.duration(CostKind::optimizer, s);
+    bound = std::max(bound, head + work + edges);
+  }
+  // The round trip of the first stage's last micro-batch.
+  const int first = owner[0];
+  double trip = c.micro_batches * forward(0);
+  for (int at = 1; at < lane; ++at) {
+    trip += costs.message_time(MessageKind::act) + forward(at) +
+            backward(owner[static_cast<std::size_t>(at)]) + costs.message_time(MessageKind::grad);
+  }
+  trip += backward(first) + weight(first) + costs.duration(CostKind::zero_grad, first) +
+          costs.duration(CostKind::optimizer, first);
+  return std::max(bound, trip);
+}
+
+// The local search: random moves on one stage's order, each re-simulated;
+// a move is kept when the score does not get worse.
+class LocalSearch {
+ public:
+  LocalSearch(const Problem& problem, ComputeOrder order, Timed timed, Clock::time_point deadline,
+              double bound, const std::function<void(const Progress&)>& progress,
+              Clock::time_point started, int& evaluations)
+      : problem_(problem),
+        current_(std::move(order)),
+        current_score_(timed.score),
+        best_(current_),
+        best_score_(timed.score),
+        deadline_(deadline),
+        bound_(bound),
+        progress_(progress),
+        started_(started),
+        evaluations_(evaluations) {}
+
+  int run() {
+    int kept = 0;
+    const int stages = problem_.config.stages;
+    while (Clock::now() < deadline_ && std::get<0>(best_score_) > bound_ * (1 + 1e-12)) {
+      const int s = std::uniform_int_distribution<int>(0, stages - 1)(random_);
+      auto& passes = current_.stages[static_cast<std::size_t>(s)];
+      if (passes.size() < 2) continue;
+      const std::vector<Pass> before = passes;
+      if (!move(passes)) continue;
+      if (!fits(passes)) {
+        passes = before;
+        continue;
+      }
+      ++evaluations_;
+      const auto timed = time_order(current_, problem_.costs);
+      if (!timed || timed->score > current_score_) {
+        passes = before;
+        continue;
+      }
+      current_score_ = timed->score;
+      if (current_score_ < best_score_) {
+        best_ = current_;
+        best_score_ = current_score_;
+        ++kept;
+        if (progress_) {
+          progress_({std::get<0>(best_score_),
+                     std::chrono::duration<double>(Clock::now() - started_).count(), evaluations_});
+        }
+      }
+    }
+    return kept;
+  }
+
+  const ComputeOrder& best() const { return best_; }
+
+ private:
+  static bool depends(const Pass& a, const Pass& b) {
+    return a.micro_batch == b.micro_batch && a.chunk == b.chunk;
+  }
+
+  // Swaps two adjacent independent passes, or moves a weight pass to
+  // another place after its backward-input.
+  bool move(std::vector<Pass>& passes) {
+    const auto n = static_cast<int>(passes.size());
+    const int j = std::uniform_int_distribution<int>(0, n - 2)(random_);
+    if (passes[static_cast<std::size_t>(j)].kind != PassKind::backward_weight ||
+        std::uniform_int_distribution<int>(0, 1)(random_) == 0) {
+      if (depends(passes[static_cast<std::size_t>(j)], passes[static_cast<std::size_t>(j) + 1])) {
+        return false;
+      }
+      std::swap(passes[static_cast<std::size_t>(j)], passes[static_cast<std::size_t>(j) + 1]);
+      return true;
+    }
+    const Pass weight = passes[static_cast<std::size_t>(j)];
+    passes.erase(passes.begin() + j);
+    int earliest = 0;
+    for (int k = 0; k < n - 1; ++k) {
+      const Pass& p = passes[static_cast<std::size_t>(k)];
+      if (p.kind == PassKind::backward_input && depends(p, weight)) earliest = k + 1;
+    }
+    const int to = std::uniform_int_distribution<int>(earliest, n - 1)(random_);
+    passes.insert(passes.begin() + to, weight);
+    return to != j;
+  }
+
+  bool fits(const std::vector<Pass>& passes) const {
+    ComputeOrder one;
+    one.stages.push_back(passes);
+    return peak_memory(one, problem_.weight_memory)[0] <= problem_.memory_limit + 1e-9;
+  }
+
+  const Problem& problem_;
+  ComputeOrder current_;
+  Score current_score_;
+  ComputeOrder best_;
+  Score best_score_;
+  Clock::time_point deadline_;
+  double bound_;
+  const std::function<void(const Progress&)>& progress_;
+  Clock::time_point started_;
+  int& evaluations_;
+  std::mt19937 random_{28};
+};
+
+std::string flat_text(const Program& program) {
+  const Config& c = program.config;
+  std::string text = "placement " + std::string(name(program.placement)) + "\n";
+  text += "check stages " + std::to_string(c.stages) + " micro_batches " +
+          std::to_string(c.micro_batches) + " chunks " + std::to_string(c.chunks) + "\n";
+  for (int r = 0; r < program.ranks(); ++r) text += disassemble_rank(program, r);
+  return text;
+}
+
+// The checker's findings as one line; empty when the program is clean.
+std::string check_failure(const Program& program, bool posted_order) {
+  CheckOptions options;
+  options.p2p_posted_order = posted_order;
+  const CheckResult result = check(program, options);
+  if (result.ok()) return {};
+  const std::string mode = posted_order ? "check --p2p-order posted" : "check";
+  if (result.diagnostics.empty()) return mode + " suppressed findings";
+  return mode + " finds: " + result.diagnostics.front().message;
+}
+
+// Places communication around a timed order, compiles the text back and
+// checks it both ways.
+std::optional<Result> finish(const ComputeOrder& order, const Timed& timed, const Costs& costs,
+                             double weight_memory, std::string& error) {
+  const BuiltProgram placed =
+      program_with_placed_comms(order, pass_end_times(timed.built, timed.simulation.timeline),
+                                builder_file());
+  Result result;
+  result.order = order;
+  result.text = flat_text(placed.program);
+  Diagnostics diagnostics;
+  auto compiled = compile(std::make_shared<const SourceFile>("synthesized.pipe", result.text),
+                          order.config, diagnostics);
+  if (!compiled) {
+    error = "the synthesized program does not compile: " +
+            (diagnostics.all().empty() ? std::string("no reason given") : diagnostics.all().front().message);
+    return std::nullopt;
+  }
+  result.program = std::move(*compiled);
+  for (const bool posted : {false, true}) {
+    error = check_failure(result.program, posted);
+    if (!error.empty()) {
+      error = "the synthesized program fails " + error;
+      return std::nullopt;
+    }
+  }
+  auto simulation = simulate(result.program, costs, diagnostics);
+  if (!simulation) {
+    error = "the synthesized program cannot be simulated";
+    return std::nullopt;
+  }
+  result.simulation = std::move(*simulation);
+  result.order_makespan = std::get<0>(timed.score);
+  result.bubble_rate_zb = zero_bubble_rate(result.program, result.simulation.timeline);
+  const double per_micro_batch = chunks_per_rank(order.placement, order.config);
+  for (const double peak : peak_memory(order, weight_memory)) {
+    result.peak_memory.push_back(peak / per_micro_batch);
+  }
+  return result;
+}
+
+std::string request_error(const Request& request) {
+  const Config& c = request.config;
+  if (request.placement == Placement::mirror) {
+    return "placement mirror (DualPipe) is not synthesized: use looped or v";
+  }
+  if (request.placement == Placement::v && c.chunks != 2) {
+    return "placement v holds two chunks per stage: use --chunks 2";
+  }
+  if (c.dp != 1) return "synthesis plans one pipeline: use dp 1";
+  if (request.memory_limit != 0 && request.memory_limit < least_memory_limit()) {
+    return "a memory limit of " + std::to_string(request.memory_limit) +
+           " M_B is below what any schedule needs: the least that works is 1 (one micro-batch's "
+           "activations per stage)";
+  }
+  if (!(request.weight_memory >= 0 && request.weight_memory <= 1)) {
+    return "--weight-memory must be between 0 and 1 (the fraction of a forward's activations a "
+           "backward-input leaves for its weight pass)";
+  }
+  return {};
+}
+
+}  // namespace
+
+double least_memory_limit() { return 1; }
+
+double zero_bubble_rate(const Program& program, const Timeline& timeline) {
+  double cost = 0;
+  double work = 0;
+  for (const StageSpan& s : stage_spans(program, timeline)) {
+    if (s.last > s.first) cost = std::max(cost, s.last - s.first);
+    work = std::max(work, s.work);
+  }
+  return cost > 0 ? (cost - work) / cost : 0;
+}
+
+std::optional<Result> synthesize(const Request& request, std::string& error) {
+  const auto started = Clock::now();
+  error = request_error(request);
+  if (!error.empty()) return std::nullopt;
+  Problem problem;
+  problem.placement = request.placement;
+  problem.config = request.config;
+  problem.costs = request.costs;
+  problem.split_backward = split_backward(request.costs);
+  problem.weight_memory = problem.split_backward ? request.weight_memory : 1;
+  if (request.memory_limit > 0) {
+    problem.memory_limit = request.memory_limit * chunks_per_rank(request.placement, request.config);
+  }
+
+  // The candidates: handcrafted orders that fit, then the greedy grid.
+  std::vector<std::pair<std::string, ComputeOrder>> candidates;
+  const char* handcrafted_names[] = {"1F1B", "ZB-H1", "ZB-H2"};
+  std::size_t index = 0;
+  for (ComputeOrder& order : handcrafted_orders(problem)) {
+    const auto peaks = peak_memory(order, problem.weight_memory);
+    const bool fits = std::all_of(peaks.begin(), peaks.end(),
+                                  [&](double p) { return p <= problem.memory_limit + 1e-9; });
+    if (fits) candidates.emplace_back(handcrafted_names[index], std::move(order));
+    ++index;
+  }
+  int grid_point = 0;
+  for (const GreedyChoices& choices : greedy_grid()) {
+    if (auto order = greedy_order(problem, choices)) {
+      candidates.emplace_back("greedy #" + std::to_string(grid_point), std::move(*order));
+    }
+    ++grid_point;
+  }
+  int evaluations = 0;
+  std::optional<Timed> best;
+  std::size_t best_index = 0;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    if (!order_error(candidates[i].second).empty()) continue;
+    ++evaluations;
+    auto timed = time_order(candidates[i].second, problem.costs);
+    if (timed && (!best || timed->score < best->score)) {
+      best = std::move(timed);
+      best_index = i;
+      if (request.progress) {
+        request.progress({std::get<0>(best->score),
+                          std::chrono::duration<double>(Clock::now() - started).count(),
+                          evaluations});
+      }
+    }
+  }
+  if (!best) {
+    error = "no schedule found within the memory limit of " + std::to_string(request.memory_limit) +
+            " M_B per stage; the least that works is " + std::to_string(least_memory_limit());
+    return std::nullopt;
+  }
+  const double bound = lower_bound(problem);
+  const auto deadline = started + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(request.time_limit_seconds));
+  LocalSearch search(problem, candidates[best_index].second, *best, deadline, bound,
+                     request.progress, started, evaluations);
+  const int improvements = search.run();
+  ComputeOrder order = search.best();
+  auto timed = time_order(order, problem.costs);
+  auto result = finish(order, *timed, problem.costs, problem.weight_memory, error);
+  if (!result) return std::nullopt;
+  result->origin = candidates[best_index].first;
+  result->lower_bound = bound;
+  result->evaluations = evaluations;
+  result->improvements = improvements;
+  return result;
+}
+
+std::optional<Result> lower(const ComputeOrder& order, const Costs& costs, double weight_memory,
+                            std::string& error) {
+  error = order_error(order);
+  if (!error.empty()) return std::nullopt;
+  auto timed = time_order(order, costs);
+  if (!timed) {
+    error = "the compute order deadlocks: a stage waits for a pass another stage runs later";
+    return std::nullopt;
+  }
+  auto result = finish(order, *timed, costs, weight_memory, error);
+  if (!result) return std::nullopt;
+  Problem problem;
+  problem.placement = order.placement;
+  problem.config = order.config;
+  problem.costs = costs;
+  problem.split_backward = split_backward(costs);
+  result->origin = "given order";
+  result->lower_bound = lower_bound(problem);
+  result->evaluations = 1;
+  return result;
+}
+
+}  // namespace pipevm::synthesis

@@ -1,0 +1,171 @@
+// The synthesis library on small problems: memory as the checker counts it,
+// emitted programs clean under both progress models and timed as their
+// compute order, the handcrafted orders never beaten by what is returned,
+// the Zero Bubble paper's rows (references/zero-bubble.md, Tables 5 and 9)
+// and requests no schedule meets.
+#include <gtest/gtest.h>
+
+#include "check.hpp"
+#include "heuristic.hpp"
+#include "place_comms.hpp"
+#include "synthesize.hpp"
+
+namespace pipevm::synthesis {
+namespace {
+
+Request small_request(int stages, int micro_batches, double memory_limit) {
+  Request request;
+  request.config.stages = stages;
+  request.config.micro_batches = micro_batches;
+  request.memory_limit = memory_limit;
+  request.time_limit_seconds = 0.2;
+  return request;
+}
+
+Problem problem_of(const Request& request) {
+  Problem problem;
+  problem.placement = request.placement;
+  problem.config = request.config;
+  problem.costs = request.costs;
+  problem.weight_memory = request.weight_memory;
+  return problem;
+}
+
+TEST(memory, peak_equals_the_checkers_peak_activations) {
+  const Request request = small_request(4, 8, 0);
+  for (const GreedyChoices& choices : greedy_grid()) {
+    const auto order = greedy_order(problem_of(request), choices);
+    ASSERT_TRUE(order);
+    const auto built =
+        program_for_timing(*order, std::make_shared<const SourceFile>("t.pipe", ""));
+    const CheckResult checked = check(built.program);
+    const auto peaks = peak_memory(*order, 1.0);
+    ASSERT_EQ(checked.memory.size(), peaks.size());
+    for (std::size_t s = 0; s < peaks.size(); ++s) {
+      EXPECT_EQ(checked.memory[s].peak_activations, static_cast<int>(peaks[s])) << "stage " << s;
+    }
+  }
+}
+
+TEST(memory, weight_memory_counts_what_a_backward_input_leaves) {
+  ComputeOrder order;
+  order.config.stages = 1;
+  order.config.micro_batches = 2;
+  order.stages = {{{PassKind::forward, 0, 0},
+                   {PassKind::backward_input, 0, 0},
+                   {PassKind::forward, 1, 0},
+                   {PassKind::backward_input, 1, 0},
+                   {PassKind::backward_weight, 0, 0},
+                   {PassKind::backward_weight, 1, 0}}};
+  EXPECT_DOUBLE_EQ(peak_memory(order, 0.25)[0], 1.25);
+  EXPECT_DOUBLE_EQ(peak_memory(order, 1.0)[0], 2.0);
+}
+
+TEST(emit, program_passes_both_checks_and_keeps_the_orders_makespan) {
+  for (const double limit : {1.0, 4.0, 8.0}) {
+    Request request = small_request(4, 8, limit);
+    request.costs.send = 0.1;
+    std::string error;
+    const auto result = synthesize(request, error);
+    ASSERT_TRUE(result) << error;
+    CheckOptions posted;
+    posted.p2p_posted_order = true;
+    EXPECT_TRUE(check(result->program).ok()) << result->text;
+    EXPECT_TRUE(check(result->program, posted).ok()) << result->text;
+    const double makespan = result->simulation.timeline.makespan;
+    EXPECT_NEAR(makespan, result->order_makespan, 0.01 * result->order_makespan);
+    EXPECT_LE(result->lower_bound, makespan + 1e-9);
+    for (const double peak : result->peak_memory) EXPECT_LE(peak, limit + 1e-9);
+  }
+}
+
+TEST(emit, chunked_placements_pass_both_checks) {
+  for (const Placement placement : {Placement::v, Placement::looped}) {
+    Request request = small_request(3, 6, 0);
+    request.placement = placement;
+    request.config.chunks = 2;
+    std::string error;
+    const auto result = synthesize(request, error);
+    ASSERT_TRUE(result) << error;
+    CheckOptions posted;
+    posted.p2p_posted_order = true;
+    EXPECT_TRUE(check(result->program).ok()) << result->text;
+    EXPECT_TRUE(check(result->program, posted).ok()) << result->text;
+  }
+}
+
+TEST(search, never_worse_than_the_handcrafted_orders_that_fit) {
+  const Request request = small_request(4, 12, 4);
+  std::string error;
+  const auto result = synthesize(request, error);
+  ASSERT_TRUE(result) << error;
+  // ZB-H1 fits p activations; with F = I = W = 1 its makespan is 3m + p - 1.
+  EXPECT_LE(result->simulation.timeline.makespan, 3 * 12 + 4 - 1 + 1e-9);
+}
+
+TEST(search, fused_backward_when_the_costs_give_no_split) {
+  Request request = small_request(3, 6, 3);
+  request.costs = Costs{};
+  request.costs.fwd = 1;
+  request.costs.bwd = 2;
+  std::string error;
+  const auto result = synthesize(request, error);
+  ASSERT_TRUE(result) << error;
+  for (const auto& stage : result->order.stages) {
+    for (const Pass& pass : stage) {
+      EXPECT_TRUE(pass.kind == PassKind::forward || pass.kind == PassKind::backward);
+    }
+  }
+  // 1F1B's makespan, (m + p - 1)(F + B), is the least at p activations.
+  EXPECT_LE(result->simulation.timeline.makespan, (6 + 3 - 1) * 3 + 1e-9);
+}
+
+TEST(request, memory_below_one_micro_batch_says_the_least_that_works) {
+  std::string error;
+  EXPECT_FALSE(synthesize(small_request(4, 8, 0.5), error));
+  EXPECT_NE(error.find("the least that works is 1"), std::string::npos) << error;
+}
+
+TEST(request, placement_v_needs_two_chunks) {
+  Request request = small_request(4, 8, 0);
+  request.placement = Placement::v;
+  std::string error;
+  EXPECT_FALSE(synthesize(request, error));
+  EXPECT_NE(error.find("--chunks 2"), std::string::npos) << error;
+}
+
+TEST(lower, keeps_the_order_and_places_communication) {
+  const Request request = small_request(4, 8, 0);
+  const auto order = greedy_order(problem_of(request), {});
+  ASSERT_TRUE(order);
+  std::string error;
+  const auto result = lower(*order, request.costs, 1.0, error);
+  ASSERT_TRUE(result) << error;
+  std::string read_error;
+  const auto back = compute_order_of(result->program, read_error);
+  ASSERT_TRUE(back) << read_error;
+  EXPECT_EQ(back->stages, order->stages);
+}
+
+// The paper's first 1.5B row (p 8, m 24; Table 9 inputs, M_W/M_B 0.3664):
+// at limit p the rate is at most ZB-1p's 0.1585; at 2p at most ZB-2p's
+// 0.0433 + 0.005.
+TEST(paper, first_row_at_p_and_2p) {
+  for (const auto& [limit, published] : {std::pair{8.0, 0.1585}, std::pair{16.0, 0.0433 + 0.005}}) {
+    Request request = small_request(8, 24, limit);
+    request.costs = Costs{};
+    request.costs.fwd = 18.522;
+    request.costs.bwd_input = 18.086;
+    request.costs.bwd_weight = 9.337;
+    request.costs.send = 0.601;
+    request.weight_memory = 0.3664;
+    request.time_limit_seconds = 1;
+    std::string error;
+    const auto result = synthesize(request, error);
+    ASSERT_TRUE(result) << error;
+    EXPECT_LE(result->bubble_rate_zb, published + 1e-4) << "limit " << limit;
+  }
+}
+
+}  // namespace
+}  // namespace pipevm::synthesis
