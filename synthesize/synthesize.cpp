@@ -23,7 +23,9 @@ std::shared_ptr<const SourceFile> builder_file() {
   return file;
 }
 
-// What the search minimises: the makespan, then the paper's longest stage span.
+// What the search minimises: the Zero Bubble paper's cost, the longest
+// stage span (what a step costs when steps follow each other: a stage
+// starts its next step when it ends this one), then the makespan.
 using Score = std::tuple<double, double>;
 
 // Each stage's first forward start and last compute end, and its compute.
@@ -70,8 +72,8 @@ std::optional<Timed> time_order(const ComputeOrder& order, const Costs& costs) {
   auto simulation = simulate(timed.built.program, costs, diagnostics);
   if (!simulation) return std::nullopt;
   timed.simulation = std::move(*simulation);
-  timed.score = {timed.simulation.timeline.makespan,
-                 longest_span(timed.built.program, timed.simulation.timeline)};
+  timed.score = {longest_span(timed.built.program, timed.simulation.timeline),
+                 timed.simulation.timeline.makespan};
   return timed;
 }
 
@@ -82,10 +84,10 @@ bool split_backward(const Costs& costs) {
   return splits(costs) && std::all_of(costs.stages.begin(), costs.stages.end(), splits);
 }
 
-// No schedule of these passes ends sooner: every stage starts its first
-// pass no earlier than a forward can reach it and then computes all its
-// passes; the first stage's last backward waits for its last forward's
-// round trip through the lane.
+// No schedule of these passes has a shorter longest stage span (first
+// forward's start to last pass's end): every stage computes all its passes
+// in its span, and the first stage's span holds its forwards and, after the
+// last of them, that micro-batch's round trip through the lane.
 double lower_bound(const Problem& problem) {
   const Costs& costs = problem.costs;
   const Config& c = problem.config;
@@ -110,33 +112,22 @@ double lower_bound(const Problem& problem) {
   const auto weight = [&](int s) {
     return problem.split_backward ? costs.duration(CostKind::bwd_weight, s) : 0.0;
   };
-  std::vector<double> reach(static_cast<std::size_t>(lane), 0);  // earliest forward start per position
-  for (int at = 1; at < lane; ++at) {
-    reach[static_cast<std::size_t>(at)] = reach[static_cast<std::size_t>(at) - 1] + forward(at - 1) +
-                                          costs.message_time(MessageKind::act);
-  }
   double bound = 0;
   for (int s = 0; s < c.stages; ++s) {
-    double head = std::numeric_limits<double>::infinity();
     double work = 0;
     for (int k = 0; k < chunks; ++k) {
       const int at = position_of(problem.placement, c, s, k).position;
-      head = std::min(head, reach[static_cast<std::size_t>(at)]);
       work += c.micro_batches * (forward(at) + backward(s) + weight(s));
     }
-    const double edges =
-        costs.duration(CostKind::zero_grad, s) + costs.duration(CostKind::optimizer, s);
-    bound = std::max(bound, head + work + edges);
+    bound = std::max(bound, work);
   }
-  // The round trip of the first stage's last micro-batch.
   const int first = owner[0];
   double trip = c.micro_batches * forward(0);
   for (int at = 1; at < lane; ++at) {
     trip += costs.message_time(MessageKind::act) + forward(at) +
             backward(owner[static_cast<std::size_t>(at)]) + costs.message_time(MessageKind::grad);
   }
-  trip += backward(first) + weight(first) + costs.duration(CostKind::zero_grad, first) +
-          costs.duration(CostKind::optimizer, first);
+  trip += backward(first) + weight(first);
   return std::max(bound, trip);
 }
 
@@ -183,7 +174,7 @@ class LocalSearch {
         best_score_ = current_score_;
         ++kept;
         if (progress_) {
-          progress_({std::get<0>(best_score_),
+          progress_({std::get<1>(best_score_),
                      std::chrono::duration<double>(Clock::now() - started_).count(), evaluations_});
         }
       }
@@ -294,7 +285,8 @@ std::optional<Result> finish(const ComputeOrder& order, const Timed& timed, cons
     return std::nullopt;
   }
   result.simulation = std::move(*simulation);
-  result.order_makespan = std::get<0>(timed.score);
+  result.order_makespan = std::get<1>(timed.score);
+  result.longest_span = longest_span(result.program, result.simulation.timeline);
   result.bubble_rate_zb = zero_bubble_rate(result.program, result.simulation.timeline);
   const double per_micro_batch = chunks_per_rank(order.placement, order.config);
   for (const double peak : peak_memory(order, weight_memory)) {
@@ -381,7 +373,7 @@ std::optional<Result> synthesize(const Request& request, std::string& error) {
       best = std::move(timed);
       best_index = i;
       if (request.progress) {
-        request.progress({std::get<0>(best->score),
+        request.progress({std::get<1>(best->score),
                           std::chrono::duration<double>(Clock::now() - started).count(),
                           evaluations});
       }

@@ -1,6 +1,9 @@
 // `pipevm synthesize` as a library call: costs, a configuration and a
 // memory limit in; a checked flat program with its predicted figures out.
 //
+// The objective is the Zero Bubble paper's cost: the longest stage span
+// (a stage's first forward's start to its last pass's end), then the
+// makespan.
 // The search: the handcrafted orders (1F1B, ZB-H1, ZB-H2) and the greedy
 // grid (heuristic.hpp) give candidates; each is turned into a program
 // (place_comms.hpp, timing form) and timed by pipevm::simulate, the one
@@ -49,7 +52,8 @@ struct Result {
   Simulation simulation;    // of `program`
   double order_makespan = 0;  // the compute order's (timing form)
   double bubble_rate_zb = 0;  // the Zero Bubble paper's bubble rate
-  double lower_bound = 0;     // no schedule of these passes can be shorter
+  double longest_span = 0;    // of `program`: the longest stage span, what the search minimises
+  double lower_bound = 0;     // no order of these passes has a shorter longest span
   std::vector<double> peak_memory;  // per stage, in M_B
   std::string origin;       // the candidate the result grew from
   int evaluations = 0;      // simulations run
