@@ -2,6 +2,7 @@
 #include "heuristic.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 
 namespace pipevm::synthesis {
@@ -122,6 +123,13 @@ class Greedy {
       st.next_forward.assign(static_cast<std::size_t>(chunks_), 0);
       st.next_backward.assign(static_cast<std::size_t>(chunks_), 0);
       st.in_flight.assign(static_cast<std::size_t>(chunks_), 0);
+      const double round_trip = problem.costs.duration(CostKind::fwd, s) + backward_time(s) +
+                                problem.costs.message_time(MessageKind::act) +
+                                problem.costs.message_time(MessageKind::grad);
+      if (problem.split_backward && weight_time(s) > 0) {
+        st.weight_reserve = static_cast<std::size_t>(
+            std::ceil(choices.weight_reserve * s * round_trip / weight_time(s) - kEpsilon));
+      }
       for (int c = 0; c < chunks_; ++c) {
         const int at = position(s, c);
         owner_[static_cast<std::size_t>(at)] = s;
@@ -175,6 +183,7 @@ class Greedy {
     std::vector<int> next_backward;  // per chunk
     std::vector<int> in_flight;      // per chunk: forwards whose backward has not run
     std::deque<Pass> weights;        // pending weight passes, first in first out
+    std::size_t weight_reserve = 0;  // weight passes kept for the tail
   };
   struct Action {
     bool valid = false;
@@ -196,6 +205,39 @@ class Greedy {
   }
   double weight_time(int s) const { return problem_.costs.duration(CostKind::bwd_weight, s); }
 
+  // When the activation of `mb` can reach lane position `at` at the
+  // earliest: from the nearest position that knows it, every hop run as
+  // soon as its stage is free (other passes competing for it ignored).
+  double activation_estimate(int at, int mb) const {
+    const auto i = static_cast<std::size_t>(mb);
+    int known = at;
+    while (activation_ready_[static_cast<std::size_t>(known)][i] == kInfinity) --known;
+    double t = activation_ready_[static_cast<std::size_t>(known)][i];
+    for (int q = known; q < at; ++q) {
+      const int from = owner_[static_cast<std::size_t>(q)];
+      t = std::max(t, std::max(stages_[static_cast<std::size_t>(from)].free, now_)) +
+          forward_time(from, q) + problem_.costs.message_time(MessageKind::act);
+    }
+    return t;
+  }
+
+  // Likewise for the gradient of `mb` at position `at`: the forwards to the
+  // lane's end, then the backward-inputs back.
+  double gradient_estimate(int at, int mb) const {
+    const double known = gradient_ready_[static_cast<std::size_t>(at)][static_cast<std::size_t>(mb)];
+    if (known < kInfinity) return known;
+    const auto free_of = [&](int q) {
+      return std::max(stages_[static_cast<std::size_t>(owner_[static_cast<std::size_t>(q)])].free, now_);
+    };
+    if (at == lane_ - 1) {
+      const int s = owner_[static_cast<std::size_t>(at)];
+      return std::max(free_of(at), activation_estimate(at, mb)) + forward_time(s, at);
+    }
+    const int from = owner_[static_cast<std::size_t>(at + 1)];
+    return std::max(free_of(at + 1), gradient_estimate(at + 1, mb)) + backward_time(from) +
+           problem_.costs.message_time(MessageKind::grad);
+  }
+
   Action decide(int s, bool forced) const {
     const StageState& st = stages_[static_cast<std::size_t>(s)];
     const double t0 = std::max(st.free, now_);
@@ -206,6 +248,7 @@ class Greedy {
     int backward_at = -1;
     Pass backward_pass;
     // Forwards likewise, and whether memory alone holds one back.
+    double backward_estimate = kInfinity;  // the earliest any backward can start
     double forward_ready = kInfinity;
     double forward_bound = kInfinity;
     int forward_at = -1;
@@ -216,6 +259,7 @@ class Greedy {
       const int b = st.next_backward[static_cast<std::size_t>(c)];
       const int f = st.next_forward[static_cast<std::size_t>(c)];
       if (b < m && b < f) {
+        if (st.backwards == 0) backward_estimate = std::min(backward_estimate, gradient_estimate(at, b));
         const double r = gradient_ready_[static_cast<std::size_t>(at)][static_cast<std::size_t>(b)];
         if (r < kInfinity) {
           if (r < backward_ready || (r == backward_ready && at > backward_at)) {
@@ -274,7 +318,8 @@ class Greedy {
                            st.idle + gap > largest_idle_;
       const bool before_forward = choices_.weight_before_forward && st.backwards > 0 &&
                                   forward_start <= t0;
-      if (fits || largest || before_forward || memory_blocked || forced) {
+      const bool over_reserve = st.weights.size() > st.weight_reserve && gap > kEpsilon;
+      if (fits || largest || before_forward || memory_blocked || over_reserve || forced) {
         return {true, t0, st.weights.front()};
       }
     }
@@ -282,8 +327,9 @@ class Greedy {
       return {true, backward_start, backward_pass};
     }
     if (forward_ready < kInfinity) {
+      const double overrun = choices_.warmup_overrun * problem_.costs.duration(CostKind::fwd, s);
       const bool delays = st.backwards == 0 && !choices_.forward_may_delay_backward &&
-                          backward_bound < forward_start + forward_time(s, forward_at);
+                          backward_estimate + overrun < forward_start + forward_time(s, forward_at);
       if (!delays || forced) return {true, forward_start, forward_pass};
       if (backward_ready < kInfinity) return {true, backward_start, backward_pass};
       return {};
@@ -363,7 +409,12 @@ class Greedy {
 std::vector<GreedyChoices> greedy_grid() {
   std::vector<GreedyChoices> grid;
   for (int bits = 0; bits < 16; ++bits) {
-    grid.push_back({(bits & 1) != 0, (bits & 2) != 0, (bits & 4) != 0, (bits & 8) == 0});
+    grid.push_back({(bits & 1) != 0, (bits & 2) != 0, (bits & 4) != 0, (bits & 8) == 0, 0, 0});
+  }
+  for (const double overrun : {0.0, 0.5}) {
+    for (const double reserve : {0.0, 0.8}) {
+      if (overrun > 0 || reserve > 0) grid.push_back({false, false, false, true, overrun, reserve});
+    }
   }
   return grid;
 }

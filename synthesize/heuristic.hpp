@@ -36,9 +36,17 @@ struct GreedyChoices {
   bool weight_lowers_largest_bubble = false;  // a weight pass in a gap shorter than T_W
   bool weight_before_forward = false;       // a pending weight pass before a ready forward
   bool deeper_forward_first = true;         // of two ready forwards, the one nearer the loss
+  // How far (in T_F) a warm-up forward may run past the first backward's
+  // earliest possible arrival, when forwards may not delay it.
+  double warmup_overrun = 0;
+  // Weight passes a stage keeps for its tail, as a fraction of what it
+  // needs to stay busy there: stage s's last backward-input comes s round
+  // trips (T_F + T_B + 2 T_comm) after the last stage's.
+  double weight_reserve = 0;
 };
 
-// Every combination of the choices.
+// Every combination of the four on/off choices, then the warm-up overrun
+// and the weight reserve varied at the default choices.
 std::vector<GreedyChoices> greedy_grid();
 
 // The greedy order; empty when it cannot finish within the memory limit.
