@@ -84,10 +84,43 @@ bool split_backward(const Costs& costs) {
   return splits(costs) && std::all_of(costs.stages.begin(), costs.stages.end(), splits);
 }
 
+// With one chunk per stage: a stage's span holds its compute and two idle
+// times no order avoids. Head: from its first forward's start, its first
+// backward waits for that micro-batch's forward to end and travel to the
+// last stage and back (`round_trip`); meanwhile only forwards can run, as
+// many as memory holds. Tail: after its last forward ends, that
+// micro-batch's backward waits the same round trip; meanwhile only the
+// backward and weight passes of what the stage holds can run, at most what
+// fits in the memory limit. The two windows are disjoint when memory holds
+// fewer than all micro-batches (the last forward then follows the first
+// backward).
+double stage_idle_bound(const Problem& problem, double forward, double backward,
+                        double weight, double round_trip) {
+  const int m = problem.config.micro_batches;
+  const double limit = std::min<double>(m, std::floor(problem.memory_limit + 1e-9));
+  const int held = static_cast<int>(limit);
+  const double head = std::max(0.0, forward + round_trip - held * forward);
+  double tail_work = 0;
+  for (int pending_backwards = 1; pending_backwards <= held; ++pending_backwards) {
+    const double room = problem.memory_limit - pending_backwards;
+    int pending_weights = m - pending_backwards;
+    if (problem.split_backward && problem.weight_memory > 0 && std::isfinite(room)) {
+      pending_weights = std::min(pending_weights,
+                                 static_cast<int>(std::floor(room / problem.weight_memory + 1e-9)));
+    }
+    if (!problem.split_backward) pending_weights = 0;
+    tail_work = std::max(tail_work, (pending_backwards - 1) * (backward + weight) + pending_weights * weight);
+  }
+  const double tail = std::max(0.0, round_trip - tail_work);
+  return held < m ? head + tail : std::max(head, tail);
+}
+
 // No schedule of these passes has a shorter longest stage span (first
 // forward's start to last pass's end): every stage computes all its passes
 // in its span, and the first stage's span holds its forwards and, after the
-// last of them, that micro-batch's round trip through the lane.
+// last of them, that micro-batch's round trip through the lane. With one
+// chunk per stage, each stage's compute plus its unavoidable idle
+// (stage_idle_bound).
 double lower_bound(const Problem& problem) {
   const Costs& costs = problem.costs;
   const Config& c = problem.config;
@@ -128,7 +161,40 @@ double lower_bound(const Problem& problem) {
             backward(owner[static_cast<std::size_t>(at)]) + costs.message_time(MessageKind::grad);
   }
   trip += backward(first) + weight(first);
-  return std::max(bound, trip);
+  bound = std::max(bound, trip);
+  if (chunks != 1) return bound;
+  for (int s = 0; s < c.stages; ++s) {
+    double round_trip = 0;
+    for (int q = s + 1; q < c.stages; ++q) {
+      round_trip += costs.message_time(MessageKind::act) + forward(q) + backward(q) +
+                    costs.message_time(MessageKind::grad);
+    }
+    const double work = c.micro_batches * (forward(s) + backward(s) + weight(s));
+    bound = std::max(bound, work + stage_idle_bound(problem, forward(s), backward(s), weight(s),
+                                                    round_trip));
+  }
+  // A stage's last backward-input follows every later stage's, and a later
+  // stage q, starting after stage s's first forward reached it, computes
+  // all its passes but the weight passes it may still hold (memory bounds
+  // how many) before its last backward-input ends.
+  const int m = c.micro_batches;
+  for (int s = 0; s < c.stages; ++s) {
+    double chain = 0;
+    for (int q = s + 1; q < c.stages; ++q) {
+      chain += forward(q - 1) + costs.message_time(MessageKind::act) + backward(q - 1) +
+               costs.message_time(MessageKind::grad);
+      double held_weights = 0;
+      if (problem.split_backward) {
+        held_weights = m;
+        if (problem.weight_memory > 0) {
+          held_weights = std::min<double>(m, std::floor(problem.memory_limit / problem.weight_memory + 1e-9));
+        }
+      }
+      const double before_last_backward = m * (forward(q) + backward(q) + weight(q)) - held_weights * weight(q);
+      bound = std::max(bound, chain + before_last_backward + weight(s));
+    }
+  }
+  return bound;
 }
 
 // The local search: random moves on one stage's order, each re-simulated;

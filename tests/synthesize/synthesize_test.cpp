@@ -96,6 +96,55 @@ TEST(emit, chunked_placements_pass_both_checks) {
   }
 }
 
+// On small instances the bound meets the result: the schedule is optimal
+// under the model (docs/synthesize.md measured these and the remaining
+// gaps); and the bound never exceeds the longest span found.
+TEST(bound, proves_small_instances_optimal) {
+  struct Case {
+    int stages, micro_batches;
+    double limit, fwd, bwd_input, bwd_weight, send;
+  };
+  const Case cases[] = {{2, 4, 2, 1, 1, 1, 0}, {4, 8, 4, 1, 1, 1, 0},     {4, 8, 8, 1, 1, 1, 0},
+                        {3, 12, 3, 1, 1, 1, 0}, {4, 12, 8, 1, 2, 1, 0.2}, {4, 8, 8, 1, 1, 0.5, 0.05}};
+  for (const Case& c : cases) {
+    Request request = small_request(c.stages, c.micro_batches, c.limit);
+    request.costs.fwd = c.fwd;
+    request.costs.bwd_input = c.bwd_input;
+    request.costs.bwd_weight = c.bwd_weight;
+    request.costs.send = c.send;
+    request.weight_memory = 0.4;
+    request.time_limit_seconds = 1;
+    std::string error;
+    const auto result = synthesize(request, error);
+    ASSERT_TRUE(result) << error;
+    EXPECT_NEAR(result->longest_span, result->lower_bound, 1e-9)
+        << "p " << c.stages << " m " << c.micro_batches << " limit " << c.limit;
+  }
+}
+
+TEST(bound, never_above_the_longest_span) {
+  for (const int stages : {2, 3, 4}) {
+    for (const double limit : {1.0, 2.5, 0.0}) {
+      for (const bool fused : {false, true}) {
+        Request request = small_request(stages, 7, limit);
+        request.costs.send = 0.3;
+        if (fused) {
+          request.costs.bwd = 2.5;
+          request.costs.bwd_input = 0;
+          request.costs.bwd_weight = 0;
+        }
+        request.weight_memory = 0.5;
+        request.time_limit_seconds = 0;
+        std::string error;
+        const auto result = synthesize(request, error);
+        ASSERT_TRUE(result) << error;
+        EXPECT_LE(result->lower_bound, result->longest_span * (1 + 1e-12))
+            << "p " << stages << " limit " << limit << (fused ? " fused" : "");
+      }
+    }
+  }
+}
+
 TEST(search, never_worse_than_the_handcrafted_orders_that_fit) {
   const Request request = small_request(4, 12, 4);
   std::string error;
