@@ -54,4 +54,13 @@ ProgramInput load_program(const CLI::App& app, const std::string& path, const Co
   return input;
 }
 
+std::optional<Config> declared_configuration_of(const std::string& path) {
+  Diagnostics ignored;
+  const auto file = read_source(path, ignored);
+  if (!file) return std::nullopt;
+  const auto schedule = parse(file, ignored);
+  if (!schedule) return std::nullopt;
+  return declared_configuration(*schedule);
+}
+
 }  // namespace pipevm::cli
