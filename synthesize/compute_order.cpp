@@ -108,8 +108,14 @@ std::optional<ComputeOrder> compute_order_of(const Program& program, std::string
   for (int r = 0; r < program.ranks(); ++r) {
     for (const Instruction& in : program.rank(r)) {
       if (in.op == Opcode::FwdBwd) {
-        error = "an overlapped FwdBwd pair cannot be re-lowered: synthesis places single passes";
-        return std::nullopt;
+        // Its forward, then its backward, as the VM runs it: the placed
+        // program issues them apart (their cost is fwd + bwd, not fwd-bwd).
+        const Cell forward = first_cell(in);
+        const Cell backward = second_cell(in);
+        auto& passes = order.stages[static_cast<std::size_t>(r)];
+        passes.push_back({PassKind::forward, static_cast<int>(forward.micro_batch), forward.chunk});
+        passes.push_back({PassKind::backward, static_cast<int>(backward.micro_batch), backward.chunk});
+        continue;
       }
       PassKind kind = PassKind::forward;
       if (in.op == Opcode::Fwd) {

@@ -99,6 +99,82 @@ ComputeOrder zb_h2(const Problem& problem) {
   return order;
 }
 
+// ZB-V (the paper's sec. 6; schedules/zb-v.pipe, PyTorch's eight steps):
+// placement v, two chunks, m >= 2p. Chunk 0 runs down the V, chunk 1 back.
+ComputeOrder zb_v(const Problem& problem) {
+  ComputeOrder order = empty_order(problem);
+  const int p = problem.config.stages;
+  const int m = problem.config.micro_batches;
+  for (int s = 0; s < p; ++s) {
+    auto& out = order.stages[static_cast<std::size_t>(s)];
+    const int n1 = (p - s - 1) * 2;
+    const int n2 = s + 1;
+    const int n3 = p - s - 1;
+    const int n4 = m - 2 * p + s + 1;
+    const int n5 = p - s - 1;
+    const int n6 = s + 1;
+    const int n7 = p - s - 1;
+    const int n8 = s + 1;
+    // Weight passes are deferred from the flattened backward j0 of step 6 on.
+    const int j0 = 2 * (n6 / 2) + (s % 2 == 0 ? 1 : 0);
+    const auto forward = [&](int c, int mb) { out.push_back({PassKind::forward, mb, c}); };
+    const auto input = [&](int c, int mb) { out.push_back({PassKind::backward_input, mb, c}); };
+    const auto both = [&](int c, int mb) {
+      input(c, mb);
+      out.push_back({PassKind::backward_weight, mb, c});
+    };
+    const auto deferred_weight = [&](int k) {
+      if (k < n6) {
+        const int j = j0 + k;
+        if (j % 2 == 0) {
+          out.push_back({PassKind::backward_weight, n3 + n4 + n5 + j / 2, 1});
+        } else {
+          out.push_back({PassKind::backward_weight, n4 + n5 + j / 2, 0});
+        }
+      } else {
+        out.push_back({PassKind::backward_weight, n4 + n5 + n6 + k - n6, 0});
+      }
+    };
+    for (int i = 0; i < n1; ++i) forward(0, i);
+    for (int i = 0; i < n2; ++i) {
+      forward(0, n1 + i);
+      forward(1, i);
+    }
+    for (int i = 0; i < n3; ++i) {
+      both(1, i);
+      forward(1, n2 + i);
+    }
+    for (int i = 0; i < n4; ++i) {
+      forward(0, n1 + n2 + i);
+      both(1, n3 + i);
+      forward(1, n2 + n3 + i);
+      both(0, i);
+    }
+    for (int i = 0; i < n5; ++i) {
+      both(1, n3 + n4 + i);
+      forward(1, n2 + n3 + n4 + i);
+      both(0, n4 + i);
+    }
+    for (int i = 0; i < n6; ++i) {
+      const auto input_or_both = [&](bool deferred, int c, int mb) {
+        if (deferred) {
+          input(c, mb);
+        } else {
+          both(c, mb);
+        }
+      };
+      input_or_both(2 * i >= j0, 1, n3 + n4 + n5 + i);
+      input_or_both(2 * i + 1 >= j0, 0, n4 + n5 + i);
+    }
+    for (int i = 0; i < n7; ++i) {
+      deferred_weight(i);
+      input(0, n4 + n5 + n6 + i);
+    }
+    for (int i = 0; i < n8; ++i) deferred_weight(n7 + i);
+  }
+  return order;
+}
+
 // The greedy list scheduler: at each step the stage that can act earliest
 // acts (so every input that arrives by then is known), by the rules of
 // heuristic.hpp.
@@ -423,12 +499,17 @@ std::optional<ComputeOrder> greedy_order(const Problem& problem, const GreedyCho
   return Greedy(problem, choices).run();
 }
 
-std::vector<ComputeOrder> handcrafted_orders(const Problem& problem) {
-  if (problem.config.chunks != 1 || problem.placement != Placement::looped) return {};
-  std::vector<ComputeOrder> orders{one_f_one_b(problem)};
+std::vector<NamedOrder> handcrafted_orders(const Problem& problem) {
+  const Config& c = problem.config;
+  if (problem.placement == Placement::v) {
+    if (c.chunks != 2 || !problem.split_backward || c.micro_batches < 2 * c.stages) return {};
+    return {{"ZB-V", zb_v(problem)}};
+  }
+  if (c.chunks != 1 || problem.placement != Placement::looped) return {};
+  std::vector<NamedOrder> orders{{"1F1B", one_f_one_b(problem)}};
   if (problem.split_backward) {
-    orders.push_back(zb_h1(problem));
-    orders.push_back(zb_h2(problem));
+    orders.push_back({"ZB-H1", zb_h1(problem)});
+    orders.push_back({"ZB-H2", zb_h2(problem)});
   }
   return orders;
 }

@@ -412,14 +412,11 @@ std::optional<Result> synthesize(const Request& request, std::string& error) {
 
   // The candidates: handcrafted orders that fit, then the greedy grid.
   std::vector<std::pair<std::string, ComputeOrder>> candidates;
-  const char* handcrafted_names[] = {"1F1B", "ZB-H1", "ZB-H2"};
-  std::size_t index = 0;
-  for (ComputeOrder& order : handcrafted_orders(problem)) {
-    const auto peaks = peak_memory(order, problem.weight_memory);
+  for (NamedOrder& named : handcrafted_orders(problem)) {
+    const auto peaks = peak_memory(named.order, problem.weight_memory);
     const bool fits = std::all_of(peaks.begin(), peaks.end(),
                                   [&](double p) { return p <= problem.memory_limit + 1e-9; });
-    if (fits) candidates.emplace_back(handcrafted_names[index], std::move(order));
-    ++index;
+    if (fits) candidates.emplace_back(std::move(named.name), std::move(named.order));
   }
   int grid_point = 0;
   for (const GreedyChoices& choices : greedy_grid()) {

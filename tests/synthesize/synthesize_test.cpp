@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "check.hpp"
+#include "compile.hpp"
 #include "heuristic.hpp"
 #include "place_comms.hpp"
 #include "synthesize.hpp"
@@ -28,6 +29,17 @@ void expect_clean_both_ways(const Result& result) {
   posted.p2p_posted_order = true;
   EXPECT_TRUE(check(result.program).ok()) << result.text;
   EXPECT_TRUE(check(result.program, posted).ok()) << result.text;
+}
+
+// A shipped schedule compiled for `config`.
+Program shipped(const std::string& name, const Config& config) {
+  Diagnostics diagnostics;
+  const auto file =
+      read_source(std::string(PIPEVM_SOURCE_DIR) + "/schedules/" + name + ".pipe", diagnostics);
+  EXPECT_TRUE(file) << name;
+  auto program = compile(file, config, diagnostics);
+  EXPECT_TRUE(program) << name;
+  return program ? std::move(*program) : Program{};
 }
 
 Problem problem_of(const Request& request) {
@@ -196,6 +208,74 @@ TEST(lower, keeps_the_order_and_places_communication) {
   const auto back = compute_order_of(result->program, read_error);
   ASSERT_TRUE(back) << read_error;
   EXPECT_EQ(back->stages, order->stages);
+}
+
+// ZB-V's order (heuristic.cpp) is schedules/zb-v.pipe's; synthesis with
+// placement v at ZB-V's memory (2p + 1 chunk activations, p + 1/2 M_B) is
+// never worse with F = I = W, and better with a cheaper weight pass.
+TEST(v, at_zb_vs_memory_as_good_and_better_with_cheaper_weights) {
+  const Config config{3, 9, 2, 1};
+  std::string error;
+  const auto shipped_order = compute_order_of(shipped("zb-v", config), error);
+  ASSERT_TRUE(shipped_order) << error;
+  for (const double weight : {1.0, 0.5}) {
+    Request request = small_request(3, 9, 3.5);
+    request.placement = Placement::v;
+    request.config.chunks = 2;
+    request.costs.bwd_weight = weight;
+    request.time_limit_seconds = 0.5;
+    Problem problem = problem_of(request);
+    problem.memory_limit = 7;
+    const auto handcrafted = handcrafted_orders(problem);
+    ASSERT_EQ(handcrafted.size(), 1u);
+    EXPECT_EQ(handcrafted.front().order.stages, shipped_order->stages);
+    const auto zb_v = lower(*shipped_order, request.costs, 1.0, error);
+    ASSERT_TRUE(zb_v) << error;
+    const auto result = synthesize(request, error);
+    ASSERT_TRUE(result) << error;
+    for (const double peak : result->peak_memory) EXPECT_LE(peak, 3.5 + 1e-9);
+    if (weight == 1.0) {
+      EXPECT_LE(result->longest_span, zb_v->longest_span + 1e-9);
+    } else {
+      EXPECT_LT(result->longest_span, zb_v->longest_span - 0.5);
+    }
+  }
+}
+
+// The shipped schedules that hang under posted order (NCCL's one stream):
+// lowered, each passes both checks at the same simulated makespan (within
+// 1%); DualPipeV's overlapped pairs, issued apart, wait for one input less
+// and finish earlier.
+TEST(lower, shipped_schedules_that_hang_in_posted_order) {
+  struct Shipped {
+    const char* name;
+    Config config;
+  };
+  const Shipped cases[] = {{"1f1b", {4, 8, 1, 1}},           {"1f1b-nonblocking", {4, 8, 1, 1}},
+                           {"interleaved-1f1b", {4, 8, 2, 1}}, {"zb-h1", {4, 8, 1, 1}},
+                           {"zb-v", {4, 8, 2, 1}},             {"dualpipev", {4, 8, 2, 1}},
+                           {"interleaved-zb", {4, 8, 2, 1}},   {"looped-bfs", {4, 8, 2, 1}}};
+  CheckOptions posted;
+  posted.p2p_posted_order = true;
+  for (const Shipped& c : cases) {
+    const Program program = shipped(c.name, c.config);
+    EXPECT_FALSE(check(program, posted).ok()) << c.name << " no longer hangs in posted order";
+    Diagnostics diagnostics;
+    const auto original = simulate(program, default_costs(), diagnostics);
+    ASSERT_TRUE(original) << c.name;
+    std::string error;
+    const auto order = compute_order_of(program, error);
+    ASSERT_TRUE(order) << c.name << ": " << error;
+    const auto lowered = lower(*order, default_costs(), 1.0, error);
+    ASSERT_TRUE(lowered) << c.name << ": " << error;
+    expect_clean_both_ways(*lowered);
+    const double before = original->timeline.makespan;
+    const double after = lowered->simulation.timeline.makespan;
+    EXPECT_LE(after, 1.01 * before) << c.name;
+    if (std::string(c.name) != "dualpipev") {
+      EXPECT_GE(after, 0.99 * before) << c.name;
+    }
+  }
 }
 
 // Three of the paper's rows (references/zero-bubble.md: Table 9 inputs,
