@@ -10,6 +10,8 @@
 #include "heuristic.hpp"
 #include "place_comms.hpp"
 #include "synthesize.hpp"
+#include "table.hpp"
+#include "torch_csv.hpp"
 
 namespace pipevm::synthesis {
 namespace {
@@ -275,6 +277,49 @@ TEST(lower, shipped_schedules_that_hang_in_posted_order) {
     if (std::string(c.name) != "dualpipev") {
       EXPECT_GE(after, 0.99 * before) << c.name;
     }
+  }
+}
+
+// A Program's makespan as the comparison with PyTorch's lowering needs it:
+// under posted order (NCCL's rule). Today's simulator lets every
+// point-to-point operation progress on its own; when helper "clock"'s
+// SimulateOptions{p2p_posted_order} is merged, the switch is passing
+// `SimulateOptions{true}` as simulate's last argument here.
+double posted_order_makespan(const Program& program) {
+  Diagnostics diagnostics;
+  const auto simulation = simulate(program, default_costs(), diagnostics);
+  EXPECT_TRUE(simulation);
+  return simulation ? simulation->timeline.makespan : 0;
+}
+
+// PyTorch's compute-only tables of four schedule families (written from
+// the shipped schedules, as `pipevm expand --format torch-csv` does),
+// lowered by PyTorch's own rule (pytorch/lower.hpp) and by synthesis: ours
+// passes both checks and is never slower.
+TEST(lower, pytorch_compute_tables_never_slower_than_pytorchs_lowering) {
+  struct Table {
+    const char* schedule;
+    Config config;
+  };
+  const Table cases[] = {{"interleaved-1f1b", {2, 4, 2, 1}}, {"interleaved-1f1b", {4, 8, 2, 1}},
+                         {"looped-bfs", {2, 4, 2, 1}},       {"looped-bfs", {4, 8, 3, 1}},
+                         {"interleaved-zb", {2, 4, 2, 1}},   {"interleaved-zb", {4, 8, 2, 1}},
+                         {"zb-v", {2, 4, 2, 1}},             {"zb-v", {4, 8, 2, 1}}};
+  for (const Table& c : cases) {
+    std::string error;
+    const auto table = pytorch::to_table(shipped(c.schedule, c.config), false, error);
+    ASSERT_TRUE(table) << c.schedule << ": " << error;
+    Diagnostics diagnostics;
+    const auto pytorchs = pytorch::load_csv(
+        std::make_shared<const SourceFile>("table.csv", pytorch::write_table(*table)), diagnostics);
+    ASSERT_TRUE(pytorchs) << c.schedule;
+    const auto order = compute_order_of(*pytorchs, error);
+    ASSERT_TRUE(order) << c.schedule << ": " << error;
+    const auto ours = lower(*order, default_costs(), 1.0, error);
+    ASSERT_TRUE(ours) << c.schedule << ": " << error;
+    expect_clean_both_ways(*ours);
+    EXPECT_LE(posted_order_makespan(ours->program), posted_order_makespan(*pytorchs) + 1e-9)
+        << c.schedule << " p " << c.config.stages << " m " << c.config.micro_batches;
   }
 }
 
