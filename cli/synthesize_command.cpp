@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -33,7 +35,9 @@ struct SynthesizeArguments {
   std::string config_file;
   std::string transfer = "auto";
   std::string p2p_order = "any";
-  double memory_limit = 0;
+  std::string memory_limit_text;  // a number of M_B, or bytes with a unit (2GiB)
+  double memory_limit = 0;         // M_B, when given so
+  std::uint64_t memory_bytes = 0;  // bytes, when given so
   double weight_memory = 1;
   double time_limit = 5;
   std::string output;
@@ -55,6 +59,35 @@ std::string command_of(const CLI::App& app) {
 
 std::string percent(double fraction) { return format_time(fraction * 100) + "%"; }
 
+// `--memory-limit`: a number of M_B (4, 2.5), or bytes with a unit (B, KiB,
+// MiB, GiB, TiB, or the powers of ten kB, MB, GB, TB). False on anything else.
+bool parse_memory_limit(const std::string& text, double& activations, std::uint64_t& bytes) {
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return false;
+  }
+  if (!std::isfinite(value) || value < 0) return false;
+  const std::string unit = text.substr(used);
+  if (unit.empty()) {
+    activations = value;
+    return true;
+  }
+  const std::pair<const char*, double> units[] = {
+      {"B", 1},          {"KiB", 1024.0},   {"MiB", 1048576.0}, {"GiB", 1073741824.0},
+      {"TiB", 1099511627776.0}, {"kB", 1e3}, {"MB", 1e6},        {"GB", 1e9},
+      {"TB", 1e12}};
+  for (const auto& [name, scale] : units) {
+    if (unit == name) {
+      bytes = static_cast<std::uint64_t>(value * scale);
+      return bytes > 0;
+    }
+  }
+  return false;
+}
+
 std::string header(const SynthesizeArguments& args, const Costs& costs,
                    const synthesis::Result& result, const std::string& command) {
   const Config& c = result.program.config;
@@ -64,7 +97,13 @@ std::string header(const SynthesizeArguments& args, const Costs& costs,
       << "# inputs: stages " << c.stages << ", micro-batches " << c.micro_batches << ", chunks "
       << c.chunks << ", placement " << name(result.program.placement) << "; costs "
       << describe(costs) << "; memory limit "
-      << (args.memory_limit > 0 ? format_time(args.memory_limit) + " M_B per stage" : "none")
+      << (args.memory_bytes > 0
+              ? std::to_string(args.memory_bytes) + " bytes per stage for the model of " +
+                    (args.config_file.empty() ? std::string("pipevm run's defaults")
+                                              : args.config_file) +
+                    " (searched at " + format_time(result.memory_limit) + " M_B)"
+          : args.memory_limit > 0 ? format_time(args.memory_limit) + " M_B per stage"
+                                  : "none")
       << "; weight memory R " << format_time(args.weight_memory) << "; transfer " << args.transfer
       << "; p2p order " << args.p2p_order << '\n'
       << "# search: from " << result.origin << ", " << result.evaluations << " simulations, "
@@ -75,6 +114,10 @@ std::string header(const SynthesizeArguments& args, const Costs& costs,
       << format_time(result.bubble_rate_zb) << '\n'
       << "# peak memory per stage (M_B):";
   for (const double peak : result.peak_memory) out << ' ' << format_time(peak);
+  if (!result.peak_bytes.empty()) {
+    out << "\n# peak bytes per stage (as `pipevm check` counts peak_bytes):";
+    for (const std::uint64_t bytes : result.peak_bytes) out << ' ' << bytes;
+  }
   const double span = result.longest_span;
   out << "\n# longest stage span " << format_time(span) << "; lower bound "
       << format_time(result.lower_bound) << ": ";
@@ -123,7 +166,14 @@ std::optional<synthesis::ComputeOrder> order_to_lower(const CLI::App& app,
   return order;
 }
 
-int run_synthesize(const CLI::App& app, const SynthesizeArguments& args) {
+int run_synthesize(const CLI::App& app, SynthesizeArguments args) {
+  if (!args.memory_limit_text.empty() &&
+      !parse_memory_limit(args.memory_limit_text, args.memory_limit, args.memory_bytes)) {
+    std::cerr << "pipevm synthesize: --memory-limit " << args.memory_limit_text
+              << ": expected a number of micro-batch activations (4, 2.5) or bytes with a unit "
+                 "(2GiB, 500MB)\n";
+    return 2;
+  }
   RunConfig model;
   try {
     model = read_memory_config(args.config_file);
@@ -150,6 +200,8 @@ int run_synthesize(const CLI::App& app, const SynthesizeArguments& args) {
     request.config = args.config;
     request.costs = costs;
     request.memory_limit = args.memory_limit;
+    request.memory_bytes = args.memory_bytes;
+    request.memory_shape = memory_shape(model, args.config);
     request.weight_memory = args.weight_memory;
     request.time_limit_seconds = args.time_limit;
     if (isatty(STDERR_FILENO) != 0) {
@@ -210,9 +262,10 @@ Command add_synthesize_command(CLI::App& root) {
                  "Progress model recorded with the result (the program is checked under both)")
       ->check(CLI::IsMember({"posted", "any"}))
       ->capture_default_str();
-  app.add_option("--memory-limit", args->memory_limit,
-                 "Activations a stage may hold, in micro-batch activations M_B (0: no limit)")
-      ->check(CLI::NonNegativeNumber);
+  app.add_option("--memory-limit", args->memory_limit_text,
+                 "Activations a stage may hold, in micro-batch activations M_B (0: no limit); or "
+                 "bytes per stage with a unit (2GiB, 500MB), counted as `check` counts peak_bytes "
+                 "for --config's model");
   app.add_option("--weight-memory", args->weight_memory,
                  "R = M_W / M_B: what a backward-input leaves for its weight pass")
       ->check(CLI::Range(0.0, 1.0))

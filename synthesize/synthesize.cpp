@@ -396,7 +396,71 @@ double zero_bubble_rate(const Program& program, const Timeline& timeline) {
   return cost > 0 ? (cost - work) / cost : 0;
 }
 
-std::optional<Result> synthesize(const Request& request, std::string& error) {
+namespace {
+
+// The peak bytes of each stage of `program` under `shape`, as `check`
+// counts them.
+std::vector<std::uint64_t> stage_bytes(const Program& program, const MemoryShape& shape) {
+  std::vector<std::uint64_t> bytes;
+  for (const RankBytes& rank : peak_bytes(program, shape)) bytes.push_back(rank.total());
+  return bytes;
+}
+
+bool bytes_fit(const std::vector<std::uint64_t>& bytes, std::uint64_t limit) {
+  return !bytes.empty() &&
+         std::all_of(bytes.begin(), bytes.end(), [&](std::uint64_t b) { return b <= limit; });
+}
+
+std::optional<Result> synthesize_in_activations(const Request& request, std::string& error);
+
+// A limit in bytes: a binary search over whole M_B limits from 1 to m for
+// the largest whose result fits (more memory rarely makes a schedule worse),
+// each search given its share of the time; the best result that fits.
+std::optional<Result> synthesize_in_bytes(const Request& request, std::string& error) {
+  const int most = request.config.micro_batches;
+  const int searches = static_cast<int>(std::ceil(std::log2(most + 1.0))) + 1;
+  Request each = request;
+  each.memory_bytes = 0;
+  each.time_limit_seconds = request.time_limit_seconds / searches;
+  const auto at = [&](int limit) {
+    each.memory_limit = limit;
+    auto result = synthesize_in_activations(each, error);
+    if (result) {
+      result->peak_bytes = stage_bytes(result->program, request.memory_shape);
+      result->memory_limit = limit;
+    }
+    return result;
+  };
+  std::optional<Result> best = at(1);
+  if (!best) return std::nullopt;
+  if (!bytes_fit(best->peak_bytes, request.memory_bytes)) {
+    const std::uint64_t least =
+        *std::max_element(best->peak_bytes.begin(), best->peak_bytes.end());
+    error = "a memory limit of " + std::to_string(request.memory_bytes) +
+            " bytes is below what any schedule needs for this model: the least that works is " +
+            std::to_string(least) + " bytes (one micro-batch's activations per stage)";
+    return std::nullopt;
+  }
+  int fits = 1;
+  int too_much = most + 1;
+  while (too_much - fits > 1) {
+    const int middle = (fits + too_much) / 2;
+    auto result = at(middle);
+    if (result && bytes_fit(result->peak_bytes, request.memory_bytes)) {
+      fits = middle;
+      if (std::tie(result->longest_span, result->simulation.timeline.makespan) <=
+          std::tie(best->longest_span, best->simulation.timeline.makespan)) {
+        best = std::move(result);
+      }
+    } else {
+      too_much = middle;
+    }
+  }
+  error.clear();
+  return best;
+}
+
+std::optional<Result> synthesize_in_activations(const Request& request, std::string& error) {
   const auto started = Clock::now();
   error = request_error(request);
   if (!error.empty()) return std::nullopt;
@@ -461,6 +525,15 @@ std::optional<Result> synthesize(const Request& request, std::string& error) {
   result->lower_bound = bound;
   result->evaluations = evaluations;
   result->improvements = improvements;
+  return result;
+}
+
+}  // namespace
+
+std::optional<Result> synthesize(const Request& request, std::string& error) {
+  if (request.memory_bytes > 0) return synthesize_in_bytes(request, error);
+  auto result = synthesize_in_activations(request, error);
+  if (result) result->memory_limit = request.memory_limit;
   return result;
 }
 

@@ -15,6 +15,7 @@
 // progress callback reports the best so far.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -23,6 +24,7 @@
 
 #include "compute_order.hpp"
 #include "costs.hpp"
+#include "memory_bytes.hpp"
 #include "simulate.hpp"
 
 namespace pipevm::synthesis {
@@ -41,6 +43,11 @@ struct Request {
   // one micro-batch over all its chunks); 0: no limit.
   double memory_limit = 0;
   double weight_memory = 1;  // R = M_W / M_B
+  // A limit in bytes per stage, counted as `check` counts peak_bytes for
+  // `memory_shape` (core/memory_bytes.hpp); 0: none. With it, the search
+  // runs at limits of whole M_B and keeps the best result whose bytes fit.
+  std::uint64_t memory_bytes = 0;
+  MemoryShape memory_shape;
   double time_limit_seconds = 5;
   std::function<void(const Progress&)> progress;  // called when the best improves
 };
@@ -55,6 +62,8 @@ struct Result {
   double longest_span = 0;    // of `program`: the longest stage span, what the search minimises
   double lower_bound = 0;     // no order of these passes has a shorter longest span
   std::vector<double> peak_memory;  // per stage, in M_B
+  std::vector<std::uint64_t> peak_bytes;  // per stage, when the request limits bytes
+  double memory_limit = 0;  // the M_B limit the result was searched at (0: none)
   std::string origin;       // the candidate the result grew from
   int evaluations = 0;      // simulations run
   int improvements = 0;     // local-search moves kept

@@ -5,6 +5,9 @@
 // and requests no schedule meets.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
+
 #include "check.hpp"
 #include "compile.hpp"
 #include "heuristic.hpp"
@@ -278,6 +281,34 @@ TEST(lower, shipped_schedules_that_hang_in_posted_order) {
       EXPECT_GE(after, 0.99 * before) << c.name;
     }
   }
+}
+
+// A limit in bytes (the model's, as `check` counts peak_bytes): the result
+// fits it, its bytes are the checker's, a limit just below the unlimited
+// result's peak searches fewer M_B, and below one micro-batch's the error
+// says the least that works.
+TEST(bytes, the_result_fits_and_below_the_least_says_it) {
+  Request request = small_request(4, 8, 0);
+  request.time_limit_seconds = 0;
+  request.memory_bytes = std::uint64_t{1} << 40;
+  std::string error;
+  const auto roomy = synthesize(request, error);
+  ASSERT_TRUE(roomy) << error;
+  EXPECT_EQ(roomy->memory_limit, 8);
+  std::vector<std::uint64_t> checked;
+  for (const RankBytes& rank : peak_bytes(roomy->program, request.memory_shape)) {
+    checked.push_back(rank.total());
+  }
+  EXPECT_EQ(roomy->peak_bytes, checked);
+  const std::uint64_t most = *std::max_element(checked.begin(), checked.end());
+  request.memory_bytes = most - 1;
+  const auto tight = synthesize(request, error);
+  ASSERT_TRUE(tight) << error;
+  EXPECT_LT(tight->memory_limit, 8);
+  for (const std::uint64_t bytes : tight->peak_bytes) EXPECT_LE(bytes, most - 1);
+  request.memory_bytes = 1;
+  EXPECT_FALSE(synthesize(request, error));
+  EXPECT_NE(error.find("the least that works is"), std::string::npos) << error;
 }
 
 // A Program's makespan as the comparison with PyTorch's lowering needs it:
