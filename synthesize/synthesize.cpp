@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <random>
+#include <sstream>
 #include <tuple>
 
 #include "check.hpp"
@@ -361,6 +362,13 @@ std::optional<Result> finish(const ComputeOrder& order, const Timed& timed, cons
   return result;
 }
 
+// A number as a person writes it (0.5, 16), for messages.
+std::string compact(double value) {
+  std::ostringstream text;
+  text << value;
+  return text.str();
+}
+
 std::string request_error(const Request& request) {
   const Config& c = request.config;
   if (request.placement == Placement::mirror) {
@@ -371,7 +379,7 @@ std::string request_error(const Request& request) {
   }
   if (c.dp != 1) return "synthesis plans one pipeline: use dp 1";
   if (request.memory_limit != 0 && request.memory_limit < least_memory_limit()) {
-    return "a memory limit of " + std::to_string(request.memory_limit) +
+    return "a memory limit of " + compact(request.memory_limit) +
            " M_B is below what any schedule needs: the least that works is 1 (one micro-batch's "
            "activations per stage)";
   }
@@ -507,8 +515,8 @@ std::optional<Result> synthesize_in_activations(const Request& request, std::str
     }
   }
   if (!best) {
-    error = "no schedule found within the memory limit of " + std::to_string(request.memory_limit) +
-            " M_B per stage; the least that works is " + std::to_string(least_memory_limit());
+    error = "no schedule found within the memory limit of " + compact(request.memory_limit) +
+            " M_B per stage; the least that works is " + compact(least_memory_limit());
     return std::nullopt;
   }
   const double bound = lower_bound(problem);
