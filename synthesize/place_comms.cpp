@@ -102,16 +102,8 @@ class Builder {
 
   void emit(int stage, Opcode op, int mb, int chunk, MessageKind kind = MessageKind::none,
             WaitDirection direction = WaitDirection::none) {
-    Instruction in;
-    in.op = op;
-    in.kind = kind;
-    in.direction = direction;
-    in.micro_batch = static_cast<std::uint32_t>(mb);
-    in.chunk = static_cast<std::uint16_t>(chunk);
-    if (operand_parts(op).peer) {
-      in.peer = static_cast<std::int16_t>(
-          default_peer(order_.placement, order_.config, stage, kind, chunk, is_send(op)));
-    }
+    Instruction in =
+        cell_instruction(order_.placement, order_.config, stage, op, mb, chunk, kind, direction);
     in.set_source(0, false);
     built_.program.code.push_back(in);
   }
