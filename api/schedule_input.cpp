@@ -73,4 +73,13 @@ ProgramInput load_program(const std::shared_ptr<const SourceFile>& file,
   return input;
 }
 
+std::optional<Config> declared_configuration_of(const std::string& path) {
+  Diagnostics ignored;
+  const auto file = read_source(path, ignored);
+  if (!file) return std::nullopt;
+  const auto schedule = parse(file, ignored);
+  if (!schedule) return std::nullopt;
+  return declared_configuration(*schedule);
+}
+
 }  // namespace pipevm::api

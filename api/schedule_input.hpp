@@ -39,4 +39,10 @@ ProgramInput load_program(const std::shared_ptr<const SourceFile>& file,
                           const ConfigRequest& request, Diagnostics& diagnostics,
                           const ExpandOptions& options = {}, bool table = false);
 
+// The one configuration a .pipe schedule declares (`check stages N
+// micro_batches M ...`, compile.hpp's declared_configuration), which `run`
+// takes when neither flags nor its configuration file set one; empty when
+// the file declares none or several, or cannot be read or parsed.
+std::optional<Config> declared_configuration_of(const std::string& path);
+
 }  // namespace pipevm::api

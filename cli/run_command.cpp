@@ -46,6 +46,7 @@
 #include "run_links.hpp"
 #include "run_outputs.hpp"
 #include "safetensors.hpp"
+#include "schedule_input.hpp"
 #include "shared_cpus.hpp"
 #include "tensor.hpp"
 #include "trace_recorder.hpp"
@@ -96,8 +97,15 @@ bool given(const CLI::Option* option) {
   return option != nullptr && option->count() > 0;
 }
 
+// Precedence: flags, then the configuration file, then the schedule's own
+// `check` line (micro-batches, chunks, dp), then the defaults.
 RunConfig resolve_config(const RunFlags& f) {
   RunConfig config;
+  if (const std::optional<Config> declared = api::declared_configuration_of(f.file)) {
+    config.micro_batches = declared->micro_batches;
+    config.chunks = declared->chunks;
+    config.dp = declared->dp;
+  }
   if (!f.config_file.empty()) apply_yaml_file(f.config_file, config);
   if (given(f.dp)) config.dp = f.flags.dp;
   if (given(f.micro_batches)) config.micro_batches = f.flags.micro_batches;

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "cost_options.hpp"
 #include "compile.hpp"
 #include "costs.hpp"
 #include "hosts_options.hpp"
@@ -46,29 +47,6 @@ struct SimulateArguments {
 void print_diagnostics(const Diagnostics& diagnostics) {
   const bool color = isatty(STDERR_FILENO) != 0;
   for (const Diagnostic& d : diagnostics.all()) print_text(std::cerr, d, color);
-}
-
-// The cost model the user asked for: the configuration's `costs` section,
-// then --costs, then --cost on top; the textbook default when none gives any.
-bool costs_of(const SimulateArguments& args, const RunConfig& run, Costs& costs) {
-  if (args.cost_file.empty() && args.cost_flags.empty() && run.costs.empty()) {
-    costs = default_costs();
-    return true;
-  }
-  costs = Costs{};
-  std::string error;
-  for (const CostSetting& setting : run.costs) {
-    if (!set_cost(costs, setting.key, setting.value, error)) {
-      std::cerr << "pipevm simulate: " << setting.where << ": costs: " << error << '\n';
-      return false;
-    }
-  }
-  if ((!args.cost_file.empty() && !read_costs_yaml(args.cost_file, costs, error)) ||
-      !parse_cost_flags(args.cost_flags, costs, error)) {
-    std::cerr << "pipevm simulate: " << error << '\n';
-    return false;
-  }
-  return true;
 }
 
 // --transfer over the cost model's; CLI11 has checked the name.
@@ -130,7 +108,7 @@ int run_simulate(const CLI::App& app, const SimulateArguments& args) {
   api::SimulateRequest request;
   request.model = model_bytes(model);
   request.message_batch_size = args.batch_size;
-  if (!costs_of(args, model, request.costs)) return 2;
+  if (!costs_of("simulate", args.cost_file, args.cost_flags, model, request.costs)) return 2;
   apply_transfer_flag(args, request.costs);
   request.options.p2p_posted_order = args.p2p_order == "posted";
   Diagnostics diagnostics;
@@ -169,16 +147,6 @@ int run_simulate(const CLI::App& app, const SimulateArguments& args) {
     return 2;
   }
   return 0;
-}
-
-std::string cost_keys_help() {
-  std::string text = "Cost keys (--cost k=v,... and --costs YAML files; unset keys cost 0):\n";
-  for (const CostKey& key : cost_keys()) {
-    text += "  " + std::string(key.name) +
-            std::string(22 - std::min<std::size_t>(key.name.size(), 21), ' ') +
-            std::string(key.doc) + "\n";
-  }
-  return text;
 }
 
 }  // namespace

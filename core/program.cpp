@@ -69,6 +69,22 @@ int default_peer(Placement placement, const Config& config, int stage, MessageKi
   return stage_at(placement, config, where);
 }
 
+Instruction cell_instruction(Placement placement, const Config& config, int stage, Opcode op,
+                             int micro_batch, int chunk, MessageKind kind,
+                             WaitDirection direction) {
+  Instruction in;
+  in.op = op;
+  in.kind = kind;
+  in.direction = direction;
+  in.micro_batch = static_cast<std::uint32_t>(micro_batch);
+  in.chunk = static_cast<std::uint16_t>(chunk);
+  if (operand_parts(op).peer) {
+    in.peer = static_cast<std::int16_t>(
+        default_peer(placement, config, stage, kind, chunk, is_send(op)));
+  }
+  return in;
+}
+
 bool peer_in_pipeline(Placement placement, const Config& config, int stage,
                       const Instruction& in) {
   if (in.peer == stage) {

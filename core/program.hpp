@@ -75,6 +75,12 @@ MessageKey message_key(Placement placement, const Config& config, int stage,
 // names no peer: the neighbour along the lane; -1 when there is none.
 int default_peer(Placement placement, const Config& config, int stage, MessageKind kind,
                  int chunk, bool sending);
+// An instruction of `stage` on one micro-batch and chunk, its peer (for a
+// point-to-point row) the default one; source index 0, to be set by the
+// builder that records where it came from.
+Instruction cell_instruction(Placement placement, const Config& config, int stage, Opcode op,
+                             int micro_batch, int chunk, MessageKind kind = MessageKind::none,
+                             WaitDirection direction = WaitDirection::none);
 
 // Whether a Send/Recv's peer is a stage the message can travel to: another
 // stage of the pipeline, or this very stage where the lane turns back on

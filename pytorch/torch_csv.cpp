@@ -19,16 +19,8 @@ class RankBuilder {
 
   void emit(Opcode op, SourceRange range, int mb = 0, int chunk = 0,
             MessageKind kind = MessageKind::none, WaitDirection direction = WaitDirection::none) {
-    Instruction in;
-    in.op = op;
-    in.kind = kind;
-    in.direction = direction;
-    in.micro_batch = static_cast<std::uint32_t>(mb);
-    in.chunk = static_cast<std::uint16_t>(chunk);
-    if (operand_parts(op).peer) {
-      in.peer = static_cast<std::int16_t>(
-          default_peer(program_.placement, program_.config, rank_, kind, chunk, is_send(op)));
-    }
+    Instruction in = cell_instruction(program_.placement, program_.config, rank_, op, mb, chunk,
+                                      kind, direction);
     in.set_source(static_cast<std::uint32_t>(program_.sources.size()), false);
     program_.sources.push_back(range);
     program_.code.push_back(in);

@@ -5,6 +5,8 @@
 //   mpi_equivalence schedules  every shipped schedule at least twice
 //   mpi_equivalence shards     the sharded schedules with dp = 2
 //   mpi_equivalence holds      tests/vm/holds.pipe (Hold and Drop) over 4 and 2 stages
+//   mpi_equivalence synthesized  flat programs `pipevm synthesize` wrote (tests/vm/
+//                              synthesized-*.pipe: looped and V), each on as many ranks as stages
 // World rank 0 computes the sequential reference and compares; every rank
 // exits with the verdict, which fails when no case ran (a world size no
 // case fits, or an unknown list). A forward-only schedule must leave the
@@ -33,6 +35,7 @@ struct Case {
   int micro_batches;
   int chunks;
   const char* directory = "schedules";
+  bool flat = false;  // one block per stage: runs only at dp 1 (world = stages)
 };
 
 // dp = world / stages.
@@ -90,6 +93,15 @@ constexpr Case kHoldCases[] = {
     {"holds", 2, 2, 1, "tests/vm"},
 };
 
+// Synthesized programs (tests/vm/synthesized-*.pipe; their headers hold the
+// commands that wrote them): 2 ranks and 4 ranks.
+constexpr Case kSynthesizedCases[] = {
+    {"synthesized-p2-m4", 2, 4, 1, "tests/vm", true},
+    {"synthesized-v-p2-m4", 2, 4, 2, "tests/vm", true},
+    {"synthesized-p4-m6", 4, 6, 1, "tests/vm", true},
+    {"synthesized-v-p4-m8", 4, 8, 2, "tests/vm", true},
+};
+
 constexpr double kTolerance = 1e-5;
 
 bool trains(const Program& program) {
@@ -108,11 +120,13 @@ int main(int argc, char** argv) {
                                       : list == "schedules" ? std::span<const Case>(kScheduleCases)
                                       : list == "shards"    ? std::span<const Case>(kShardCases)
                                       : list == "holds"     ? std::span<const Case>(kHoldCases)
-                                                            : std::span<const Case>();
+                                      : list == "synthesized"
+                                          ? std::span<const Case>(kSynthesizedCases)
+                                          : std::span<const Case>();
   bool all_passed = true;
   int ran = 0;
   for (const Case& c : cases) {
-    if (world % c.stages != 0) continue;
+    if (world % c.stages != 0 || (c.flat && world != c.stages)) continue;
     ++ran;
     const Config config{c.stages, c.micro_batches, c.chunks, world / c.stages};
     bool passed = false;
@@ -165,7 +179,8 @@ int main(int argc, char** argv) {
   }
   if (ran == 0 && root) {
     std::printf(
-        "FAIL: no case of list '%s' ran on %d ranks (lists: vm, schedules, shards, holds)\n",
+        "FAIL: no case of list '%s' ran on %d ranks (lists: vm, schedules, shards, holds, "
+        "synthesized)\n",
         list.c_str(), world);
   }
   return all_passed && ran > 0 ? 0 : 1;

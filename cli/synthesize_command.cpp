@@ -1,0 +1,288 @@
+// `pipevm synthesize`: the least-bubble schedule for given costs and a
+// memory limit, written as a flat program (or a PyTorch table with comms)
+// whose header records the inputs, the command and the predicted figures;
+// with --lower, an existing compute order with its communication placed.
+// The search and the checks are the library's (synthesize/synthesize.hpp);
+// this file reads options and writes.
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "commands.hpp"
+#include "cost_options.hpp"
+#include "memory_config.hpp"
+#include "options.hpp"
+#include "schedule_input.hpp"
+#include "synthesize.hpp"
+#include "torch_csv.hpp"
+
+namespace pipevm::cli {
+
+namespace {
+
+struct SynthesizeArguments {
+  Config config;
+  std::string placement = "looped";
+  std::string cost_flags;
+  std::string cost_file;
+  std::string config_file;
+  std::string transfer;  // empty: the cost model's (auto unless it says)
+  std::string p2p_order = "any";
+  std::string memory_limit_text;  // a number of M_B, or bytes with a unit (2GiB)
+  double memory_limit = 0;         // M_B, when given so
+  std::uint64_t memory_bytes = 0;  // bytes, when given so
+  double weight_memory = 1;
+  double time_limit = 5;
+  std::string output;
+  std::string format = "pipe";
+  std::string lower;
+};
+
+// The command as typed, for the header: every option that was given.
+std::string command_of(const CLI::App& app) {
+  std::string text = "pipevm synthesize";
+  for (const CLI::Option* option : app.get_options()) {
+    if (option->count() == 0 || option->get_name() == "--help") continue;
+    text += ' ';
+    text += option->get_name();
+    for (const std::string& value : option->results()) text += ' ' + value;
+  }
+  return text;
+}
+
+std::string percent(double fraction) { return format_time(fraction * 100) + "%"; }
+
+// `--memory-limit`: a number of M_B (4, 2.5), or bytes with a unit (B, KiB,
+// MiB, GiB, TiB, or the powers of ten kB, MB, GB, TB). False on anything else.
+bool parse_memory_limit(const std::string& text, double& activations, std::uint64_t& bytes) {
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return false;
+  }
+  if (!std::isfinite(value) || value < 0) return false;
+  const std::string unit = text.substr(used);
+  if (unit.empty()) {
+    activations = value;
+    return true;
+  }
+  const std::pair<const char*, double> units[] = {
+      {"B", 1},          {"KiB", 1024.0},   {"MiB", 1048576.0}, {"GiB", 1073741824.0},
+      {"TiB", 1099511627776.0}, {"kB", 1e3}, {"MB", 1e6},        {"GB", 1e9},
+      {"TB", 1e12}};
+  for (const auto& [name, scale] : units) {
+    if (unit == name) {
+      bytes = static_cast<std::uint64_t>(value * scale);
+      return bytes > 0;
+    }
+  }
+  return false;
+}
+
+std::string header(const SynthesizeArguments& args, const Costs& costs,
+                   const synthesis::Result& result, const std::string& command) {
+  const Config& c = result.program.config;
+  std::ostringstream out;
+  out << "# Synthesized by `pipevm synthesize` (docs/synthesize.md).\n"
+      << "# command: " << command << '\n'
+      << "# inputs: stages " << c.stages << ", micro-batches " << c.micro_batches << ", chunks "
+      << c.chunks << ", placement " << name(result.program.placement) << "; costs "
+      << describe(costs) << "; memory limit "
+      << (args.memory_bytes > 0
+              ? std::to_string(args.memory_bytes) + " bytes per stage for the model of " +
+                    (args.config_file.empty() ? std::string("pipevm run's defaults")
+                                              : args.config_file) +
+                    " (searched at " + format_time(result.memory_limit) + " M_B)"
+          : args.memory_limit > 0 ? format_time(args.memory_limit) + " M_B per stage"
+                                  : "none")
+      << "; weight memory R " << format_time(args.weight_memory) << "; transfer " << name(costs.transfer)
+      << "; p2p order " << args.p2p_order << '\n'
+      << "# search: from " << result.origin << ", " << result.evaluations << " simulations, "
+      << result.improvements << " local-search moves kept\n"
+      << "# predicted makespan " << format_time(result.simulation.timeline.makespan)
+      << " (compute order " << format_time(result.order_makespan) << "); bubble "
+      << percent(result.simulation.bubble_fraction) << " idle, Zero Bubble rate "
+      << format_time(result.bubble_rate_zb) << '\n'
+      << "# peak memory per stage (M_B):";
+  for (const double peak : result.peak_memory) out << ' ' << format_time(peak);
+  if (!result.peak_bytes.empty()) {
+    out << "\n# peak bytes per stage (as `pipevm check` counts peak_bytes):";
+    for (const std::uint64_t bytes : result.peak_bytes) out << ' ' << bytes;
+  }
+  const double span = result.longest_span;
+  out << "\n# longest stage span " << format_time(span) << "; lower bound "
+      << format_time(result.lower_bound) << ": ";
+  if (span <= result.lower_bound * (1 + 1e-9)) {
+    out << "optimal under the model\n";
+  } else {
+    out << "gap " << percent((span - result.lower_bound) / span) << " of the span\n";
+  }
+  out << "# checked: `pipevm check` and `pipevm check --p2p-order posted` pass\n"
+      << "schedule synthesized\n";
+  return out.str();
+}
+
+bool write_output(const SynthesizeArguments& args, const std::string& text) {
+  if (args.output.empty()) {
+    std::cout << text;
+    return true;
+  }
+  std::ofstream file(args.output);
+  file << text;
+  file.close();
+  if (!file) {
+    std::cerr << "pipevm synthesize: cannot write " << args.output << '\n';
+    return false;
+  }
+  return true;
+}
+
+// The compute order of --lower's file, or nullopt after saying why.
+std::optional<synthesis::ComputeOrder> order_to_lower(const CLI::App& app,
+                                                      const SynthesizeArguments& args,
+                                                      int& status) {
+  Diagnostics diagnostics;
+  const ProgramInput input = load_program(app, args.lower, args.config, diagnostics);
+  for (const Diagnostic& d : diagnostics.all()) print_text(std::cerr, d, isatty(STDERR_FILENO) != 0);
+  if (!input.program) {
+    status = input.status;
+    return std::nullopt;
+  }
+  std::string error;
+  auto order = synthesis::compute_order_of(*input.program, error);
+  if (!order) {
+    std::cerr << "pipevm synthesize: " << args.lower << ": " << error << '\n';
+    status = 2;
+  }
+  return order;
+}
+
+int run_synthesize(const CLI::App& app, SynthesizeArguments args) {
+  if (!args.memory_limit_text.empty() &&
+      !parse_memory_limit(args.memory_limit_text, args.memory_limit, args.memory_bytes)) {
+    std::cerr << "pipevm synthesize: --memory-limit " << args.memory_limit_text
+              << ": expected a number of micro-batch activations (4, 2.5) or bytes with a unit "
+                 "(2GiB, 500MB)\n";
+    return 2;
+  }
+  RunConfig model;
+  try {
+    model = read_memory_config(args.config_file);
+  } catch (const ConfigError& error) {
+    std::cerr << "pipevm synthesize: " << error.what() << '\n';
+    return 2;
+  }
+  Costs costs;
+  if (!costs_of("synthesize", args.cost_file, args.cost_flags, model, costs)) return 2;
+  if (!args.transfer.empty()) parse_transfer_model(args.transfer, costs.transfer);
+  std::string error;
+  std::optional<synthesis::Result> result;
+  if (!args.lower.empty()) {
+    int status = 0;
+    const auto order = order_to_lower(app, args, status);
+    if (!order) return status;
+    result = synthesis::lower(*order, costs, args.weight_memory, error);
+  } else {
+    if (app.count("--stages") == 0 || app.count("--micro-batches") == 0) {
+      std::cerr << "pipevm synthesize: --stages and --micro-batches are required (or --lower FILE)\n";
+      return 2;
+    }
+    synthesis::Request request;
+    request.placement = args.placement == "v" ? Placement::v : Placement::looped;
+    request.config = args.config;
+    request.costs = costs;
+    request.memory_limit = args.memory_limit;
+    request.memory_bytes = args.memory_bytes;
+    request.memory_shape = memory_shape(model, args.config);
+    request.weight_memory = args.weight_memory;
+    request.time_limit_seconds = args.time_limit;
+    if (isatty(STDERR_FILENO) != 0) {
+      request.progress = [](const synthesis::Progress& p) {
+        std::cerr << "\rsynthesize: best makespan " << format_time(p.best_makespan) << " after "
+                  << p.evaluations << " simulations, " << format_time(p.elapsed_seconds) << " s   "
+                  << std::flush;
+      };
+    }
+    result = synthesis::synthesize(request, error);
+    if (request.progress) std::cerr << '\n';
+  }
+  if (!result) {
+    std::cerr << "pipevm synthesize: " << error << '\n';
+    return 2;
+  }
+  if (args.format == "torch-csv") {
+    const auto table = pytorch::to_table(result->program, true, error);
+    if (!table) {
+      std::cerr << "pipevm synthesize: " << error << '\n';
+      return 2;
+    }
+    return write_output(args, pytorch::write_table(*table)) ? 0 : 2;
+  }
+  const std::string text = header(args, costs, *result, command_of(app)) + result->text;
+  return write_output(args, text) ? 0 : 2;
+}
+
+}  // namespace
+
+Command add_synthesize_command(CLI::App& root) {
+  auto args = std::make_shared<SynthesizeArguments>();
+  Command command;
+  command.app = root.add_subcommand(
+      "synthesize",
+      "Search the least-bubble schedule for costs and a memory limit; write it as a checked program");
+  CLI::App& app = *command.app;
+  app.footer(
+      "Example:\n"
+      "  pipevm synthesize -p 4 -m 8 --cost fwd=1,bwd-input=1,bwd-weight=1 --memory-limit 4 -o s.pipe\n"
+      "  pipevm synthesize --lower zb.csv -o zb.pipe   (keep the compute order, place communication)\n" +
+      cost_keys_help() +
+      "Exit status: 0 written, 2 usage, unreadable input or a request no schedule meets.");
+  add_config_options(app, args->config, false);
+  app.add_option("--placement", args->placement, "Chunk placement when --chunks > 1")
+      ->check(CLI::IsMember({"looped", "v"}))
+      ->capture_default_str();
+  app.add_option("--cost", args->cost_flags, "Costs as key=value pairs, e.g. fwd=1,bwd-input=1");
+  app.add_option("--costs", args->cost_file,
+                 "A YAML file of costs (as `pipevm run --profile` writes it); --cost overrides it");
+  add_memory_config_option(app, args->config_file);
+  app.add_option("--transfer", args->transfer,
+                 "How a message travels when the search times a candidate, as simulate "
+                 "--transfer (default: the cost model's, else auto); receives are posted early, "
+                 "so a transfer starts when its send does")
+      ->check(CLI::IsMember({"eager", "rendezvous", "auto"}));
+  app.add_option("--p2p-order", args->p2p_order,
+                 "Progress model recorded with the result (the program is checked under both)")
+      ->check(CLI::IsMember({"posted", "any"}))
+      ->capture_default_str();
+  app.add_option("--memory-limit", args->memory_limit_text,
+                 "Activations a stage may hold, in micro-batch activations M_B (0: no limit); or "
+                 "bytes per stage with a unit (2GiB, 500MB), counted as `check` counts peak_bytes "
+                 "for --config's model");
+  app.add_option("--weight-memory", args->weight_memory,
+                 "R = M_W / M_B: what a backward-input leaves for its weight pass")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--time-limit", args->time_limit, "Seconds for the improvement step")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("-o,--output", args->output, "Write here (default: stdout)");
+  app.add_option("--format", args->format, "Output format")
+      ->check(CLI::IsMember({"pipe", "torch-csv"}))
+      ->capture_default_str();
+  app.add_option("--lower", args->lower,
+                 "Keep this program's compute order (.pipe, or a PyTorch compute-only .csv) and "
+                 "only place its communication");
+  command.run = [args, sub = command.app] { return run_synthesize(*sub, *args); };
+  return command;
+}
+
+}  // namespace pipevm::cli

@@ -1,0 +1,89 @@
+// `pipevm synthesize` as a library call: costs, a configuration and a
+// memory limit in; a checked flat program with its predicted figures out.
+//
+// The objective is the Zero Bubble paper's cost: the longest stage span
+// (a stage's first forward's start to its last pass's end), then the
+// makespan.
+// The search: the handcrafted orders (1F1B, ZB-H1, ZB-H2) and the greedy
+// grid (heuristic.hpp) give candidates; each is turned into a program
+// (place_comms.hpp, timing form) and timed by pipevm::simulate, the one
+// clock; the best is improved by a local search that re-simulates (swap two
+// adjacent passes of a stage, move a weight pass) until the time limit.
+// Then communication is placed, the text is compiled back, checked under
+// MPI's progress rule and under posted order, and simulated again.
+// `lower` runs only the last step on a given order. Nothing is printed: a
+// progress callback reports the best so far.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compute_order.hpp"
+#include "costs.hpp"
+#include "memory_bytes.hpp"
+#include "simulate.hpp"
+
+namespace pipevm::synthesis {
+
+struct Progress {
+  double best_makespan = 0;
+  double elapsed_seconds = 0;
+  int evaluations = 0;
+};
+
+struct Request {
+  Placement placement = Placement::looped;
+  Config config;
+  Costs costs = default_costs();
+  // Per stage, in micro-batch activations M_B (a stage's activations of
+  // one micro-batch over all its chunks); 0: no limit.
+  double memory_limit = 0;
+  double weight_memory = 1;  // R = M_W / M_B
+  // A limit in bytes per stage, counted as `check` counts peak_bytes for
+  // `memory_shape` (core/memory_bytes.hpp); 0: none. With it, the search
+  // runs at limits of whole M_B and keeps the best result whose bytes fit.
+  std::uint64_t memory_bytes = 0;
+  MemoryShape memory_shape;
+  double time_limit_seconds = 5;
+  std::function<void(const Progress&)> progress;  // called when the best improves
+};
+
+struct Result {
+  ComputeOrder order;
+  Program program;          // the placed program, compiled from `text`
+  std::string text;         // its flat form: placement, check line, stage blocks
+  Simulation simulation;    // of `program`
+  double order_makespan = 0;  // the compute order's (timing form)
+  double bubble_rate_zb = 0;  // the Zero Bubble paper's bubble rate
+  double longest_span = 0;    // of `program`: the longest stage span, what the search minimises
+  double lower_bound = 0;     // no order of these passes has a shorter longest span
+  std::vector<double> peak_memory;  // per stage, in M_B
+  std::vector<std::uint64_t> peak_bytes;  // per stage, when the request limits bytes
+  double memory_limit = 0;  // the M_B limit the result was searched at (0: none)
+  std::string origin;       // the candidate the result grew from
+  int evaluations = 0;      // simulations run
+  int improvements = 0;     // local-search moves kept
+};
+
+// The least memory limit (in M_B) any schedule needs: one micro-batch's
+// activations per stage.
+double least_memory_limit();
+
+// Nullopt with `error` (one line) on a request no schedule meets.
+std::optional<Result> synthesize(const Request& request, std::string& error);
+
+// Places communication around `order` and checks the result; figures as for
+// synthesize (memory with `weight_memory`).
+std::optional<Result> lower(const ComputeOrder& order, const Costs& costs, double weight_memory,
+                            std::string& error);
+
+// The Zero Bubble paper's bubble rate of a timeline: (cost - work) / cost,
+// cost the longest stage span (first forward's start to last pass's end),
+// work the compute of the busiest stage.
+double zero_bubble_rate(const Program& program, const Timeline& timeline);
+
+}  // namespace pipevm::synthesis

@@ -1,0 +1,63 @@
+// `pipevm synthesize` as a user runs it: the whole output of a small case
+// against a golden file (header figures, the check line, the placed
+// program), the written program passing `pipevm check` in posted order
+// with no flags, and bad requests refused with one line and exit 2.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "../cli/run_pipevm.hpp"
+
+namespace {
+
+using pipevm::testing::lines;
+using pipevm::testing::PipevmRun;
+using pipevm::testing::run_pipevm;
+
+const char* const kGoldenArguments =
+    "synthesize -p 3 -m 6 --cost fwd=1,bwd-input=1,bwd-weight=0.5,send=0.1 --weight-memory 0.5 "
+    "--memory-limit 3 --time-limit 0";
+const char* const kGoldenFile = "tests/synthesize/data/p3-m6-limit3.pipe";
+
+std::string read_text(const std::string& path) {
+  std::ifstream file(std::string(PIPEVM_SOURCE_DIR) + "/" + path);
+  std::ostringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+// Regenerate after a deliberate change with
+//   pipevm <kGoldenArguments> > tests/synthesize/data/p3-m6-limit3.pipe
+TEST(cli, small_case_matches_its_golden_file) {
+  const PipevmRun run = run_pipevm(kGoldenArguments);
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, read_text(kGoldenFile));
+}
+
+TEST(cli, written_program_passes_posted_order_with_no_flags) {
+  const PipevmRun run = run_pipevm(std::string("check ") + kGoldenFile + " --p2p-order posted");
+  EXPECT_EQ(run.status, 0) << run.out << run.err;
+}
+
+TEST(cli, bad_requests_get_one_line_and_exit_2) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"-p 3 -m 6 --memory-limit 0.5", "the least that works is 1"},
+      {"-p 3 -m 6 --memory-limit 2XB", "expected a number of micro-batch activations"},
+      {"-p 3 -m 6 --memory-limit 1B", "the least that works is"},
+      {"-p 3 -m 6 --placement v", "use --chunks 2"},
+      {"-m 6", "--stages and --micro-batches are required"},
+      {"--lower /nonexistent.pipe", "cannot read"},
+      {"--lower schedules/dualpipe.pipe -p 4 -m 8 --chunks 2", "placement mirror"},
+  };
+  for (const auto& [arguments, reason] : cases) {
+    const PipevmRun run = run_pipevm(std::string("synthesize ") + arguments);
+    EXPECT_EQ(run.status, 2) << arguments << "\n" << run.err;
+    EXPECT_EQ(run.out, "") << arguments;
+    EXPECT_EQ(lines(run.err), 1u) << arguments << "\n" << run.err;
+    EXPECT_NE(run.err.find(reason), std::string::npos) << arguments << "\n" << run.err;
+  }
+}
+
+}  // namespace
