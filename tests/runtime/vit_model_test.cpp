@@ -1,0 +1,130 @@
+// The ViT's units (runtime/vit_model.hpp) on a tiny shape: each unit's
+// input and weight gradients against central finite differences of
+// sum(output * probe), through the three stashes as a Piece passes them.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <vector>
+
+#include "random.hpp"
+#include "vit_model.hpp"
+
+namespace pipevm::runtime {
+namespace {
+
+VitShape tiny_vit() {
+  VitShape shape;
+  shape.image_side = 4;
+  shape.patch = 2;
+  shape.width = 4;
+  shape.blocks = 2;
+  shape.heads = 2;
+  shape.hidden = 6;
+  shape.classes = 3;
+  return shape;
+}
+
+std::vector<float> random_values(std::size_t count, std::uint64_t seed) {
+  SplitMix64 random(seed);
+  std::vector<float> values(count);
+  for (float& value : values) value = 2.0f * random.uniform() - 1.0f;
+  return values;
+}
+
+double dot(const std::vector<float>& a, const std::vector<float>& b) {
+  double sum = 0.0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    sum += static_cast<double>(a[i]) * static_cast<double>(b[i]);
+  }
+  return sum;
+}
+
+struct UnitCase {
+  static constexpr int kRows = 2;
+  VitShape shape = tiny_vit();
+  int unit = 0;
+  std::vector<float> parameters;
+  std::vector<float> input;
+  std::vector<float> output;
+  std::vector<float> probe;
+  std::vector<float> for_input, for_weight, gradients_for_weight;
+
+  explicit UnitCase(int which) : unit(which) {
+    const std::vector<int> widths = vit_layer_widths(shape);
+    parameters.resize(vit_unit_parameter_count(shape, unit));
+    initialize_vit_unit(parameters, shape, 3, unit);
+    // Perturb every parameter so LayerNorm scales and biases matter too.
+    const std::vector<float> noise = random_values(parameters.size(), 11);
+    for (std::size_t i = 0; i < parameters.size(); ++i) parameters[i] += 0.3f * noise[i];
+    input =
+        random_values(kRows * static_cast<std::size_t>(widths[static_cast<std::size_t>(unit)]), 5);
+    output.resize(kRows * static_cast<std::size_t>(widths[static_cast<std::size_t>(unit) + 1]));
+    probe = random_values(output.size(), 7);
+    const VitStashSizes sizes = vit_stash_sizes(shape, unit);
+    for_input.resize(kRows * sizes.forward_for_input);
+    for_weight.resize(kRows * sizes.forward_for_weight);
+    gradients_for_weight.resize(kRows * sizes.gradients_for_weight);
+  }
+  VitUnitBuffers buffers() {
+    return VitUnitBuffers{kRows, input, output, for_input, for_weight, gradients_for_weight};
+  }
+  double objective() {
+    vit_unit_forward(shape, unit, parameters, buffers());
+    return dot(output, probe);
+  }
+};
+
+void expect_gradient(const std::vector<float>& analytic, std::vector<float>& x,
+                     const std::function<double()>& objective) {
+  ASSERT_EQ(analytic.size(), x.size());
+  constexpr float kStep = 1e-2f;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const float original = x[i];
+    x[i] = original + kStep;
+    const double up = objective();
+    x[i] = original - kStep;
+    const double down = objective();
+    x[i] = original;
+    const double numeric = (up - down) / (2.0 * static_cast<double>(kStep));
+    EXPECT_NEAR(static_cast<double>(analytic[i]), numeric, 3e-3 * (1.0 + std::abs(numeric)))
+        << "element " << i;
+  }
+}
+
+void check_unit(int unit) {
+  UnitCase c(unit);
+  c.objective();
+  std::vector<float> d_input(c.input.size(), 5.0f);  // written: the 5s must vanish
+  vit_unit_backward_input(c.shape, unit, c.parameters, c.buffers(), c.probe, d_input);
+  std::vector<float> d_parameters(c.parameters.size(), 0.0f);
+  vit_unit_backward_weight(c.shape, unit, d_parameters, c.buffers(), c.probe);
+  expect_gradient(d_input, c.input, [&] { return c.objective(); });
+  expect_gradient(d_parameters, c.parameters, [&] { return c.objective(); });
+}
+
+TEST(vit, first_unit_gradients_match_finite_differences) {
+  check_unit(0);
+}
+
+TEST(vit, last_unit_gradients_match_finite_differences) {
+  check_unit(1);
+}
+
+TEST(vit, widths_and_tensors_follow_the_shape) {
+  const VitShape shape;  // the default: 7 x 7 patches of 28 x 28, width 64, 4 blocks
+  EXPECT_EQ(shape.tokens(), 16);
+  EXPECT_EQ(vit_layer_widths(shape), (std::vector<int>{784, 1024, 1024, 1024, 10}));
+  const std::vector<VitTensor> first = vit_unit_tensors(shape, 0);
+  EXPECT_EQ(first.front().name, "embed.patch.weight");
+  EXPECT_EQ(first.back().name, "blocks.0.fc2.bias");
+  const std::vector<VitTensor> last = vit_unit_tensors(shape, 3);
+  EXPECT_EQ(last.back().name, "head.bias");
+  EXPECT_EQ(last.back().offset + last.back().size, vit_unit_parameter_count(shape, 3));
+  VitShape odd = shape;
+  odd.heads = 5;
+  EXPECT_THROW(check_vit_shape(odd), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace pipevm::runtime
