@@ -105,7 +105,14 @@ RunConfig resolve_config(const RunFlags& f) {
   if (given(f.data)) config.data = f.flags.data;
   if (given(f.chunks)) config.chunks = f.flags.chunks;
   if (given(f.loss)) config.model.loss = parse_loss(f.loss_name);
-  if (given(f.model)) config.model.sizes = parse_widths(f.model_widths);
+  if (given(f.model)) {
+    if (runtime::model_kind_from_name(f.model_widths)) {
+      set_model_kind(f.model_widths, config.model);
+    } else {
+      set_model_kind("mlp", config.model);
+      config.model.sizes = parse_widths(f.model_widths);
+    }
+  }
   if (given(f.save)) config.save = f.flags.save;
   if (given(f.checkpoint)) config.checkpoint = f.flags.checkpoint;
   if (given(f.checkpoint_every)) config.checkpoint_every = f.flags.checkpoint_every;
@@ -558,7 +565,11 @@ int train(const RunFlags& flags, runtime::MpiSession& session, int& world_rank) 
   }
   if (root && !config.save.empty()) {
     try {
-      runtime::save_model(config.save, config.model.sizes, model);
+      if (config.model.kind == runtime::ModelKind::vit) {
+        runtime::save_vit_model(config.save, config.model.vit, model);
+      } else {
+        runtime::save_model(config.save, config.model.sizes, model);
+      }
       std::printf("saved %s\n", config.save.c_str());
     } catch (const std::exception& error) {
       std::cerr << "pipevm run: error: " << error.what() << "\n";
@@ -615,8 +626,8 @@ Command add_run_command(CLI::App& root) {
   flags->loss = app->add_option("--loss", flags->loss_name, "cross-entropy or softmax-mse");
   flags->model =
       app->add_option("--model", flags->model_widths,
-                      "Layer widths, input first (default 784,128,127,126,125,124,123,10; "
-                      "Fashion-MNIST needs 784 in and 10 out)");
+                      "vit, mlp, or the MLP's layer widths, input first (default "
+                      "784,128,127,126,125,124,123,10; Fashion-MNIST needs 784 in and 10 out)");
   flags->save = app->add_option("--save", f.save, "Write the trained model (.safetensors)")
                     ->type_name("FILE");
   flags->checkpoint =

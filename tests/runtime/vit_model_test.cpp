@@ -1,12 +1,15 @@
 // The ViT's units (runtime/vit_model.hpp) on a tiny shape: each unit's
 // input and weight gradients against central finite differences of
-// sum(output * probe), through the three stashes as a Piece passes them.
+// sum(output * probe), through the three stashes as a Piece passes them;
+// and a ViT cut into pieces computing the whole model's bits.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <vector>
 
+#include "model.hpp"
 #include "random.hpp"
 #include "vit_model.hpp"
 
@@ -109,6 +112,58 @@ TEST(vit, first_unit_gradients_match_finite_differences) {
 
 TEST(vit, last_unit_gradients_match_finite_differences) {
   check_unit(1);
+}
+
+// Forward, loss and backward of one micro-batch through `pieces` in a
+// chain; returns the weight gradients, flat, the model's layout.
+std::vector<float> chain_gradients(std::vector<Piece>& pieces, const std::vector<float>& images,
+                                   const std::vector<std::uint8_t>& labels, int rows) {
+  std::vector<float> activation = images;
+  for (Piece& piece : pieces) {
+    piece.reserve(1, rows);
+    const std::span<const float> out = piece.forward(0, activation, rows);
+    activation.assign(out.begin(), out.end());
+  }
+  pieces.back().loss(0, labels, 1.0f / static_cast<float>(rows));
+  std::vector<float> gradient;
+  for (auto piece = pieces.rbegin(); piece != pieces.rend(); ++piece) {
+    const std::span<const float> d_in = piece->backward_input(0, gradient);
+    piece->backward_weight(0);
+    gradient.assign(d_in.begin(), d_in.end());
+    if (piece != pieces.rbegin() + static_cast<std::ptrdiff_t>(pieces.size()) - 1) {
+      piece->end_input_gradient_send(0);
+    }
+  }
+  std::vector<float> all;
+  for (const Piece& piece : pieces) {
+    const std::vector<float> g = piece.gradients();
+    all.insert(all.end(), g.begin(), g.end());
+  }
+  return all;
+}
+
+TEST(vit, pieces_compute_the_whole_models_gradients_bit_for_bit) {
+  ModelConfig config;
+  VitShape shape = tiny_vit();
+  shape.blocks = 3;
+  use_vit(config, shape);
+  config.seed = 9;
+  constexpr int kRows = 3;
+  const std::vector<float> images = random_values(kRows * 16, 2);
+  const std::vector<std::uint8_t> labels = {0, 2, 1};
+  std::vector<Piece> whole;
+  whole.emplace_back(config, LayerRange{0, 3});
+  std::vector<Piece> cut;
+  cut.emplace_back(config, LayerRange{0, 1});
+  cut.emplace_back(config, LayerRange{1, 3});
+  const std::vector<float> expected = chain_gradients(whole, images, labels, kRows);
+  const std::vector<float> split = chain_gradients(cut, images, labels, kRows);
+  EXPECT_EQ(split, expected);
+  EXPECT_EQ(expected.size(), parameter_count(config, {0, 3}));
+  EXPECT_NE(std::count(expected.begin(), expected.end(), 0.0f),
+            static_cast<std::ptrdiff_t>(expected.size()));
+  // Every buffer of the micro-batch is back.
+  for (Piece& piece : cut) EXPECT_EQ(piece.ledger().current()[MemoryCategory::activations], 0U);
 }
 
 TEST(vit, widths_and_tensors_follow_the_shape) {
