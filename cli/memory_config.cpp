@@ -35,6 +35,15 @@ MemoryShape memory_shape(const RunConfig& run, const Config& config) {
   } else {
     shape.optimizer_states = run.optimizer.momentum != 0.0F ? 1 : 0;
   }
+  if (run.model.kind == runtime::ModelKind::vit) {
+    for (int unit = 0; unit < run.model.vit.blocks; ++unit) {
+      shape.layer_parameter_counts.push_back(
+          runtime::vit_unit_parameter_count(run.model.vit, unit));
+      const runtime::VitStashSizes stash = runtime::vit_stash_sizes(run.model.vit, unit);
+      shape.layer_stashes.push_back(
+          {stash.forward_for_input, stash.forward_for_weight, stash.gradients_for_weight});
+    }
+  }
   return shape;
 }
 

@@ -127,12 +127,6 @@ RunConfig resolve_config(const RunFlags& f) {
   return config;
 }
 
-std::string widths(const std::vector<int>& sizes) {
-  std::string text;
-  for (const int size : sizes) text += (text.empty() ? "" : "-") + std::to_string(size);
-  return text;
-}
-
 // The data this rank needs, or the reason it cannot have it.
 runtime::DataSplit load_data(const RunConfig& config, runtime::DataParts parts) {
   runtime::DataSplit data;
@@ -329,7 +323,8 @@ int train(const RunFlags& flags, runtime::MpiSession& session, int& world_rank) 
     return everyone_fails(kExitUsage, "the schedule cuts the model into " + std::to_string(pieces) +
                                           " pieces (" + std::to_string(stages) +
                                           " stages), more than the " + std::to_string(layers) +
-                                          " layer(s) of the model " + widths(config.model.sizes));
+                                          " layer(s) of the model " +
+                                          runtime::describe(config.model));
   }
   // Where the model is cut: by each layer's time measured on rank 0 (every
   // rank must cut it alike), or by multiply-adds; a resumed run where its
@@ -460,7 +455,7 @@ int train(const RunFlags& flags, runtime::MpiSession& session, int& world_rank) 
         "pipevm run: %s, %d stage(s) x %d dp, %d micro-batches of %d, model %s (%s), %s lr %g, "
         "data %s (%d train, %d test)\n",
         program->name.c_str(), stages, config.dp, config.micro_batches,
-        trainer->machine().micro_batch_rows(), widths(config.model.sizes).c_str(),
+        trainer->machine().micro_batch_rows(), runtime::describe(config.model).c_str(),
         std::string(runtime::name(config.model.loss)).c_str(), config.optimizer.kind.c_str(),
         static_cast<double>(config.optimizer.lr), config.data.c_str(), data->train.samples,
         data->test.samples);

@@ -59,6 +59,20 @@ void use_vit(ModelConfig& config, const VitShape& shape) {
   config.vit = shape;
 }
 
+std::string describe(const ModelConfig& config) {
+  std::string text;
+  if (config.kind == ModelKind::mlp) {
+    for (const int size : config.sizes) text += (text.empty() ? "" : "-") + std::to_string(size);
+    return text;
+  }
+  const VitShape& v = config.vit;
+  const std::string side = std::to_string(v.image_side), patch = std::to_string(v.patch);
+  return "ViT " + side + "x" + side + " in " + patch + "x" + patch + " patches (" +
+         std::to_string(v.tokens()) + " tokens), width " + std::to_string(v.width) + ", " +
+         std::to_string(v.blocks) + " blocks, " + std::to_string(v.heads) + " heads, hidden " +
+         std::to_string(v.hidden) + ", " + std::to_string(v.classes) + " classes";
+}
+
 std::size_t parameter_count(const ModelConfig& config, LayerRange layers) {
   if (config.kind == ModelKind::mlp) return parameter_count(config.sizes, layers);
   std::size_t count = 0;

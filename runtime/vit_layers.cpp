@@ -248,11 +248,11 @@ void gelu_forward(MatrixMap out, ConstMatrixMap in) {
   }
 }
 
-void gelu_backward(MatrixMap d_in, ConstMatrixMap d_out, ConstMatrixMap in) {
+void gelu_backward(MatrixMap d_in, ConstMatrixMap d_out, ConstMatrixMap in, ConstMatrixMap out) {
   for (Eigen::Index r = 0; r < in.rows(); ++r) {
     for (Eigen::Index c = 0; c < in.cols(); ++c) {
       const float x = in(r, c);
-      const float cdf = 0.5f * (1.0f + std::erf(x * kInverseSqrt2));
+      const float cdf = x != 0.0f ? out(r, c) / x : 0.5f;
       const float density = kInverseSqrt2Pi * std::exp(-0.5f * x * x);
       d_in(r, c) = d_out(r, c) * (cdf + x * density);
     }

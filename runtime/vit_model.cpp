@@ -339,7 +339,8 @@ void vit_unit_backward_input(const VitShape& s, int unit, std::span<const float>
   // MLP half: fc2, GELU (in place), fc1, LayerNorm 2, plus the residual.
   const MatrixMap d_fc1_out = region(g_stash, rows, u.d_fc1_out, t, h);
   linear_backward_input(d_fc1_out, d_y, w.matrix(p.fc2_weight, d, h));
-  gelu_backward(d_fc1_out, as_const(d_fc1_out), as_const(region(in_stash, rows, u.fc1_out, t, h)));
+  gelu_backward(d_fc1_out, as_const(d_fc1_out), as_const(region(in_stash, rows, u.fc1_out, t, h)),
+                as_const(region(w_stash, rows, u.gelu_out, t, h)));
   const MatrixMap d_ln2_out = region(g_stash, rows, u.d_ln2_out, t, d);
   linear_backward_input(d_ln2_out, as_const(d_fc1_out), w.matrix(p.fc1_weight, h, d));
   MatrixMap d_residual = region(g_stash, rows, u.d_residual, t, d);

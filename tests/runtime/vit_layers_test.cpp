@@ -222,8 +222,11 @@ TEST(vit, gelu_is_the_erf_form_and_backward_matches_finite_differences) {
   std::vector<float> gelu_one = {0.0f};
   gelu_forward(view(gelu_one, 1, 1), cview(one, 1, 1));
   EXPECT_NEAR(gelu_one[0], 0.8413447f, 1e-6);  // 1 * Phi(1); the tanh form gives 0.8411920
-  std::vector<float> d_in = probe;             // in place
-  gelu_backward(view(d_in, kRows, kCols), cview(d_in, kRows, kCols), cview(in, kRows, kCols));
+  objective();
+  const std::vector<float> forward_out = out;
+  std::vector<float> d_in = probe;  // in place
+  gelu_backward(view(d_in, kRows, kCols), cview(d_in, kRows, kCols), cview(in, kRows, kCols),
+                cview(forward_out, kRows, kCols));
   expect_gradient(d_in, in, objective);
 }
 
