@@ -182,6 +182,20 @@ void check_parameters(const VitShape& s, int unit, std::size_t floats, const cha
   }
 }
 
+// What every pass of a unit starts from: its layouts and the sizes of
+// one micro-batch (n: its token rows).
+struct UnitPass {
+  UnitParameters p;
+  UnitStash u;
+  int rows, t, d, h, n;
+};
+UnitPass unit_pass(const VitShape& s, int unit, std::size_t parameter_floats, int rows,
+                   const char* operation) {
+  check_parameters(s, unit, parameter_floats, operation);
+  return {unit_parameters(s, unit), unit_stash(s, unit), rows, s.tokens(), s.width, s.hidden,
+          rows * s.tokens()};
+}
+
 }  // namespace
 
 void check_vit_shape(const VitShape& s) {
@@ -244,12 +258,9 @@ VitStashSizes vit_stash_sizes(const VitShape& s, int unit) {
 
 void vit_unit_forward(const VitShape& s, int unit, std::span<const float> parameters,
                       const VitUnitBuffers& b) {
-  const UnitParameters p = unit_parameters(s, unit);
-  check_parameters(s, unit, parameters.size(), "vit_unit_forward");
-  const UnitStash u = unit_stash(s, unit);
+  const auto [p, u, rows, t, d, h, n] =
+      unit_pass(s, unit, parameters.size(), b.rows, "vit_unit_forward");
   const Weights w{parameters};
-  const int rows = b.rows, t = s.tokens(), d = s.width, h = s.hidden;
-  const int n = rows * t;
   const std::span<float> in_stash = b.forward_for_input;
   const std::span<float> w_stash = b.forward_for_weight;
 
@@ -307,12 +318,9 @@ void vit_unit_forward(const VitShape& s, int unit, std::span<const float> parame
 void vit_unit_backward_input(const VitShape& s, int unit, std::span<const float> parameters,
                              const VitUnitBuffers& b, std::span<const float> output_gradient,
                              std::span<float> input_gradient) {
-  const UnitParameters p = unit_parameters(s, unit);
-  check_parameters(s, unit, parameters.size(), "vit_unit_backward_input");
-  const UnitStash u = unit_stash(s, unit);
+  const auto [p, u, rows, t, d, h, n] =
+      unit_pass(s, unit, parameters.size(), b.rows, "vit_unit_backward_input");
   const Weights w{parameters};
-  const int rows = b.rows, t = s.tokens(), d = s.width, h = s.hidden;
-  const int n = rows * t;
   const std::span<float> in_stash = b.forward_for_input;
   const std::span<float> w_stash = b.forward_for_weight;
   const std::span<float> g_stash = b.gradients_for_weight;
@@ -383,12 +391,9 @@ void vit_unit_backward_input(const VitShape& s, int unit, std::span<const float>
 
 void vit_unit_backward_weight(const VitShape& s, int unit, std::span<float> gradients,
                               const VitUnitBuffers& b, std::span<const float> output_gradient) {
-  const UnitParameters p = unit_parameters(s, unit);
-  check_parameters(s, unit, gradients.size(), "vit_unit_backward_weight");
-  const UnitStash u = unit_stash(s, unit);
+  const auto [p, u, rows, t, d, h, n] =
+      unit_pass(s, unit, gradients.size(), b.rows, "vit_unit_backward_weight");
   const Gradients g{gradients};
-  const int rows = b.rows, t = s.tokens(), d = s.width, h = s.hidden;
-  const int n = rows * t;
   const std::span<const float> w_stash = b.forward_for_weight;
   const std::span<const float> g_stash = b.gradients_for_weight;
 

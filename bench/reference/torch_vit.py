@@ -22,7 +22,6 @@ a linear head; tensor names as pipevm writes them (`pipevm run --save`).
 Relative difference of a tensor: max |pipevm - torch| / max |torch|.
 """
 import argparse
-import gzip
 import json
 import os
 import struct
@@ -41,7 +40,9 @@ except ImportError as error:  # the test skips where PyTorch is missing
     print(f"torch_vit.py: skipped, {error}")
     sys.exit(77)
 
-DATA = "/usr/share/datasets/fashion-mnist"
+# The MLP reference's data reading and BLAS probes (same folder).
+from torch_mlp import blas_in_use, find, matmul_rate, read_idx  # noqa: E402
+
 TOLERANCE = 1e-5
 
 
@@ -158,38 +159,6 @@ def check(dump_tool):
     print(f"largest relative difference {worst:.2e} (tolerance {TOLERANCE:g}) over "
           f"{len(report)} tensors, torch {torch.__version__} in float64")
     return 0 if worst <= TOLERANCE else 1
-
-
-def read_idx(path):
-    with gzip.open(path) if path.endswith(".gz") else open(path, "rb") as f:
-        data = f.read()
-    dims = data[3]
-    shape = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(dims)]
-    return np.frombuffer(data, np.uint8, offset=4 + 4 * dims).reshape(shape)
-
-
-def find(stem):
-    for path in (f"{DATA}/{stem}.gz", f"{DATA}/{stem}"):
-        if os.path.exists(path):
-            return path
-    raise SystemExit(f"torch_vit.py: {DATA}/{stem}[.gz] not found (dataset-fashion-mnist)")
-
-
-def blas_in_use():
-    with open("/proc/self/maps") as maps:
-        names = {line.split()[-1] for line in maps if "blas" in line.lower()}
-    return ", ".join(sorted(names)) or "none mapped"
-
-
-def matmul_rate():
-    a = torch.randn(128, 784)
-    w = torch.randn(128, 784)
-    start = time.process_time()
-    runs = 0
-    while time.process_time() - start < 0.3:
-        torch.mm(a, w.t())
-        runs += 1
-    return 2 * 128 * 784 * 128 * runs / (time.process_time() - start) / 1e9
 
 
 def train(epochs):

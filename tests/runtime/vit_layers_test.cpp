@@ -7,45 +7,15 @@
 #include <functional>
 #include <vector>
 
-#include "random.hpp"
+#include "gradient_check.hpp"
 #include "vit_layers.hpp"
 
 namespace pipevm::runtime {
 namespace {
 
-std::vector<float> random_values(std::size_t count, std::uint64_t seed, float low = -1.0f,
-                                 float high = 1.0f) {
-  SplitMix64 random(seed);
-  std::vector<float> values(count);
-  for (float& value : values) value = low + (high - low) * random.uniform();
-  return values;
-}
-
-double dot(const std::vector<float>& a, const std::vector<float>& b) {
-  double sum = 0.0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    sum += static_cast<double>(a[i]) * static_cast<double>(b[i]);
-  }
-  return sum;
-}
-
-// Expects `analytic` to be the gradient of objective() with respect to x.
-void expect_gradient(const std::vector<float>& analytic, std::vector<float>& x,
-                     const std::function<double()>& objective, double tolerance = 2e-3) {
-  ASSERT_EQ(analytic.size(), x.size());
-  constexpr float kStep = 1e-2f;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const float original = x[i];
-    x[i] = original + kStep;
-    const double up = objective();
-    x[i] = original - kStep;
-    const double down = objective();
-    x[i] = original;
-    const double numeric = (up - down) / (2.0 * static_cast<double>(kStep));
-    EXPECT_NEAR(static_cast<double>(analytic[i]), numeric, tolerance * (1.0 + std::abs(numeric)))
-        << "element " << i;
-  }
-}
+using gradient_check::dot;
+using gradient_check::expect_gradient;
+using gradient_check::random_values;
 
 MatrixMap view(std::vector<float>& v, int rows, int cols) {
   return as_matrix(std::span(v), rows, cols);

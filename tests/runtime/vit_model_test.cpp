@@ -9,8 +9,8 @@
 #include <functional>
 #include <vector>
 
+#include "gradient_check.hpp"
 #include "model.hpp"
-#include "random.hpp"
 #include "vit_model.hpp"
 
 namespace pipevm::runtime {
@@ -28,20 +28,8 @@ VitShape tiny_vit() {
   return shape;
 }
 
-std::vector<float> random_values(std::size_t count, std::uint64_t seed) {
-  SplitMix64 random(seed);
-  std::vector<float> values(count);
-  for (float& value : values) value = 2.0f * random.uniform() - 1.0f;
-  return values;
-}
-
-double dot(const std::vector<float>& a, const std::vector<float>& b) {
-  double sum = 0.0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    sum += static_cast<double>(a[i]) * static_cast<double>(b[i]);
-  }
-  return sum;
-}
+using gradient_check::dot;
+using gradient_check::random_values;
 
 struct UnitCase {
   static constexpr int kRows = 2;
@@ -78,23 +66,6 @@ struct UnitCase {
   }
 };
 
-void expect_gradient(const std::vector<float>& analytic, std::vector<float>& x,
-                     const std::function<double()>& objective) {
-  ASSERT_EQ(analytic.size(), x.size());
-  constexpr float kStep = 1e-2f;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const float original = x[i];
-    x[i] = original + kStep;
-    const double up = objective();
-    x[i] = original - kStep;
-    const double down = objective();
-    x[i] = original;
-    const double numeric = (up - down) / (2.0 * static_cast<double>(kStep));
-    EXPECT_NEAR(static_cast<double>(analytic[i]), numeric, 3e-3 * (1.0 + std::abs(numeric)))
-        << "element " << i;
-  }
-}
-
 void check_unit(int unit) {
   UnitCase c(unit);
   c.objective();
@@ -102,8 +73,10 @@ void check_unit(int unit) {
   vit_unit_backward_input(c.shape, unit, c.parameters, c.buffers(), c.probe, d_input);
   std::vector<float> d_parameters(c.parameters.size(), 0.0f);
   vit_unit_backward_weight(c.shape, unit, d_parameters, c.buffers(), c.probe);
-  expect_gradient(d_input, c.input, [&] { return c.objective(); });
-  expect_gradient(d_parameters, c.parameters, [&] { return c.objective(); });
+  gradient_check::expect_gradient(
+      d_input, c.input, [&] { return c.objective(); }, 3e-3);
+  gradient_check::expect_gradient(
+      d_parameters, c.parameters, [&] { return c.objective(); }, 3e-3);
 }
 
 TEST(vit, first_unit_gradients_match_finite_differences) {
