@@ -103,8 +103,8 @@ std::vector<int> parse_widths(const std::string& text) {
     const auto [next, error] = std::from_chars(part.data(), part.data() + part.size(), width);
     if (part.empty() || error != std::errc{} || next != part.data() + part.size() || width <= 0) {
       throw ConfigError("--model '" + text + "': '" + std::string(part) +
-                        "' is not a positive width (expected widths separated by commas, input "
-                        "first, e.g. 784,256,10)");
+                        "' is not a positive width (expected vit, mlp, or widths separated by "
+                        "commas, input first, e.g. 784,256,10)");
     }
     widths.push_back(width);
     if (end == text.size()) break;
