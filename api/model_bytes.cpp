@@ -13,6 +13,8 @@ MemoryShape memory_shape(const ModelBytes& model, const Config& config) {
   const int split = std::max(1, config.dp) * std::max(1, config.micro_batches);
   shape.rows = std::max(1, model.batch_size / split);
   shape.optimizer_states = model.optimizer_states;
+  shape.layer_parameter_counts = model.layer_parameter_counts;
+  shape.layer_stashes = model.layer_stashes;
   return shape;
 }
 

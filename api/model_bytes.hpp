@@ -6,6 +6,7 @@
 // configuration.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "memory_bytes.hpp"
@@ -20,6 +21,10 @@ struct ModelBytes {
   bool bias = true;          // every layer has a bias
   int batch_size = 128;      // the global batch, split over dp x micro-batches
   int optimizer_states = 2;  // state numbers per parameter: Adam 2, momentum 1, SGD 0
+  // A model that is not an MLP (the ViT): each layer's parameters and what
+  // its backward halves keep (MemoryShape's fields of the same names).
+  std::vector<std::uint64_t> layer_parameter_counts;
+  std::vector<MemoryShape::LayerStash> layer_stashes;
 };
 
 // The shape for one configuration: rows per micro-batch are the batch size

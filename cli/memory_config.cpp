@@ -32,6 +32,15 @@ api::ModelBytes model_bytes(const RunConfig& run) {
   } else {
     model.optimizer_states = run.optimizer.momentum != 0.0F ? 1 : 0;
   }
+  if (run.model.kind == runtime::ModelKind::vit) {
+    for (int unit = 0; unit < run.model.vit.blocks; ++unit) {
+      model.layer_parameter_counts.push_back(
+          runtime::vit_unit_parameter_count(run.model.vit, unit));
+      const runtime::VitStashSizes stash = runtime::vit_stash_sizes(run.model.vit, unit);
+      model.layer_stashes.push_back(
+          {stash.forward_for_input, stash.forward_for_weight, stash.gradients_for_weight});
+    }
+  }
   return model;
 }
 

@@ -117,7 +117,14 @@ RunConfig resolve_config(const RunFlags& f) {
   if (given(f.data)) config.data = f.flags.data;
   if (given(f.chunks)) config.chunks = f.flags.chunks;
   if (given(f.loss)) config.model.loss = parse_loss(f.loss_name);
-  if (given(f.model)) config.model.sizes = parse_widths(f.model_widths);
+  if (given(f.model)) {
+    if (runtime::model_kind_from_name(f.model_widths)) {
+      set_model_kind(f.model_widths, config.model);
+    } else {
+      set_model_kind("mlp", config.model);
+      config.model.sizes = parse_widths(f.model_widths);
+    }
+  }
   if (given(f.save)) config.save = f.flags.save;
   if (given(f.checkpoint)) config.checkpoint = f.flags.checkpoint;
   if (given(f.checkpoint_every)) config.checkpoint_every = f.flags.checkpoint_every;
@@ -130,12 +137,6 @@ RunConfig resolve_config(const RunFlags& f) {
   }
   validate(config);
   return config;
-}
-
-std::string widths(const std::vector<int>& sizes) {
-  std::string text;
-  for (const int size : sizes) text += (text.empty() ? "" : "-") + std::to_string(size);
-  return text;
 }
 
 // The data this rank needs, or the reason it cannot have it.
@@ -379,7 +380,7 @@ Stop compile_schedule(RunState& run) {
         kExitUsage, "the schedule cuts the model into " + std::to_string(run.pieces) + " pieces (" +
                         std::to_string(run.stages) + " stages), more than the " +
                         std::to_string(layers) + " layer(s) of the model " +
-                        widths(run.config.model.sizes));
+                        runtime::describe(run.config.model));
   }
   return std::nullopt;
 }
@@ -530,7 +531,7 @@ void print_header(const RunState& run) {
       "pipevm run: %s, %d stage(s) x %d dp, %d micro-batches of %d, model %s (%s), %s lr %g, "
       "data %s (%d train, %d test)\n",
       run.program->name.c_str(), run.stages, config.dp, config.micro_batches,
-      run.trainer->machine().micro_batch_rows(), widths(config.model.sizes).c_str(),
+      run.trainer->machine().micro_batch_rows(), runtime::describe(config.model).c_str(),
       std::string(runtime::name(config.model.loss)).c_str(), config.optimizer.kind.c_str(),
       static_cast<double>(config.optimizer.lr), config.data.c_str(), run.data->train.samples,
       run.data->test.samples);
@@ -641,7 +642,11 @@ int finish_model(RunState& run, bool recorded) {
   }
   if (!config.save.empty()) {
     try {
-      runtime::save_model(config.save, config.model.sizes, model);
+      if (config.model.kind == runtime::ModelKind::vit) {
+        runtime::save_vit_model(config.save, config.model.vit, model);
+      } else {
+        runtime::save_model(config.save, config.model.sizes, model);
+      }
       std::printf("saved %s\n", config.save.c_str());
     } catch (const std::exception& error) {
       std::cerr << "pipevm run: error: " << error.what() << "\n";
@@ -722,8 +727,8 @@ Command add_run_command(CLI::App& root) {
   flags->loss = app->add_option("--loss", flags->loss_name, "cross-entropy or softmax-mse");
   flags->model =
       app->add_option("--model", flags->model_widths,
-                      "Layer widths, input first (default 784,128,127,126,125,124,123,10; "
-                      "Fashion-MNIST needs 784 in and 10 out)");
+                      "vit, mlp, or the MLP's layer widths, input first (default "
+                      "784,128,127,126,125,124,123,10; Fashion-MNIST needs 784 in and 10 out)");
   flags->save = app->add_option("--save", f.save, "Write the trained model (.safetensors)")
                     ->type_name("FILE");
   flags->checkpoint =

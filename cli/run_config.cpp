@@ -78,6 +78,21 @@ class Section {
 
 }  // namespace
 
+void set_model_kind(const std::string& kind, runtime::ModelConfig& model) {
+  const std::optional<runtime::ModelKind> parsed = runtime::model_kind_from_name(kind);
+  if (!parsed) throw ConfigError("unknown model kind '" + kind + "' (expected mlp or vit)");
+  if (*parsed == runtime::ModelKind::mlp) {
+    if (model.kind == runtime::ModelKind::vit) model.sizes = pipevm::default_layer_widths();
+    model.kind = runtime::ModelKind::mlp;
+    return;
+  }
+  try {
+    runtime::use_vit(model, model.vit);
+  } catch (const std::invalid_argument& error) {
+    throw ConfigError(std::string("the ViT's sizes: ") + error.what());
+  }
+}
+
 std::vector<int> parse_widths(const std::string& text) {
   std::vector<int> widths;
   std::size_t begin = 0;
@@ -88,8 +103,8 @@ std::vector<int> parse_widths(const std::string& text) {
     const auto [next, error] = std::from_chars(part.data(), part.data() + part.size(), width);
     if (part.empty() || error != std::errc{} || next != part.data() + part.size() || width <= 0) {
       throw ConfigError("--model '" + text + "': '" + std::string(part) +
-                        "' is not a positive width (expected widths separated by commas, input "
-                        "first, e.g. 784,256,10)");
+                        "' is not a positive width (expected vit, mlp, or widths separated by "
+                        "commas, input first, e.g. 784,256,10)");
     }
     widths.push_back(width);
     if (end == text.size()) break;
@@ -124,7 +139,16 @@ void apply_yaml_text(const std::string& text, const std::string& name, RunConfig
     if (section == "model") {
       Section s(node, section, name);
       std::string loss = std::string(runtime::name(config.model.loss));
+      std::string kind = std::string(runtime::name(config.model.kind));
+      runtime::VitShape& vit = config.model.vit;
+      s.read("kind", kind);
       s.read("sizes", config.model.sizes);
+      s.read("image_side", vit.image_side);
+      s.read("patch", vit.patch);
+      s.read("width", vit.width);
+      s.read("blocks", vit.blocks);
+      s.read("heads", vit.heads);
+      s.read("hidden", vit.hidden);
       s.read("loss", loss);
       s.read("seed", config.model.seed);
       s.read("element_bytes", config.element_bytes);
@@ -134,6 +158,11 @@ void apply_yaml_text(const std::string& text, const std::string& name, RunConfig
         config.model.loss = parse_loss(loss);
       } catch (const ConfigError& error) {
         fail_at(name, s.mark_of("loss"), error.what());
+      }
+      try {
+        set_model_kind(kind, config.model);
+      } catch (const ConfigError& error) {
+        fail_at(name, s.mark_of("kind"), error.what());
       }
     } else if (section == "data") {
       Section s(node, section, name);

@@ -2,7 +2,9 @@
 // top, command-line flags on top of that. The YAML has five sections, every
 // key optional, unknown keys an error:
 //
-//   model:    {sizes: [784, 128, ..., 10], loss: cross-entropy | softmax-mse, seed: 0,
+//   model:    {kind: mlp | vit, sizes: [784, 128, ..., 10] (the MLP's),
+//              image_side: 28, patch: 7, width: 64, blocks: 4, heads: 4, hidden: 256
+//              (the ViT's), loss: cross-entropy | softmax-mse, seed: 0,
 //              element_bytes: 4, bias: true (these two: memory figures of check and
 //              simulate only; run computes in float with biases)}
 //   data:     {source: fashion-mnist | synthetic | DIR, synthetic_train: N, synthetic_test: N}
@@ -68,6 +70,10 @@ runtime::Loss parse_loss(const std::string& text);
 
 // Layer widths written as on the command line, input first: "784,256,10".
 // Throws ConfigError naming the bad part.
+// Makes `model` the MLP (its widths stay, or return to the default after a
+// ViT) or the ViT of model.vit's sizes. Throws ConfigError for another kind
+// or sizes that make no ViT.
+void set_model_kind(const std::string& kind, runtime::ModelConfig& model);
 std::vector<int> parse_widths(const std::string& text);
 
 // What a configuration is read for: running, or counting the memory and

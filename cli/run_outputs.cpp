@@ -182,9 +182,7 @@ runtime::RunIdentity run_identity(const RunConfig& config, const Program& progra
     const std::string text = disassemble_rank(program, rank);
     digest = runtime::fnv1a_bytes(std::as_bytes(std::span<const char>(text)), digest);
   }
-  std::string sizes;
-  for (const int size : config.model.sizes)
-    sizes += (sizes.empty() ? "" : "-") + std::to_string(size);
+  const std::string sizes = runtime::describe(config.model);
   const runtime::OptimizerConfig& optimizer = config.optimizer;
   runtime::RunIdentity identity = {{"schedule", program.name},
                                    {"schedule.program_fnv1a64", hex(digest)},

@@ -202,7 +202,7 @@ int run_synthesize(const CLI::App& app, SynthesizeArguments args) {
     request.costs = costs;
     request.memory_limit = args.memory_limit;
     request.memory_bytes = args.memory_bytes;
-    request.memory_shape = memory_shape(model, args.config);
+    request.memory_shape = api::memory_shape(model_bytes(model), args.config);
     request.weight_memory = args.weight_memory;
     request.time_limit_seconds = args.time_limit;
     if (isatty(STDERR_FILENO) != 0) {

@@ -13,6 +13,9 @@
 //  - activation gradients: the gradient at the top of layer l (received, the
 //    loss's, or from the layer above) until the weight gradient of layer l;
 //    the chunk's input gradient until it is sent;
+//  - a layer's stashes (the ViT's), per micro-batch: what its forward keeps
+//    for its input half, and for its weight half (activations), and what
+//    its input half keeps for its weight half (activation gradients);
 //  - messages: a value a send still in flight keeps after its last use;
 //  - held values (Hold ... Drop): an activation or activation gradient
 //    held stays in its category past its last use until its Drop; a
@@ -33,6 +36,9 @@
 namespace pipevm {
 
 std::uint64_t layer_parameters(const MemoryShape& shape, int layer) {
+  if (!shape.layer_parameter_counts.empty()) {
+    return shape.layer_parameter_counts.at(static_cast<std::size_t>(layer));
+  }
   const auto in = static_cast<std::uint64_t>(shape.layer_widths[static_cast<std::size_t>(layer)]);
   const auto out =
       static_cast<std::uint64_t>(shape.layer_widths[static_cast<std::size_t>(layer) + 1]);
@@ -102,6 +108,9 @@ class RankBytesWalk {
                   int boundary);
   void compute(const Instruction& in);
   void backward_layer(const Chunk& c, std::uint32_t mb, int l, bool input, bool weight);
+  // A layer's stashes of micro-batch mb through its forward (pass 1), input
+  // half (2) and weight half (3); nothing when the shape has none.
+  void stash(int l, std::uint32_t mb, std::uint8_t pass);
   void message(const Instruction& in);
   void wait(const Instruction& in);
   void reduce(const Instruction& in, bool scatter);
@@ -140,6 +149,7 @@ class RankBytesWalk {
   // the sum from there, so that its Drop is no second finding).
   enum Apart : std::uint8_t { not_apart = 0, apart_held = 1, apart_made = 2, apart_reported = 3 };
   std::vector<std::uint8_t> apart_, weight_done_;
+  std::vector<std::uint8_t> stash_;  // per (layer, micro-batch): the last pass done, 0 none
   std::vector<std::uint32_t> apart_made_;  // per layer: gradients held apart
   std::size_t micro_batches_ = 0;
   std::size_t index_ = 0;
@@ -248,6 +258,7 @@ RankBytes RankBytesWalk::walk(int rank, const Moment& moment,
   micro_batches_ = micro_batches;
   apart_.assign(layers * micro_batches, not_apart);
   weight_done_.assign(layers * micro_batches, 0);
+  stash_.assign(layers * micro_batches, 0);
   apart_made_.assign(layers, 0);
   pending_.clear();
   activations_ = activation_gradients_ = messages_ = 0;
@@ -304,7 +315,9 @@ void RankBytesWalk::backward_layer(const Chunk& c, std::uint32_t mb, int l, bool
       free_value(g_, activation_gradients_, below, l);
     }
   }
+  if (input) stash(l, mb, 2);
   if (weight) {
+    stash(l, mb, 3);
     free_value(a_, activations_, slot(c, mb, l), l);
     free_value(g_, activation_gradients_, slot(c, mb, l + 1), l + 1);
     const std::size_t w = apart_index(l, mb);
@@ -317,6 +330,23 @@ void RankBytesWalk::backward_layer(const Chunk& c, std::uint32_t mb, int l, bool
     Grad& grad = grad_[static_cast<std::size_t>(l)];
     if (grad == Grad::none) grad = Grad::whole;
   }
+}
+
+void RankBytesWalk::stash(int l, std::uint32_t mb, std::uint8_t pass) {
+  if (shape_.layer_stashes.empty()) return;
+  std::uint8_t& done = stash_[apart_index(l, mb)];
+  if (done + 1 != pass) return;
+  const MemoryShape::LayerStash& s = shape_.layer_stashes.at(static_cast<std::size_t>(l));
+  if (pass == 1) {
+    activations_ += rows_ * (s.forward_for_input + s.forward_for_weight);
+  } else if (pass == 2) {
+    activations_ -= rows_ * s.forward_for_input;
+    activation_gradients_ += rows_ * s.gradients_for_weight;
+  } else {
+    activations_ -= rows_ * s.forward_for_weight;
+    activation_gradients_ -= rows_ * s.gradients_for_weight;
+  }
+  done = pass;
 }
 
 void RankBytesWalk::compute(const Instruction& in) {
@@ -344,8 +374,10 @@ void RankBytesWalk::compute(const Instruction& in) {
       set(a_, activations_, slot(*c, mb, r.begin), r.begin, live);
       return;
     case Opcode::Fwd:
-      for (int l = these.begin; l < these.end; ++l)
+      for (int l = these.begin; l < these.end; ++l) {
         set(a_, activations_, slot(*c, mb, l + 1), l + 1, live);
+        stash(l, mb, 1);
+      }
       return;
     case Opcode::Bwd:
     case Opcode::BwdAllReduce:

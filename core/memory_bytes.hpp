@@ -26,6 +26,17 @@ struct MemoryShape {
   int rows = 1;                   // samples in one micro-batch
   int optimizer_states = 2;       // state floats per parameter: Adam 2, momentum 1, SGD 0
   bool bias = true;               // every layer has a bias (out floats besides out x in)
+  // Layers that are not the MLP's (the ViT's blocks): per layer, its
+  // parameter count, and the floats per row it keeps between its passes
+  // (runtime/vit_model.hpp's stashes). Empty: layers of out x in weights
+  // (and biases) that keep nothing but their boundaries.
+  struct LayerStash {
+    std::uint64_t forward_for_input = 0;     // forward -> input half (activations)
+    std::uint64_t forward_for_weight = 0;    // forward -> weight half (activations)
+    std::uint64_t gradients_for_weight = 0;  // input half -> weight half (activation gradients)
+  };
+  std::vector<std::uint64_t> layer_parameter_counts;
+  std::vector<LayerStash> layer_stashes;
 };
 
 // The bytes of one rank at one moment, by category.

@@ -109,7 +109,7 @@ Machine::Machine(const Program& program, int rank, runtime::Comm& comm,
         "the program was expanded for another model or cut of it into pieces than the run's "
         "(its `layer` operands would name other layers)");
   }
-  model_sizes_ = options.model.sizes;
+  model_ = options.model;
   const int chunk_count = chunks_per_rank(program.placement, config);
   const std::size_t micro_batches = to_size(config.micro_batches);
   chunks_.reserve(to_size(chunk_count));

@@ -200,7 +200,7 @@ class Machine {
   void drop_gradients();
 
   const Program* program_;
-  std::vector<int> model_sizes_;
+  runtime::ModelConfig model_;
   runtime::MemoryLedger ledger_;
   runtime::BufferPool pool_{ledger_};
   int rank_;

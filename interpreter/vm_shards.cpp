@@ -42,7 +42,7 @@ std::vector<Machine::Layer> Machine::layers_of(int chunk, runtime::LayerRange ra
     Layer layer;
     layer.index = index;
     layer.sharded = gathers(stream, *program_, stage_, chunk, index);
-    const std::size_t size = runtime::parameter_count(model_sizes_, {index, index + 1});
+    const std::size_t size = runtime::parameter_count(model_, {index, index + 1});
     layer.offset = 0;
     layer.count = size;
     if (layer.sharded) {

@@ -148,9 +148,9 @@ std::vector<float> Trainer::gather_parameters() {
   if (comm_.world_rank() != 0) return {};
 
   const Config& config = program_.config;
-  const std::vector<int>& sizes = options_.machine.model.sizes;
+  const runtime::ModelConfig& shape = options_.machine.model;
   const std::vector<runtime::LayerRange> pieces = model_split(program_, options_.machine);
-  std::vector<float> model(runtime::parameter_count(sizes, {0, runtime::layer_count(sizes)}));
+  std::vector<float> model(runtime::parameter_count(shape, {0, runtime::layer_count(shape.sizes)}));
   std::size_t read = 0;
   for (int rank = 0; rank < config.stages; ++rank) {  // replica 0 holds world ranks [0, stages)
     const int stage = stage_of(config, rank);
@@ -158,8 +158,8 @@ std::vector<float> Trainer::gather_parameters() {
       const PipelinePosition where = position_of(program_.placement, config, stage, c);
       if (where.lane != 0) continue;
       const runtime::LayerRange layers = pieces[to_size(piece_at(where))];
-      const std::size_t offset = runtime::parameter_count(sizes, {0, layers.begin});
-      const std::size_t count = runtime::parameter_count(sizes, layers);
+      const std::size_t offset = runtime::parameter_count(shape, {0, layers.begin});
+      const std::size_t count = runtime::parameter_count(shape, layers);
       std::copy_n(gathered.begin() + static_cast<std::ptrdiff_t>(read), count,
                   model.begin() + static_cast<std::ptrdiff_t>(offset));
       read += count;
@@ -202,7 +202,7 @@ void Trainer::resume(const runtime::RankCheckpoint& piece,
     const runtime::Piece& chunk = machine_.piece(c);
     const runtime::RankCheckpoint::Chunk& saved = piece.chunks[c];
     const runtime::LayerRange layers = chunk.layers();
-    const std::size_t whole = runtime::parameter_count(chunk.config().sizes, layers);
+    const std::size_t whole = runtime::parameter_count(chunk.config(), layers);
     if (saved.parameters.size() != whole || saved.gradients.size() != whole) {
       throw std::invalid_argument("chunk " + std::to_string(c) + " of the checkpoint holds " +
                                   std::to_string(saved.parameters.size()) +

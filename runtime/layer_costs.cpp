@@ -73,10 +73,57 @@ struct LayerWork {
   void step() { optimizer.step(weight, d_weight); }
 };
 
+std::vector<double> median_of_rounds(std::vector<std::vector<double>>& seconds, int rounds) {
+  std::vector<double> costs;
+  for (std::vector<double>& times : seconds) {
+    std::nth_element(times.begin(), times.begin() + rounds / 2, times.end());
+    costs.push_back(times[to_size(rounds / 2)]);
+  }
+  return costs;
+}
+
+// The ViT's units, timed as a whole-model Piece runs them (forward, both
+// backward halves; the optimizer step is elementwise and small beside them).
+std::vector<double> measure_vit_unit_costs(const ModelConfig& model, int rows, int micro_batches) {
+  const int layers = layer_count(model.sizes);
+  Piece piece(model, LayerRange{0, layers});
+  piece.reserve(1, rows);
+  const std::vector<float> pixels = random_values(to_size(rows) * to_size(model.sizes.front()), 1);
+  const std::vector<std::uint8_t> labels(to_size(rows), 0);
+  constexpr int kRounds = 5;
+  std::vector<std::vector<double>> seconds(to_size(layers));
+  for (int round = 0; round <= kRounds; ++round) {  // round 0 allocates and faults pages
+    std::vector<double> step(to_size(layers), 0.0);
+    for (int mb = 0; mb < micro_batches; ++mb) {
+      const std::span<float> input = piece.take_input(0, rows);
+      std::copy(pixels.begin(), pixels.end(), input.begin());
+      for (int layer = 0; layer < layers; ++layer) {
+        const double start = thread_seconds();
+        piece.forward_layer(0, layer);
+        step[to_size(layer)] += thread_seconds() - start;
+      }
+      piece.loss(0, labels, 1.0f);
+      for (int layer = layers - 1; layer >= 0; --layer) {
+        const double start = thread_seconds();
+        piece.backward_input_layer(0, layer);
+        piece.backward_weight_layer(0, layer);
+        step[to_size(layer)] += thread_seconds() - start;
+      }
+    }
+    piece.zero_grad();
+    if (round == 0) continue;
+    for (int layer = 0; layer < layers; ++layer) {
+      seconds[to_size(layer)].push_back(step[to_size(layer)]);
+    }
+  }
+  return median_of_rounds(seconds, kRounds);
+}
+
 }  // namespace
 
 std::vector<double> measure_layer_costs(const ModelConfig& model, const OptimizerConfig& optimizer,
                                         int rows, int micro_batches) {
+  if (model.kind == ModelKind::vit) return measure_vit_unit_costs(model, rows, micro_batches);
   const int layers = layer_count(model.sizes);
   std::vector<LayerWork> work;
   work.reserve(to_size(layers));
@@ -96,12 +143,7 @@ std::vector<double> measure_layer_costs(const ModelConfig& model, const Optimize
       seconds[to_size(layer)].push_back(thread_seconds() - start);
     }
   }
-  std::vector<double> costs;
-  for (std::vector<double>& times : seconds) {
-    std::nth_element(times.begin(), times.begin() + kRounds / 2, times.end());
-    costs.push_back(times[kRounds / 2]);
-  }
-  return costs;
+  return median_of_rounds(seconds, kRounds);
 }
 
 }  // namespace pipevm::runtime

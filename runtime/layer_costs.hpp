@@ -4,7 +4,7 @@
 // last adds its bias, ReLU and their gradients, so a split by multiply-adds
 // left the second stage of the default model 60% of the work. Timed on this
 // process's CPU clock with the runtime's own layer functions on synthetic
-// values. Leaves out communication and the loss (the last piece's few
+// values (the ViT: its units in a Piece of its own). Leaves out communication and the loss (the last piece's few
 // columns), which no split can move.
 #pragma once
 

@@ -11,6 +11,8 @@
 #include <mutex>
 #include <string>
 
+#include "gemm.hpp"
+
 namespace pipevm::runtime {
 
 namespace {
@@ -26,26 +28,14 @@ int blas_int(Eigen::Index value) {
 // of nanoseconds against GEMMs of tens of microseconds).
 std::mutex gemm_mutex;
 
-struct RowMajorGemm {
-  CBLAS_TRANSPOSE a_transposed;
-  CBLAS_TRANSPOSE b_transposed;
-  int m, n, k;
-  const float* a;
-  int lda;
-  const float* b;
-  int ldb;
-  float beta;
-  float* c;
-  int ldc;
-};
+}  // namespace
 
-void run(const RowMajorGemm& g) {
+void run_gemm(const RowMajorGemm& g) {
   const std::lock_guard lock(gemm_mutex);
-  cblas_sgemm(CblasRowMajor, g.a_transposed, g.b_transposed, g.m, g.n, g.k, 1.0f, g.a, g.lda, g.b,
+  cblas_sgemm(CblasRowMajor, g.a_transposed ? CblasTrans : CblasNoTrans,
+              g.b_transposed ? CblasTrans : CblasNoTrans, g.m, g.n, g.k, 1.0f, g.a, g.lda, g.b,
               g.ldb, g.beta, g.c, g.ldc);
 }
-
-}  // namespace
 
 std::string gemm_backend() {
   std::string version = OPENBLAS_VERSION;  // " OpenBLAS 0.3.21 "
@@ -63,24 +53,24 @@ void linear_forward(MatrixMap out, ConstMatrixMap in, ConstMatrixMap weight,
   // zeroes the output before accumulating into it anyway, so the bias costs
   // no pass of its own.
   out.rowwise() = bias;
-  run({CblasNoTrans, CblasTrans, blas_int(out.rows()), blas_int(out.cols()), blas_int(in.cols()),
-       in.data(), blas_int(in.cols()), weight.data(), blas_int(weight.cols()), 1.0f, out.data(),
-       blas_int(out.cols())});
+  run_gemm({false, true, blas_int(out.rows()), blas_int(out.cols()), blas_int(in.cols()), in.data(),
+            blas_int(in.cols()), weight.data(), blas_int(weight.cols()), 1.0f, out.data(),
+            blas_int(out.cols())});
 }
 
 void linear_backward_input(MatrixMap d_in, ConstMatrixMap d_out, ConstMatrixMap weight) {
   assert(d_in.rows() == d_out.rows() && d_in.cols() == weight.cols());
-  run({CblasNoTrans, CblasNoTrans, blas_int(d_in.rows()), blas_int(d_in.cols()),
-       blas_int(d_out.cols()), d_out.data(), blas_int(d_out.cols()), weight.data(),
-       blas_int(weight.cols()), 0.0f, d_in.data(), blas_int(d_in.cols())});
+  run_gemm({false, false, blas_int(d_in.rows()), blas_int(d_in.cols()), blas_int(d_out.cols()),
+            d_out.data(), blas_int(d_out.cols()), weight.data(), blas_int(weight.cols()), 0.0f,
+            d_in.data(), blas_int(d_in.cols())});
 }
 
 void linear_backward_weight(MatrixMap d_weight, RowVectorMap d_bias, ConstMatrixMap d_out,
                             ConstMatrixMap in) {
   assert(d_weight.rows() == d_out.cols() && d_weight.cols() == in.cols());
-  run({CblasTrans, CblasNoTrans, blas_int(d_weight.rows()), blas_int(d_weight.cols()),
-       blas_int(in.rows()), d_out.data(), blas_int(d_out.cols()), in.data(), blas_int(in.cols()),
-       1.0f, d_weight.data(), blas_int(d_weight.cols())});
+  run_gemm({true, false, blas_int(d_weight.rows()), blas_int(d_weight.cols()), blas_int(in.rows()),
+            d_out.data(), blas_int(d_out.cols()), in.data(), blas_int(in.cols()), 1.0f,
+            d_weight.data(), blas_int(d_weight.cols())});
   // Row by row, not d_out.colwise().sum(): Eigen vectorises that column sum
   // only from the first 32-byte-aligned element of d_bias on, and sums the
   // columns before it in another order, so the bits of the gradient depended

@@ -1,4 +1,5 @@
-// The MLP's split, initialisation, pieces and evaluation (see model.hpp).
+// The model's split, initialisation, pieces and evaluation (see model.hpp):
+// the MLP's layers here, the ViT's units through vit_model.hpp.
 #include "model.hpp"
 
 #include <algorithm>
@@ -36,7 +37,56 @@ std::optional<Loss> loss_from_name(std::string_view text) {
   return std::nullopt;
 }
 
+std::string_view name(ModelKind kind) {
+  switch (kind) {
+    case ModelKind::mlp:
+      return "mlp";
+    case ModelKind::vit:
+      return "vit";
+  }
+  return "?";
+}
+
+std::optional<ModelKind> model_kind_from_name(std::string_view text) {
+  if (text == "mlp") return ModelKind::mlp;
+  if (text == "vit") return ModelKind::vit;
+  return std::nullopt;
+}
+
+void use_vit(ModelConfig& config, const VitShape& shape) {
+  config.kind = ModelKind::vit;
+  config.sizes = vit_layer_widths(shape);
+  config.vit = shape;
+}
+
+std::string describe(const ModelConfig& config) {
+  std::string text;
+  if (config.kind == ModelKind::mlp) {
+    for (const int size : config.sizes) text += (text.empty() ? "" : "-") + std::to_string(size);
+    return text;
+  }
+  const VitShape& v = config.vit;
+  const std::string side = std::to_string(v.image_side), patch = std::to_string(v.patch);
+  return "ViT " + side + "x" + side + " in " + patch + "x" + patch + " patches (" +
+         std::to_string(v.tokens()) + " tokens), width " + std::to_string(v.width) + ", " +
+         std::to_string(v.blocks) + " blocks, " + std::to_string(v.heads) + " heads, hidden " +
+         std::to_string(v.hidden) + ", " + std::to_string(v.classes) + " classes";
+}
+
+std::size_t parameter_count(const ModelConfig& config, LayerRange layers) {
+  if (config.kind == ModelKind::mlp) return parameter_count(config.sizes, layers);
+  std::size_t count = 0;
+  for (int unit = layers.begin; unit < layers.end; ++unit) {
+    count += vit_unit_parameter_count(config.vit, unit);
+  }
+  return count;
+}
+
 void initialize_layer(std::span<float> weight_then_bias, const ModelConfig& config, int layer) {
+  if (config.kind == ModelKind::vit) {
+    initialize_vit_unit(weight_then_bias, config.vit, config.seed, layer);
+    return;
+  }
   check_layer_widths(config.sizes);
   if (layer < 0 || layer >= layer_count(config.sizes)) {
     throw std::out_of_range("no layer " + std::to_string(layer));
@@ -88,14 +138,19 @@ void Piece::set_shapes() {
                                 std::to_string(layers_.end) + ") is not within the model's " +
                                 std::to_string(layer_count(config_.sizes)) + " layers");
   }
-  offset_in_model_ = parameter_count(config_.sizes, {0, layers_.begin});
+  if (is_vit() && config_.sizes != vit_layer_widths(config_.vit)) {
+    throw std::invalid_argument("a ViT's layer widths are its units' (use_vit)");
+  }
+  offset_in_model_ = parameter_count(config_, {0, layers_.begin});
   std::size_t offset = 0;
   for (int layer = layers_.begin; layer < layers_.end; ++layer) {
     LayerShape layer_shape;
     layer_shape.inputs = config_.sizes[to_size(layer)];
     layer_shape.outputs = config_.sizes[to_size(layer) + 1];
+    layer_shape.parameters = parameter_count(config_, {layer, layer + 1});
     layer_shape.parameter_offset = offset;
-    offset += parameter_count(config_.sizes, {layer, layer + 1});
+    if (is_vit()) layer_shape.stash = vit_stash_sizes(config_.vit, layer);
+    offset += layer_shape.parameters;
     shapes_.push_back(layer_shape);
   }
   weights_.assign(shapes_.size(), {});
@@ -121,8 +176,7 @@ int Piece::local(int layer, const char* operation) const {
 }
 
 std::size_t Piece::layer_size(int layer) const {
-  const LayerShape& s = shape(local(layer, "layer_size"));
-  return to_size(s.outputs) * to_size(s.inputs) + to_size(s.outputs);
+  return shape(local(layer, "layer_size")).parameters;
 }
 
 std::size_t Piece::layer_offset(int layer) const {
@@ -130,8 +184,9 @@ std::size_t Piece::layer_offset(int layer) const {
 }
 
 namespace {
-LayerView view_of(std::span<float> all, int layer, int inputs, int outputs) {
+LayerView view_of(std::span<float> all, int layer, int inputs, int outputs, bool whole) {
   if (all.empty()) return LayerView{layer, inputs, outputs, {}, {}, {}};
+  if (whole) return LayerView{layer, inputs, outputs, all, {}, all};
   const std::size_t weights = to_size(outputs) * to_size(inputs);
   return LayerView{layer, inputs, outputs, all.first(weights), all.subspan(weights), all};
 }
@@ -139,12 +194,12 @@ LayerView view_of(std::span<float> all, int layer, int inputs, int outputs) {
 
 LayerView Piece::layer_parameters(int layer) {
   const int l = local(layer, "layer_parameters");
-  return view_of(weights_[to_size(l)], layer, shape(l).inputs, shape(l).outputs);
+  return view_of(weights_[to_size(l)], layer, shape(l).inputs, shape(l).outputs, is_vit());
 }
 
 LayerView Piece::layer_gradients(int layer) {
   const int l = local(layer, "layer_gradients");
-  return view_of(gradients_[to_size(l)], layer, shape(l).inputs, shape(l).outputs);
+  return view_of(gradients_[to_size(l)], layer, shape(l).inputs, shape(l).outputs, is_vit());
 }
 
 bool Piece::has_gradients(int layer) const {
@@ -163,13 +218,35 @@ void Piece::unbind_weights(int layer) {
   weights_[to_size(local(layer, "unbind_weights"))] = {};
 }
 
-std::span<const float> Piece::weight(int local_layer) const {
-  const std::span<float> all = weights_[to_size(local_layer)];
+std::span<const float> Piece::unit_parameters(int local_layer) const {
+  const std::span<const float> all = weights_[to_size(local_layer)];
   if (all.empty()) {
     throw std::logic_error("layer " + std::to_string(layers_.begin + local_layer) +
                            " computes with weights that are not gathered");
   }
-  return all.first(to_size(shape(local_layer).outputs) * to_size(shape(local_layer).inputs));
+  return all;
+}
+
+std::span<const float> Piece::weight(int local_layer) const {
+  return unit_parameters(local_layer)
+      .first(to_size(shape(local_layer).outputs) * to_size(shape(local_layer).inputs));
+}
+
+VitUnitBuffers Piece::vit_buffers(Slot& s, int local_layer) {
+  const std::size_t k = to_size(local_layer);
+  return VitUnitBuffers{s.rows,
+                        s.a[k],
+                        s.a[k + 1],
+                        s.forward_for_input[k],
+                        s.forward_for_weight[k],
+                        s.gradients_for_weight[k]};
+}
+
+void Piece::give_back_stashes(Slot& s, int local_layer) {
+  const std::size_t k = to_size(local_layer);
+  give_back(MemoryCategory::activations, s.forward_for_input[k]);
+  give_back(MemoryCategory::activations, s.forward_for_weight[k]);
+  give_back(MemoryCategory::activation_gradients, s.gradients_for_weight[k]);
 }
 
 std::span<float> Piece::take(MemoryCategory category, std::size_t floats, bool zeroed) {
@@ -190,6 +267,9 @@ void Piece::reserve(int slots, int rows) {
   empty.a.assign(shapes_.size() + 1, {});
   empty.g.assign(shapes_.size() + 1, {});
   empty.holds.assign(shapes_.size() + 1, 0);
+  empty.forward_for_input.assign(shapes_.size(), {});
+  empty.forward_for_weight.assign(shapes_.size(), {});
+  empty.gradients_for_weight.assign(shapes_.size(), {});
   slots_.assign(to_size(slots), empty);
 }
 
@@ -234,6 +314,24 @@ void Piece::forward_layer(int slot, int layer) {
   const LayerShape& sh = shape(l);
   const std::size_t k = to_size(l);
   s.a[k + 1] = take(MemoryCategory::activations, to_size(s.rows) * to_size(sh.outputs));
+  if (is_vit()) {
+    s.forward_for_input[k] =
+        take(MemoryCategory::activations, to_size(s.rows) * sh.stash.forward_for_input);
+    s.forward_for_weight[k] =
+        take(MemoryCategory::activations, to_size(s.rows) * sh.stash.forward_for_weight);
+    vit_unit_forward(config_.vit, layer, unit_parameters(l), vit_buffers(s, l));
+  } else {
+    forward_mlp_layer(s, l);
+  }
+  s.forward_next = l + 1;
+  if (s.forward_next == static_cast<int>(shapes_.size())) {
+    s.input_next = s.weight_next = s.forward_next - 1;
+  }
+}
+
+void Piece::forward_mlp_layer(Slot& s, int l) {
+  const LayerShape& sh = shape(l);
+  const std::size_t k = to_size(l);
   const MatrixMap out(s.a[k + 1].data(), s.rows, sh.outputs);
   const std::span<float> all = weights_[k];
   linear_forward(
@@ -241,10 +339,6 @@ void Piece::forward_layer(int slot, int layer) {
       as_matrix(weight(l), sh.outputs, sh.inputs),
       as_row_vector(std::span<const float>(all).subspan(to_size(sh.outputs) * to_size(sh.inputs))));
   if (!(is_last() && l + 1 == static_cast<int>(shapes_.size()))) relu_forward(out, as_const(out));
-  s.forward_next = l + 1;
-  if (s.forward_next == static_cast<int>(shapes_.size())) {
-    s.input_next = s.weight_next = s.forward_next - 1;
-  }
 }
 
 void Piece::forward_all(int slot) {
@@ -331,6 +425,11 @@ void Piece::backward_input_layer(int slot, int layer) {
     throw std::logic_error("backward_input: layer " + std::to_string(layer) + " of slot " +
                            std::to_string(slot) + " is not the next backward (out of order)");
   }
+  if (is_vit()) {
+    backward_input_vit(slot, s, l);
+    s.input_next = l - 1;
+    return;
+  }
   const LayerShape& sh = shape(l);
   const std::size_t k = to_size(l);
   const MatrixMap d_out(s.g[k + 1].data(), s.rows, sh.outputs);
@@ -361,6 +460,24 @@ void Piece::backward_input_layer(int slot, int layer) {
   s.input_next = l - 1;
 }
 
+// A ViT unit's input half: its gradient stash is made here, its forward-only
+// stash given back; the gradient at its input is made where the MLP's would be.
+void Piece::backward_input_vit(int slot, Slot& s, int l) {
+  const LayerShape& sh = shape(l);
+  const std::size_t k = to_size(l);
+  s.gradients_for_weight[k] =
+      take(MemoryCategory::activation_gradients, to_size(s.rows) * sh.stash.gradients_for_weight);
+  const bool input_gradient = l > 0 || !is_first() || is_held(s, HeldValue::gradient, 0);
+  if (input_gradient) {
+    s.g[k] = take(MemoryCategory::activation_gradients, to_size(s.rows) * to_size(sh.inputs));
+  }
+  vit_unit_backward_input(config_.vit, layers_.begin + l, unit_parameters(l), vit_buffers(s, l),
+                          s.g[k + 1], s.g[k]);
+  give_back(MemoryCategory::activations, s.forward_for_input[k]);
+  if (l == static_cast<int>(shapes_.size()) - 1) give_back_output(slot);
+  if (l == 0 && is_first() && input_gradient) last_use(slot, HeldValue::gradient, 0, s.g[0]);
+}
+
 void Piece::backward_weight_layer(int slot, int layer, const LayerHook& on_layer_done) {
   Slot& s = checked_slot(slot, "backward_weight");
   const int l = local(layer, "backward_weight");
@@ -380,10 +497,15 @@ void Piece::backward_weight_layer(int slot, int layer, const LayerHook& on_layer
     if (grads.empty()) take_gradients(l);
     into = grads;
   }
-  const LayerView d = view_of(into, layer, sh.inputs, sh.outputs);
-  linear_backward_weight(as_matrix(d.weight, sh.outputs, sh.inputs), as_row_vector(d.bias),
-                         ConstMatrixMap(s.g[k + 1].data(), s.rows, sh.outputs),
-                         ConstMatrixMap(s.a[k].data(), s.rows, sh.inputs));
+  if (is_vit()) {
+    vit_unit_backward_weight(config_.vit, layer, into, vit_buffers(s, l), s.g[k + 1]);
+    give_back_stashes(s, l);
+  } else {
+    const LayerView d = view_of(into, layer, sh.inputs, sh.outputs, false);
+    linear_backward_weight(as_matrix(d.weight, sh.outputs, sh.inputs), as_row_vector(d.bias),
+                           ConstMatrixMap(s.g[k + 1].data(), s.rows, sh.outputs),
+                           ConstMatrixMap(s.a[k].data(), s.rows, sh.inputs));
+  }
   last_use(slot, HeldValue::activation, l, s.a[k]);
   last_use(slot, HeldValue::gradient, l + 1, s.g[k + 1]);
   s.weight_next = l - 1;
@@ -493,6 +615,7 @@ void Piece::release(int slot) {
     const bool sending = k == 0 && s.input_gradient_sending;
     give_back(sending ? MemoryCategory::messages : MemoryCategory::activation_gradients, s.g[k]);
   }
+  for (int l = 0; l < static_cast<int>(shapes_.size()); ++l) give_back_stashes(s, l);
   s.rows = 0;
   s.forward_next = 0;
   s.input_next = s.weight_next = -1;
@@ -566,6 +689,77 @@ void Piece::set_layer_gradients(int layer, std::span<const float> values) {
   std::copy(values.begin(), values.end(), grads.begin());
 }
 
+namespace {
+
+// The whole model's forward over batches of up to `batch_rows` inputs, with
+// its scratch allocated once (evaluation is not a hot path).
+class WholeForward {
+ public:
+  WholeForward(const Piece& model, int batch_rows) : model_(model) {
+    const ModelConfig& config = model.config();
+    const std::vector<int>& sizes = config.sizes;
+    const int widest = *std::max_element(sizes.begin(), sizes.end());
+    current_.resize(to_size(batch_rows) * to_size(widest));
+    next_.resize(current_.size());
+    if (config.kind == ModelKind::vit) {
+      for (int unit = 0; unit < config.vit.blocks; ++unit) {
+        const VitStashSizes stash = vit_stash_sizes(config.vit, unit);
+        stash_size_ = std::max({stash_size_, stash.forward_for_input, stash.forward_for_weight});
+      }
+      forward_for_input_.resize(to_size(batch_rows) * stash_size_);
+      forward_for_weight_.resize(forward_for_input_.size());
+    }
+  }
+  // The inputs' place: rows x input width floats to fill before logits().
+  std::span<float> inputs(int rows) {
+    return std::span(current_).first(to_size(rows) * to_size(model_.input_width()));
+  }
+  // rows x classes logits of the inputs.
+  ConstMatrixMap logits(int rows) {
+    const ModelConfig& config = model_.config();
+    const std::vector<int>& sizes = config.sizes;
+    const std::span<const float> parameters = model_.parameters();
+    const int layers = layer_count(sizes);
+    std::size_t offset = 0;
+    for (int layer = 0; layer < layers; ++layer) {
+      const int in = sizes[to_size(layer)];
+      const int out = sizes[to_size(layer) + 1];
+      if (config.kind == ModelKind::vit) {
+        const std::size_t count = parameter_count(config, {layer, layer + 1});
+        const std::size_t stash = to_size(rows) * stash_size_;
+        vit_unit_forward(config.vit, layer, parameters.subspan(offset, count),
+                         VitUnitBuffers{rows,
+                                        std::span(current_).first(to_size(rows) * to_size(in)),
+                                        std::span(next_).first(to_size(rows) * to_size(out)),
+                                        std::span(forward_for_input_).first(stash),
+                                        std::span(forward_for_weight_).first(stash),
+                                        {}});
+        offset += count;
+      } else {
+        const std::size_t weights = to_size(out) * to_size(in);
+        const MatrixMap output(next_.data(), rows, out);
+        linear_forward(output, ConstMatrixMap(current_.data(), rows, in),
+                       as_matrix(parameters.subspan(offset, weights), out, in),
+                       as_row_vector(parameters.subspan(offset + weights, to_size(out))));
+        if (layer + 1 < layers) relu_forward(output, as_const(output));
+        offset += weights + to_size(out);
+      }
+      std::swap(current_, next_);
+    }
+    return ConstMatrixMap(current_.data(), rows, sizes.back());
+  }
+
+ private:
+  const Piece& model_;
+  std::vector<float> current_;
+  std::vector<float> next_;
+  std::size_t stash_size_ = 0;  // the ViT's largest forward stash, floats per row
+  std::vector<float> forward_for_input_;
+  std::vector<float> forward_for_weight_;
+};
+
+}  // namespace
+
 Evaluation evaluate(const Piece& model, const Dataset& data, int batch_rows) {
   if (!model.is_first() || !model.is_last()) {
     throw std::invalid_argument("evaluate needs a piece that holds the whole model");
@@ -576,14 +770,9 @@ Evaluation evaluate(const Piece& model, const Dataset& data, int batch_rows) {
                                 std::to_string(model.input_width()));
   }
   if (batch_rows < 1) throw std::invalid_argument("evaluate: batch_rows must be positive");
-  const std::vector<int>& sizes = model.config().sizes;
-  const int widest = *std::max_element(sizes.begin(), sizes.end());
-  const std::size_t capacity = to_size(batch_rows) * to_size(widest);
-  std::vector<float> current(capacity);
-  std::vector<float> next(capacity);
-  std::vector<float> d_logits(to_size(batch_rows) * to_size(sizes.back()));
-  const std::span<const float> parameters = model.parameters();
-  const int layers = layer_count(sizes);
+  const int classes = model.output_width();
+  WholeForward forward(model, batch_rows);
+  std::vector<float> d_logits(to_size(batch_rows) * to_size(classes));
 
   double loss_sum = 0.0;
   long correct = 0;
@@ -591,23 +780,10 @@ Evaluation evaluate(const Piece& model, const Dataset& data, int batch_rows) {
     const int rows = std::min(batch_rows, data.samples - first);
     const std::size_t pixel_begin = to_size(first) * to_size(data.features);
     to_inputs(std::span(data.pixels).subspan(pixel_begin, to_size(rows) * to_size(data.features)),
-              std::span(current).first(to_size(rows) * to_size(data.features)));
-    std::size_t offset = 0;
-    for (int layer = 0; layer < layers; ++layer) {
-      const int in = sizes[to_size(layer)];
-      const int out = sizes[to_size(layer) + 1];
-      const std::size_t weights = to_size(out) * to_size(in);
-      const MatrixMap output(next.data(), rows, out);
-      linear_forward(output, ConstMatrixMap(current.data(), rows, in),
-                     as_matrix(parameters.subspan(offset, weights), out, in),
-                     as_row_vector(parameters.subspan(offset + weights, to_size(out))));
-      if (layer + 1 < layers) relu_forward(output, as_const(output));
-      offset += weights + to_size(out);
-      std::swap(current, next);
-    }
-    const ConstMatrixMap logits(current.data(), rows, sizes.back());
+              forward.inputs(rows));
+    const ConstMatrixMap logits = forward.logits(rows);
     const auto labels = std::span(data.labels).subspan(to_size(first), to_size(rows));
-    const MatrixMap gradient(d_logits.data(), rows, sizes.back());
+    const MatrixMap gradient(d_logits.data(), rows, classes);
     const float batch_loss = model.loss_kind() == Loss::cross_entropy
                                  ? softmax_cross_entropy(gradient, logits, labels, 1.0f)
                                  : softmax_mse(gradient, logits, labels, 1.0f);

@@ -1,11 +1,14 @@
-// The MLP, split into pieces. A Piece is a contiguous run of layers: what one
+// The model, split into pieces: the MLP, or the ViT (vit_model.hpp), whose
+// "layers" are its blocks. A Piece is a contiguous run of layers: what one
 // model chunk of one pipeline stage holds. It owns its parameters (or, for
 // weights sharded over replicas, has each layer's whole weights bound while
 // they are gathered), its weight gradients and the buffers of every
 // micro-batch in flight (one "slot" each), so that the VM can run forwards
 // and backwards of several micro-batches, a layer or the whole piece at a
 // time, in any order a schedule gives. Every layer but the model's last is
-// followed by a ReLU; the last feeds the loss.
+// followed by a ReLU; the last feeds the loss. A ViT layer also keeps, per
+// micro-batch, the stashes its unit asks for: from its forward to its
+// backward-input, and from either to its backward-weight.
 //
 // Every buffer that comes and goes is taken from a BufferPool (a layer's
 // weight gradients: from its place in the piece's gradient area, so that a
@@ -38,6 +41,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -45,6 +49,7 @@
 #include "data.hpp"
 #include "memory_ledger.hpp"
 #include "model_shape.hpp"
+#include "vit_model.hpp"
 
 namespace pipevm::runtime {
 
@@ -52,11 +57,27 @@ enum class Loss { cross_entropy, softmax_mse };
 std::string_view name(Loss loss);
 std::optional<Loss> loss_from_name(std::string_view name);
 
+enum class ModelKind : std::uint8_t { mlp, vit };
+std::string_view name(ModelKind kind);
+std::optional<ModelKind> model_kind_from_name(std::string_view name);
+
 struct ModelConfig {
-  std::vector<int> sizes = default_layer_widths();  // layer widths, input first
+  ModelKind kind = ModelKind::mlp;
+  // Layer widths, input first: the MLP's; for the ViT, vit_layer_widths(vit)
+  // (use_vit sets both).
+  std::vector<int> sizes = default_layer_widths();
+  VitShape vit;  // the ViT's sizes, when kind is vit
   Loss loss = Loss::cross_entropy;
   std::uint64_t seed = 0;
 };
+// Makes `config` the ViT of `shape` (kind, sizes, vit).
+void use_vit(ModelConfig& config, const VitShape& shape);
+// "784-128-10" for the MLP; "ViT 28x28 in 7x7 patches (16 tokens), width 64,
+// 4 blocks, 4 heads, hidden 256, 10 classes".
+std::string describe(const ModelConfig& config);
+// Floats of the layers in `layers` of the configured model; the offset of
+// layer i in the whole model's flat array is parameter_count(config, {0, i}).
+std::size_t parameter_count(const ModelConfig& config, LayerRange layers);
 
 // The layer widths, the split into pieces and parameter counts are the
 // core's (model_shape.hpp): one rule for the checker and the runtime.
@@ -69,10 +90,12 @@ using pipevm::split_layers;
 // Initial weight and bias of global layer `layer`: He-uniform weights
 // (bound sqrt(6 / in)) and zero biases, drawn from a generator seeded by
 // (config.seed, layer) alone, so no split changes them.
-// `weight_then_bias` holds out * in + out floats.
+// `weight_then_bias` holds out * in + out floats. For the ViT, its unit's
+// parameters (initialize_vit_unit).
 void initialize_layer(std::span<float> weight_then_bias, const ModelConfig& config, int layer);
 
-// One layer's share of a flat parameter or gradient array.
+// One layer's share of a flat parameter or gradient array (a ViT unit's
+// parameters are all in `weight` and `all`, its bias empty).
 struct LayerView {
   int index = 0;  // global layer index
   int inputs = 0;
@@ -236,7 +259,9 @@ class Piece {
   struct LayerShape {
     int inputs = 0;
     int outputs = 0;
+    std::size_t parameters = 0;
     std::size_t parameter_offset = 0;  // in the piece's flat parameters
+    VitStashSizes stash;               // floats per row (all 0 for the MLP)
   };
   // One micro-batch in flight. Boundary k (0 .. layers) is the input of local
   // layer k (k = layers: the piece's output); a[k] its activation, g[k] the
@@ -251,6 +276,10 @@ class Piece {
     bool input_gradient_sending = false;
     std::vector<std::span<float>> a;
     std::vector<std::span<float>> g;
+    // Per local layer, a ViT unit's stashes (vit_model.hpp).
+    std::vector<std::span<float>> forward_for_input;
+    std::vector<std::span<float>> forward_for_weight;
+    std::vector<std::span<float>> gradients_for_weight;
     // Per boundary k, the holds of a[k], g[k] and layer k's weight gradient.
     std::vector<std::uint8_t> holds;
   };
@@ -271,7 +300,13 @@ class Piece {
   }
   Slot& checked_slot(int slot, const char* operation);
   const Slot& checked_slot(int slot, const char* operation) const;
-  std::span<const float> weight(int local_layer) const;  // outputs x inputs
+  std::span<const float> weight(int local_layer) const;           // outputs x inputs
+  std::span<const float> unit_parameters(int local_layer) const;  // all of the layer's
+  bool is_vit() const { return config_.kind == ModelKind::vit; }
+  VitUnitBuffers vit_buffers(Slot& s, int local_layer);
+  void give_back_stashes(Slot& s, int local_layer);
+  void forward_mlp_layer(Slot& s, int local_layer);
+  void backward_input_vit(int slot, Slot& s, int local_layer);
   std::span<float> take(MemoryCategory category, std::size_t floats, bool zeroed = false);
   void give_back(MemoryCategory category, std::span<float>& buffer);
   void give_back_output(int slot);

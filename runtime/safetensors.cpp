@@ -199,4 +199,42 @@ std::vector<float> load_model(const std::string& path, const std::vector<int>& s
   return parameters;
 }
 
+std::vector<TensorToWrite> vit_tensors(const VitShape& shape, std::span<const float> parameters,
+                                       const std::string& prefix) {
+  std::vector<TensorToWrite> tensors;
+  std::size_t unit_offset = 0;
+  for (int unit = 0; unit < shape.blocks; ++unit) {
+    for (const VitTensor& tensor : vit_unit_tensors(shape, unit)) {
+      if (unit_offset + tensor.offset + tensor.size > parameters.size()) {
+        throw std::runtime_error("vit_tensors: fewer parameters than the ViT has");
+      }
+      tensors.push_back({prefix + tensor.name, tensor.shape,
+                         parameters.subspan(unit_offset + tensor.offset, tensor.size)});
+    }
+    unit_offset += vit_unit_parameter_count(shape, unit);
+  }
+  if (unit_offset != parameters.size()) {
+    throw std::runtime_error("vit_tensors: more parameters than the ViT has");
+  }
+  return tensors;
+}
+
+std::map<std::string, std::string> vit_metadata(const VitShape& shape) {
+  return {{"format", "pt"},
+          {"producer", "pipevm"},
+          {"kind", "vit"},
+          {"image_side", std::to_string(shape.image_side)},
+          {"patch", std::to_string(shape.patch)},
+          {"width", std::to_string(shape.width)},
+          {"blocks", std::to_string(shape.blocks)},
+          {"heads", std::to_string(shape.heads)},
+          {"hidden", std::to_string(shape.hidden)},
+          {"classes", std::to_string(shape.classes)}};
+}
+
+void save_vit_model(const std::string& path, const VitShape& shape,
+                    std::span<const float> parameters) {
+  write_safetensors(path, vit_tensors(shape, parameters), vit_metadata(shape));
+}
+
 }  // namespace pipevm::runtime

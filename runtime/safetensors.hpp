@@ -1,9 +1,9 @@
 // The safetensors file format (8-byte little-endian header length, a JSON
 // header naming every tensor's dtype, shape and byte range, then the data),
 // F32 only, and the model's checkpoint in it: tensors layers.{i}.weight
-// [out, in] and layers.{i}.bias [out]. Files are written durably (a
-// temporary name, fsync, rename; output_files.hpp), so a reader never sees
-// half a file. Leaves out other dtypes and memory mapping.
+// [out, in] and layers.{i}.bias [out] (the ViT's: vit_model.hpp's names). Files are written durably
+// (a temporary name, fsync, rename; output_files.hpp), so a reader never sees half a file. Leaves
+// out other dtypes and memory mapping.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "vit_model.hpp"
 
 namespace pipevm::runtime {
 
@@ -51,5 +53,16 @@ void save_model(const std::string& path, const std::vector<int>& sizes,
                 std::span<const float> parameters);
 // The flat array back; throws if a tensor is missing or has the wrong shape.
 std::vector<float> load_model(const std::string& path, const std::vector<int>& sizes);
+
+// The ViT's tensors (vit_model.hpp's names, each after `prefix`) as views
+// of `parameters`, the whole model's flat array. Throws std::runtime_error
+// if its size is not the model's.
+std::vector<TensorToWrite> vit_tensors(const VitShape& shape, std::span<const float> parameters,
+                                       const std::string& prefix = "");
+// The metadata that records a ViT's sizes (kind=vit, image_side, patch, ...).
+std::map<std::string, std::string> vit_metadata(const VitShape& shape);
+// The whole ViT, its sizes in the metadata.
+void save_vit_model(const std::string& path, const VitShape& shape,
+                    std::span<const float> parameters);
 
 }  // namespace pipevm::runtime

@@ -7,19 +7,23 @@
 //   mpi_equivalence holds      tests/vm/holds.pipe (Hold and Drop) over 4 and 2 stages
 //   mpi_equivalence synthesized  flat programs `pipevm synthesize` wrote (tests/vm/
 //                              synthesized-*.pipe: looped and V), each on as many ranks as stages
+//   mpi_equivalence vit        the vm and schedules lists on a tiny ViT
 // World rank 0 computes the sequential reference and compares; every rank
 // exits with the verdict, which fails when no case ran (a world size no
 // case fits, or an unknown list). A forward-only schedule must leave the
 // weights bit for bit as they were. Plain main (no gtest): every rank must
 // run the same collectives. The helpers (small data, reference, difference)
 // are the VM tests' (vm_test_support.hpp); the model is deep enough that V
-// and interleaved placements over 4 ranks (8 pieces) have a layer each.
+// and interleaved placements over 4 ranks (8 pieces) have a layer each (the
+// ViT: a block each).
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <iterator>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "check.hpp"
 #include "mpi_comm.hpp"
@@ -40,7 +44,8 @@ struct Case {
 
 // dp = world / stages.
 constexpr Case kVmCases[] = {
-    {"gpipe", 4, 4, 1}, {"1f1b", 4, 4, 1}, {"naive", 2, 4, 1}, {"1f1b", 2, 4, 1}, {"gpipe", 1, 2, 1},
+    {"gpipe", 4, 4, 1}, {"1f1b", 4, 4, 1},  {"naive", 2, 4, 1},
+    {"1f1b", 2, 4, 1},  {"gpipe", 1, 2, 1},
 };
 
 // Every schedule at least twice.
@@ -116,13 +121,19 @@ int main(int argc, char** argv) {
   const bool root = session.world_rank() == 0;
   const int world = session.world_size();
   const std::string list = argc == 2 ? argv[1] : "";
-  const std::span<const Case> cases = list == "vm"          ? std::span<const Case>(kVmCases)
-                                      : list == "schedules" ? std::span<const Case>(kScheduleCases)
-                                      : list == "shards"    ? std::span<const Case>(kShardCases)
-                                      : list == "holds"     ? std::span<const Case>(kHoldCases)
-                                      : list == "synthesized"
-                                          ? std::span<const Case>(kSynthesizedCases)
-                                          : std::span<const Case>();
+  const bool vit = list == "vit";
+  std::vector<Case> cases;
+  if (list == "vm" || vit) cases.insert(cases.end(), std::begin(kVmCases), std::end(kVmCases));
+  if (list == "schedules" || vit) {
+    cases.insert(cases.end(), std::begin(kScheduleCases), std::end(kScheduleCases));
+  }
+  if (list == "shards") cases.assign(std::begin(kShardCases), std::end(kShardCases));
+  if (list == "holds") cases.assign(std::begin(kHoldCases), std::end(kHoldCases));
+  if (list == "synthesized") {
+    cases.assign(std::begin(kSynthesizedCases), std::end(kSynthesizedCases));
+  }
+  const runtime::ModelConfig model = vit ? vm_test::tiny_vit() : vm_test::deep_model();
+  const runtime::DataSplit& data = vit ? vm_test::vit_data() : vm_test::small_data();
   bool all_passed = true;
   int ran = 0;
   for (const Case& c : cases) {
@@ -132,7 +143,7 @@ int main(int argc, char** argv) {
     bool passed = false;
     std::string detail;
     try {
-      const std::vector<int> widths = vm_test::deep_model().sizes;
+      const std::vector<int> widths = model.sizes;
       const Program program = vm_test::compile_file(
           std::string(PIPEVM_SOURCE_DIR) + "/" + c.directory + "/" + c.schedule + ".pipe", config,
           widths);
@@ -141,10 +152,10 @@ int main(int argc, char** argv) {
       if (!check(program, check_options).ok()) throw std::runtime_error("the checker rejects it");
       // dp x micro-batches x 2 rows per micro-batch, 3 steps.
       TrainingOptions options = vm_test::training_options(config.dp * c.micro_batches * 2, 3);
-      options.machine.model.sizes = widths;
+      options.machine.model = model;
       runtime::MpiComm comm(session, config.stages,
                             MessageTags(program.placement, config).max_tag());
-      Trainer trainer(program, comm, options, &vm_test::small_data());
+      Trainer trainer(program, comm, options, &data);
       trainer.train_epoch(0);
       const std::vector<float> trained = trainer.gather_parameters();
       passed = trainer.replicas_agree();
@@ -152,9 +163,9 @@ int main(int argc, char** argv) {
         const bool training = trains(program);
         TrainingOptions untrained = options;
         untrained.max_steps_per_epoch = 0;
-        const std::vector<float> initial = vm_test::sequential_reference(untrained);
+        const std::vector<float> initial = vm_test::sequential_reference(untrained, data);
         const std::vector<float> expected =
-            training ? vm_test::sequential_reference(options) : initial;
+            training ? vm_test::sequential_reference(options, data) : initial;
         const double difference = vm_test::relative_difference(trained, expected);
         // The reference must have moved, or agreeing with it proves nothing.
         const double moved = vm_test::relative_difference(initial, expected);
@@ -180,7 +191,7 @@ int main(int argc, char** argv) {
   if (ran == 0 && root) {
     std::printf(
         "FAIL: no case of list '%s' ran on %d ranks (lists: vm, schedules, shards, holds, "
-        "synthesized)\n",
+        "synthesized, vit)\n",
         list.c_str(), world);
   }
   return all_passed && ran > 0 ? 0 : 1;

@@ -37,6 +37,23 @@ inline runtime::ModelConfig deep_model() {
   return model;
 }
 
+// A tiny ViT of eight blocks (4 x 4 images, 2 x 2 patches: 4 tokens of
+// width 8, 2 heads): as many pieces as deep_model, on vit_data.
+inline runtime::ModelConfig tiny_vit() {
+  runtime::VitShape shape;
+  shape.image_side = 4;
+  shape.patch = 2;
+  shape.width = 8;
+  shape.blocks = 8;
+  shape.heads = 2;
+  shape.hidden = 16;
+  shape.classes = 6;
+  runtime::ModelConfig model;
+  runtime::use_vit(model, shape);
+  model.seed = 5;
+  return model;
+}
+
 inline runtime::OptimizerConfig sgd() {
   runtime::OptimizerConfig optimizer;
   optimizer.kind = "sgd";
@@ -47,6 +64,11 @@ inline runtime::OptimizerConfig sgd() {
 
 inline const runtime::DataSplit& small_data() {
   static const runtime::DataSplit data = runtime::synthetic(512, 64, 24, 6, 3);
+  return data;
+}
+
+inline const runtime::DataSplit& vit_data() {
+  static const runtime::DataSplit data = runtime::synthetic(512, 64, 16, 6, 3);
   return data;
 }
 
@@ -113,11 +135,11 @@ inline std::vector<float> train_steps(const Program& program, runtime::Comm& com
 }
 
 // The same steps, trained sequentially on one whole-model piece.
-inline std::vector<float> sequential_reference(const TrainingOptions& options) {
+inline std::vector<float> sequential_reference(const TrainingOptions& options,
+                                               const runtime::DataSplit& data = small_data()) {
   runtime::SequentialTrainer reference(options.machine.model, options.machine.optimizer,
                                        options.machine.global_batch, 1);
-  runtime::Batcher batcher(small_data().train, options.shuffle_seed, options.machine.global_batch,
-                           1, 1);
+  runtime::Batcher batcher(data.train, options.shuffle_seed, options.machine.global_batch, 1, 1);
   batcher.start_epoch(0);
   for (int step = 0; step < options.max_steps_per_epoch; ++step) {
     reference.train_batch(batcher, step);

@@ -1,0 +1,436 @@
+// The ViT's units: parameter layout, initialisation, stash layout and the
+// three passes of a unit (see vit_model.hpp). A stash is cut into regions,
+// each holding one value for all rows of the micro-batch (rows x its floats
+// per sample, contiguous), so that a region is a token matrix as it is.
+#include "vit_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "layers.hpp"
+#include "random.hpp"
+#include "tensor.hpp"
+#include "vit_layers.hpp"
+
+namespace pipevm::runtime {
+namespace {
+
+std::size_t to_size(int value) {
+  return static_cast<std::size_t>(value);
+}
+
+bool is_last_unit(const VitShape& shape, int unit) {
+  return unit == shape.blocks - 1;
+}
+
+// Offsets of a unit's tensors in its flat parameters (unset: not in the unit).
+struct UnitParameters {
+  std::size_t patch_weight = 0, patch_bias = 0, positions = 0;
+  std::size_t ln1_gamma = 0, ln1_beta = 0, qkv_weight = 0, qkv_bias = 0;
+  std::size_t proj_weight = 0, proj_bias = 0, ln2_gamma = 0, ln2_beta = 0;
+  std::size_t fc1_weight = 0, fc1_bias = 0, fc2_weight = 0, fc2_bias = 0;
+  std::size_t norm_gamma = 0, norm_beta = 0, head_weight = 0, head_bias = 0;
+  std::vector<VitTensor> tensors;
+  std::size_t count = 0;
+
+  std::size_t add(std::string name, std::vector<std::int64_t> dims) {
+    std::size_t size = 1;
+    for (const std::int64_t d : dims) size *= static_cast<std::size_t>(d);
+    tensors.push_back(VitTensor{std::move(name), std::move(dims), count, size});
+    count += size;
+    return tensors.back().offset;
+  }
+};
+
+UnitParameters unit_parameters(const VitShape& s, int unit) {
+  check_vit_shape(s);
+  if (unit < 0 || unit >= s.blocks) {
+    throw std::out_of_range("the ViT has no unit " + std::to_string(unit));
+  }
+  const std::int64_t d = s.width, h = s.hidden;
+  UnitParameters p;
+  if (unit == 0) {
+    p.patch_weight = p.add("embed.patch.weight", {d, s.patch_pixels()});
+    p.patch_bias = p.add("embed.patch.bias", {d});
+    p.positions = p.add("embed.positions", {s.tokens(), d});
+  }
+  const std::string block = "blocks." + std::to_string(unit) + ".";
+  p.ln1_gamma = p.add(block + "ln1.weight", {d});
+  p.ln1_beta = p.add(block + "ln1.bias", {d});
+  p.qkv_weight = p.add(block + "qkv.weight", {3 * d, d});
+  p.qkv_bias = p.add(block + "qkv.bias", {3 * d});
+  p.proj_weight = p.add(block + "proj.weight", {d, d});
+  p.proj_bias = p.add(block + "proj.bias", {d});
+  p.ln2_gamma = p.add(block + "ln2.weight", {d});
+  p.ln2_beta = p.add(block + "ln2.bias", {d});
+  p.fc1_weight = p.add(block + "fc1.weight", {h, d});
+  p.fc1_bias = p.add(block + "fc1.bias", {h});
+  p.fc2_weight = p.add(block + "fc2.weight", {d, h});
+  p.fc2_bias = p.add(block + "fc2.bias", {d});
+  if (is_last_unit(s, unit)) {
+    p.norm_gamma = p.add("norm.weight", {d});
+    p.norm_beta = p.add("norm.bias", {d});
+    p.head_weight = p.add("head.weight", {s.classes, d});
+    p.head_bias = p.add("head.bias", {s.classes});
+  }
+  return p;
+}
+
+// Per-sample offsets of a unit's regions in its three stashes.
+struct UnitStash {
+  // forward -> backward-input
+  std::size_t tokens = 0, inverse_std1 = 0, qkv = 0, probabilities = 0, inverse_std2 = 0,
+              fc1_out = 0, block_out = 0, inverse_std_norm = 0, norm_out = 0;
+  // forward -> backward-weight
+  std::size_t patches = 0, normalized1 = 0, ln1_out = 0, context = 0, normalized2 = 0, ln2_out = 0,
+              gelu_out = 0, normalized_norm = 0, pooled = 0;
+  // backward-input -> backward-weight
+  std::size_t d_tokens = 0, d_ln1_out = 0, d_qkv = 0, d_residual = 0, d_ln2_out = 0, d_fc1_out = 0,
+              d_block_out = 0, d_norm_out = 0;
+  VitStashSizes sizes;
+};
+
+UnitStash unit_stash(const VitShape& s, int unit) {
+  const std::size_t t = to_size(s.tokens()), d = to_size(s.width), h = to_size(s.hidden);
+  const bool first = unit == 0;
+  const bool last = is_last_unit(s, unit);
+  UnitStash u;
+  const auto add = [](std::size_t& next, std::size_t floats) {
+    const std::size_t at = next;
+    next += floats;
+    return at;
+  };
+  std::size_t& in = u.sizes.forward_for_input;
+  if (first) u.tokens = add(in, t * d);
+  u.inverse_std1 = add(in, t);
+  u.qkv = add(in, t * 3 * d);
+  u.probabilities = add(in, to_size(s.heads) * t * t);
+  u.inverse_std2 = add(in, t);
+  u.fc1_out = add(in, t * h);
+  if (last) {
+    u.block_out = add(in, t * d);
+    u.inverse_std_norm = add(in, t);
+    u.norm_out = add(in, t * d);
+  }
+  std::size_t& w = u.sizes.forward_for_weight;
+  if (first) u.patches = add(w, t * to_size(s.patch_pixels()));
+  u.normalized1 = add(w, t * d);
+  u.ln1_out = add(w, t * d);
+  u.context = add(w, t * d);
+  u.normalized2 = add(w, t * d);
+  u.ln2_out = add(w, t * d);
+  u.gelu_out = add(w, t * h);
+  if (last) {
+    u.normalized_norm = add(w, t * d);
+    u.pooled = add(w, d);
+  }
+  std::size_t& g = u.sizes.gradients_for_weight;
+  if (first) u.d_tokens = add(g, t * d);
+  u.d_ln1_out = add(g, t * d);
+  u.d_qkv = add(g, t * 3 * d);
+  u.d_residual = add(g, t * d);
+  u.d_ln2_out = add(g, t * d);
+  u.d_fc1_out = add(g, t * h);
+  if (last) {
+    u.d_block_out = add(g, t * d);
+    u.d_norm_out = add(g, t * d);
+  }
+  return u;
+}
+
+// A region of a stash: `rows * per_sample` rows of `cols`, at rows * offset.
+MatrixMap region(std::span<float> stash, int rows, std::size_t offset, int per_sample, int cols) {
+  const std::size_t floats = to_size(rows) * to_size(per_sample) * to_size(cols);
+  return as_matrix(stash.subspan(to_size(rows) * offset, floats), rows * per_sample, cols);
+}
+ConstMatrixMap region(std::span<const float> stash, int rows, std::size_t offset, int per_sample,
+                      int cols) {
+  const std::size_t floats = to_size(rows) * to_size(per_sample) * to_size(cols);
+  return as_matrix(stash.subspan(to_size(rows) * offset, floats), rows * per_sample, cols);
+}
+std::span<float> floats_of(std::span<float> stash, int rows, std::size_t offset,
+                           std::size_t per_sample) {
+  return stash.subspan(to_size(rows) * offset, to_size(rows) * per_sample);
+}
+
+// The unit's parameters as views.
+struct Weights {
+  std::span<const float> all;
+  ConstMatrixMap matrix(std::size_t offset, int rows, int cols) const {
+    return as_matrix(all.subspan(offset, to_size(rows) * to_size(cols)), rows, cols);
+  }
+  ConstRowVectorMap vector(std::size_t offset, int size) const {
+    return as_row_vector(all.subspan(offset, to_size(size)));
+  }
+};
+struct Gradients {
+  std::span<float> all;
+  MatrixMap matrix(std::size_t offset, int rows, int cols) const {
+    return as_matrix(all.subspan(offset, to_size(rows) * to_size(cols)), rows, cols);
+  }
+  RowVectorMap vector(std::size_t offset, int size) const {
+    return as_row_vector(all.subspan(offset, to_size(size)));
+  }
+};
+
+void check_parameters(const VitShape& s, int unit, std::size_t floats, const char* operation) {
+  if (floats != vit_unit_parameter_count(s, unit)) {
+    throw std::invalid_argument(std::string(operation) + ": " + std::to_string(floats) +
+                                " floats for a unit of " +
+                                std::to_string(vit_unit_parameter_count(s, unit)));
+  }
+}
+
+// What every pass of a unit starts from: its layouts and the sizes of
+// one micro-batch (n: its token rows).
+struct UnitPass {
+  UnitParameters p;
+  UnitStash u;
+  int rows, t, d, h, n;
+};
+UnitPass unit_pass(const VitShape& s, int unit, std::size_t parameter_floats, int rows,
+                   const char* operation) {
+  check_parameters(s, unit, parameter_floats, operation);
+  return {unit_parameters(s, unit), unit_stash(s, unit), rows, s.tokens(), s.width, s.hidden,
+          rows * s.tokens()};
+}
+
+}  // namespace
+
+void check_vit_shape(const VitShape& s) {
+  if (s.image_side < 1 || s.patch < 1 || s.width < 1 || s.blocks < 1 || s.heads < 1 ||
+      s.hidden < 1 || s.classes < 1) {
+    throw std::invalid_argument("every ViT size must be positive");
+  }
+  if (s.image_side % s.patch != 0) {
+    throw std::invalid_argument("the patch size " + std::to_string(s.patch) +
+                                " does not divide the image side " + std::to_string(s.image_side));
+  }
+  if (s.width % s.heads != 0) {
+    throw std::invalid_argument(std::to_string(s.heads) + " heads do not divide the width " +
+                                std::to_string(s.width));
+  }
+}
+
+std::vector<int> vit_layer_widths(const VitShape& s) {
+  check_vit_shape(s);
+  std::vector<int> widths(to_size(s.blocks) + 1, s.tokens() * s.width);
+  widths.front() = s.image_side * s.image_side;
+  widths.back() = s.classes;
+  return widths;
+}
+
+std::vector<VitTensor> vit_unit_tensors(const VitShape& s, int unit) {
+  return unit_parameters(s, unit).tensors;
+}
+
+std::size_t vit_unit_parameter_count(const VitShape& s, int unit) {
+  return unit_parameters(s, unit).count;
+}
+
+void initialize_vit_unit(std::span<float> parameters, const VitShape& s, std::uint64_t seed,
+                         int unit) {
+  const UnitParameters p = unit_parameters(s, unit);
+  check_parameters(s, unit, parameters.size(), "initialize_vit_unit");
+  SplitMix64 random(seed, static_cast<std::uint64_t>(unit));
+  for (const VitTensor& tensor : p.tensors) {
+    const std::span<float> values = parameters.subspan(tensor.offset, tensor.size);
+    const bool layernorm_scale = tensor.name.ends_with("ln1.weight") ||
+                                 tensor.name.ends_with("ln2.weight") ||
+                                 tensor.name == "norm.weight";
+    if (layernorm_scale) {
+      std::fill(values.begin(), values.end(), 1.0f);
+    } else if (tensor.name == "embed.positions") {
+      for (float& v : values) v = 0.02f * (2.0f * random.uniform() - 1.0f);
+    } else if (tensor.shape.size() == 2) {
+      const float bound = 1.0f / std::sqrt(static_cast<float>(tensor.shape[1]));
+      for (float& v : values) v = bound * (2.0f * random.uniform() - 1.0f);
+    } else {
+      std::fill(values.begin(), values.end(), 0.0f);
+    }
+  }
+}
+
+VitStashSizes vit_stash_sizes(const VitShape& s, int unit) {
+  return unit_stash(s, unit).sizes;
+}
+
+void vit_unit_forward(const VitShape& s, int unit, std::span<const float> parameters,
+                      const VitUnitBuffers& b) {
+  const auto [p, u, rows, t, d, h, n] =
+      unit_pass(s, unit, parameters.size(), b.rows, "vit_unit_forward");
+  const Weights w{parameters};
+  const std::span<float> in_stash = b.forward_for_input;
+  const std::span<float> w_stash = b.forward_for_weight;
+
+  // The block's input: the embedded patches on unit 0, else the unit's input.
+  const float* x_data = b.input.data();
+  if (unit == 0) {
+    const MatrixMap patches = region(w_stash, rows, u.patches, t, s.patch_pixels());
+    patches_from_images(patches, as_matrix(b.input, rows, s.image_side * s.image_side),
+                        s.image_side, s.patch);
+    const MatrixMap tokens = region(in_stash, rows, u.tokens, t, d);
+    patch_embedding_forward(tokens, as_const(patches),
+                            w.matrix(p.patch_weight, d, s.patch_pixels()),
+                            w.vector(p.patch_bias, d), w.matrix(p.positions, t, d));
+    x_data = tokens.data();
+  }
+  const ConstMatrixMap x(x_data, n, d);
+  MatrixMap y =
+      is_last_unit(s, unit) ? region(in_stash, rows, u.block_out, t, d) : as_matrix(b.output, n, d);
+
+  const MatrixMap ln1_out = region(w_stash, rows, u.ln1_out, t, d);
+  const MatrixMap normalized1 = region(w_stash, rows, u.normalized1, t, d);
+  layernorm_forward(ln1_out, normalized1, floats_of(in_stash, rows, u.inverse_std1, to_size(t)), x,
+                    w.vector(p.ln1_gamma, d), w.vector(p.ln1_beta, d));
+  const MatrixMap qkv = region(in_stash, rows, u.qkv, t, 3 * d);
+  linear_forward(qkv, as_const(ln1_out), w.matrix(p.qkv_weight, 3 * d, d),
+                 w.vector(p.qkv_bias, 3 * d));
+  const MatrixMap context = region(w_stash, rows, u.context, t, d);
+  attention_forward(context, floats_of(in_stash, rows, u.probabilities, to_size(s.heads * t * t)),
+                    as_const(qkv), t, s.heads);
+  y = x;
+  linear_forward_add(y, as_const(context), w.matrix(p.proj_weight, d, d), w.vector(p.proj_bias, d));
+
+  const MatrixMap ln2_out = region(w_stash, rows, u.ln2_out, t, d);
+  const MatrixMap normalized2 = region(w_stash, rows, u.normalized2, t, d);
+  layernorm_forward(ln2_out, normalized2, floats_of(in_stash, rows, u.inverse_std2, to_size(t)),
+                    as_const(y), w.vector(p.ln2_gamma, d), w.vector(p.ln2_beta, d));
+  const MatrixMap fc1_out = region(in_stash, rows, u.fc1_out, t, h);
+  linear_forward(fc1_out, as_const(ln2_out), w.matrix(p.fc1_weight, h, d), w.vector(p.fc1_bias, h));
+  const MatrixMap gelu_out = region(w_stash, rows, u.gelu_out, t, h);
+  gelu_forward(gelu_out, as_const(fc1_out));
+  linear_forward_add(y, as_const(gelu_out), w.matrix(p.fc2_weight, d, h), w.vector(p.fc2_bias, d));
+
+  if (is_last_unit(s, unit)) {
+    const MatrixMap norm_out = region(in_stash, rows, u.norm_out, t, d);
+    layernorm_forward(norm_out, region(w_stash, rows, u.normalized_norm, t, d),
+                      floats_of(in_stash, rows, u.inverse_std_norm, to_size(t)), as_const(y),
+                      w.vector(p.norm_gamma, d), w.vector(p.norm_beta, d));
+    const MatrixMap pooled = region(w_stash, rows, u.pooled, 1, d);
+    mean_over_tokens_forward(pooled, as_const(norm_out), t);
+    linear_forward(as_matrix(b.output, rows, s.classes), as_const(pooled),
+                   w.matrix(p.head_weight, s.classes, d), w.vector(p.head_bias, s.classes));
+  }
+}
+
+void vit_unit_backward_input(const VitShape& s, int unit, std::span<const float> parameters,
+                             const VitUnitBuffers& b, std::span<const float> output_gradient,
+                             std::span<float> input_gradient) {
+  const auto [p, u, rows, t, d, h, n] =
+      unit_pass(s, unit, parameters.size(), b.rows, "vit_unit_backward_input");
+  const Weights w{parameters};
+  const std::span<float> in_stash = b.forward_for_input;
+  const std::span<float> w_stash = b.forward_for_weight;
+  const std::span<float> g_stash = b.gradients_for_weight;
+
+  // The gradient at the block's output.
+  const float* d_y_data = output_gradient.data();
+  if (is_last_unit(s, unit)) {
+    // Through the head and the pooling; the pooled gradient borrows the
+    // final LayerNorm's output, which nothing reads any more.
+    const MatrixMap d_pooled = region(in_stash, rows, u.norm_out, 1, d);
+    linear_backward_input(d_pooled, as_matrix(output_gradient, rows, s.classes),
+                          w.matrix(p.head_weight, s.classes, d));
+    const MatrixMap d_norm_out = region(g_stash, rows, u.d_norm_out, t, d);
+    mean_over_tokens_backward(d_norm_out, as_const(d_pooled), t);
+    MatrixMap d_block_out = region(g_stash, rows, u.d_block_out, t, d);
+    d_block_out.setZero();
+    layernorm_backward_input(
+        d_block_out, as_const(d_norm_out), as_const(region(w_stash, rows, u.normalized_norm, t, d)),
+        floats_of(in_stash, rows, u.inverse_std_norm, to_size(t)), w.vector(p.norm_gamma, d));
+    d_y_data = d_block_out.data();
+  }
+  const ConstMatrixMap d_y(d_y_data, n, d);
+
+  // MLP half: fc2, GELU (in place), fc1, LayerNorm 2, plus the residual.
+  const MatrixMap d_fc1_out = region(g_stash, rows, u.d_fc1_out, t, h);
+  linear_backward_input(d_fc1_out, d_y, w.matrix(p.fc2_weight, d, h));
+  gelu_backward(d_fc1_out, as_const(d_fc1_out), as_const(region(in_stash, rows, u.fc1_out, t, h)),
+                as_const(region(w_stash, rows, u.gelu_out, t, h)));
+  const MatrixMap d_ln2_out = region(g_stash, rows, u.d_ln2_out, t, d);
+  linear_backward_input(d_ln2_out, as_const(d_fc1_out), w.matrix(p.fc1_weight, h, d));
+  MatrixMap d_residual = region(g_stash, rows, u.d_residual, t, d);
+  d_residual = d_y;
+  layernorm_backward_input(
+      d_residual, as_const(d_ln2_out), as_const(region(w_stash, rows, u.normalized2, t, d)),
+      floats_of(in_stash, rows, u.inverse_std2, to_size(t)), w.vector(p.ln2_gamma, d));
+
+  // Attention half: the projection's input gradient borrows fc1's output
+  // (read for the last time by the GELU above), then attention, qkv,
+  // LayerNorm 1, plus the residual.
+  const MatrixMap d_context = region(in_stash, rows, u.fc1_out, t, d);
+  linear_backward_input(d_context, as_const(d_residual), w.matrix(p.proj_weight, d, d));
+  const MatrixMap d_qkv = region(g_stash, rows, u.d_qkv, t, 3 * d);
+  attention_backward(d_qkv, as_const(d_context), as_const(region(in_stash, rows, u.qkv, t, 3 * d)),
+                     floats_of(in_stash, rows, u.probabilities, to_size(s.heads * t * t)), t,
+                     s.heads);
+  const MatrixMap d_ln1_out = region(g_stash, rows, u.d_ln1_out, t, d);
+  linear_backward_input(d_ln1_out, as_const(d_qkv), w.matrix(p.qkv_weight, 3 * d, d));
+  const bool first = unit == 0;
+  if (!first && input_gradient.empty()) {
+    throw std::invalid_argument("vit_unit_backward_input: no room for the input gradient");
+  }
+  MatrixMap d_x = first ? region(g_stash, rows, u.d_tokens, t, d) : as_matrix(input_gradient, n, d);
+  d_x = as_const(d_residual);
+  layernorm_backward_input(
+      d_x, as_const(d_ln1_out), as_const(region(w_stash, rows, u.normalized1, t, d)),
+      floats_of(in_stash, rows, u.inverse_std1, to_size(t)), w.vector(p.ln1_gamma, d));
+
+  if (first && !input_gradient.empty()) {
+    // The pixels' gradient, which only a hold asks for (nothing trains the input).
+    std::vector<float> d_patches(to_size(n) * to_size(s.patch_pixels()));
+    const MatrixMap d_patch_matrix = as_matrix(std::span(d_patches), n, s.patch_pixels());
+    linear_backward_input(d_patch_matrix, as_const(d_x),
+                          w.matrix(p.patch_weight, d, s.patch_pixels()));
+    images_from_patches(as_matrix(input_gradient, rows, s.image_side * s.image_side),
+                        as_const(d_patch_matrix), s.image_side, s.patch);
+  }
+}
+
+void vit_unit_backward_weight(const VitShape& s, int unit, std::span<float> gradients,
+                              const VitUnitBuffers& b, std::span<const float> output_gradient) {
+  const auto [p, u, rows, t, d, h, n] =
+      unit_pass(s, unit, gradients.size(), b.rows, "vit_unit_backward_weight");
+  const Gradients g{gradients};
+  const std::span<const float> w_stash = b.forward_for_weight;
+  const std::span<const float> g_stash = b.gradients_for_weight;
+
+  const float* d_y_data = output_gradient.data();
+  if (is_last_unit(s, unit)) {
+    linear_backward_weight(g.matrix(p.head_weight, s.classes, d), g.vector(p.head_bias, s.classes),
+                           as_matrix(output_gradient, rows, s.classes),
+                           region(w_stash, rows, u.pooled, 1, d));
+    layernorm_backward_weight(g.vector(p.norm_gamma, d), g.vector(p.norm_beta, d),
+                              region(g_stash, rows, u.d_norm_out, t, d),
+                              region(w_stash, rows, u.normalized_norm, t, d));
+    d_y_data = region(g_stash, rows, u.d_block_out, t, d).data();
+  }
+  const ConstMatrixMap d_y(d_y_data, n, d);
+  linear_backward_weight(g.matrix(p.fc2_weight, d, h), g.vector(p.fc2_bias, d), d_y,
+                         region(w_stash, rows, u.gelu_out, t, h));
+  linear_backward_weight(g.matrix(p.fc1_weight, h, d), g.vector(p.fc1_bias, h),
+                         region(g_stash, rows, u.d_fc1_out, t, h),
+                         region(w_stash, rows, u.ln2_out, t, d));
+  layernorm_backward_weight(g.vector(p.ln2_gamma, d), g.vector(p.ln2_beta, d),
+                            region(g_stash, rows, u.d_ln2_out, t, d),
+                            region(w_stash, rows, u.normalized2, t, d));
+  linear_backward_weight(g.matrix(p.proj_weight, d, d), g.vector(p.proj_bias, d),
+                         region(g_stash, rows, u.d_residual, t, d),
+                         region(w_stash, rows, u.context, t, d));
+  linear_backward_weight(g.matrix(p.qkv_weight, 3 * d, d), g.vector(p.qkv_bias, 3 * d),
+                         region(g_stash, rows, u.d_qkv, t, 3 * d),
+                         region(w_stash, rows, u.ln1_out, t, d));
+  layernorm_backward_weight(g.vector(p.ln1_gamma, d), g.vector(p.ln1_beta, d),
+                            region(g_stash, rows, u.d_ln1_out, t, d),
+                            region(w_stash, rows, u.normalized1, t, d));
+  if (unit == 0) {
+    patch_embedding_backward_weight(g.matrix(p.patch_weight, d, s.patch_pixels()),
+                                    g.vector(p.patch_bias, d), g.matrix(p.positions, t, d),
+                                    region(g_stash, rows, u.d_tokens, t, d),
+                                    region(w_stash, rows, u.patches, t, s.patch_pixels()));
+  }
+}
+
+}  // namespace pipevm::runtime
