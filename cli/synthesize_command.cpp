@@ -12,11 +12,11 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include "commands.hpp"
 #include "cost_options.hpp"
+#include "header.hpp"
 #include "memory_config.hpp"
 #include "options.hpp"
 #include "schedule_input.hpp"
@@ -57,8 +57,6 @@ std::string command_of(const CLI::App& app) {
   return text;
 }
 
-std::string percent(double fraction) { return format_time(fraction * 100) + "%"; }
-
 // `--memory-limit`: a number of M_B (4, 2.5), or bytes with a unit (B, KiB,
 // MiB, GiB, TiB, or the powers of ten kB, MB, GB, TB). False on anything else.
 bool parse_memory_limit(const std::string& text, double& activations, std::uint64_t& bytes) {
@@ -86,49 +84,6 @@ bool parse_memory_limit(const std::string& text, double& activations, std::uint6
     }
   }
   return false;
-}
-
-std::string header(const SynthesizeArguments& args, const Costs& costs,
-                   const synthesis::Result& result, const std::string& command) {
-  const Config& c = result.program.config;
-  std::ostringstream out;
-  out << "# Synthesized by `pipevm synthesize` (docs/synthesize.md).\n"
-      << "# command: " << command << '\n'
-      << "# inputs: stages " << c.stages << ", micro-batches " << c.micro_batches << ", chunks "
-      << c.chunks << ", placement " << name(result.program.placement) << "; costs "
-      << describe(costs) << "; memory limit "
-      << (args.memory_bytes > 0
-              ? std::to_string(args.memory_bytes) + " bytes per stage for the model of " +
-                    (args.config_file.empty() ? std::string("pipevm run's defaults")
-                                              : args.config_file) +
-                    " (searched at " + format_time(result.memory_limit) + " M_B)"
-          : args.memory_limit > 0 ? format_time(args.memory_limit) + " M_B per stage"
-                                  : "none")
-      << "; weight memory R " << format_time(args.weight_memory) << "; transfer " << name(costs.transfer)
-      << "; p2p order " << args.p2p_order << '\n'
-      << "# search: from " << result.origin << ", " << result.evaluations << " simulations, "
-      << result.improvements << " local-search moves kept\n"
-      << "# predicted makespan " << format_time(result.simulation.timeline.makespan)
-      << " (compute order " << format_time(result.order_makespan) << "); bubble "
-      << percent(result.simulation.bubble_fraction) << " idle, Zero Bubble rate "
-      << format_time(result.bubble_rate_zb) << '\n'
-      << "# peak memory per stage (M_B):";
-  for (const double peak : result.peak_memory) out << ' ' << format_time(peak);
-  if (!result.peak_bytes.empty()) {
-    out << "\n# peak bytes per stage (as `pipevm check` counts peak_bytes):";
-    for (const std::uint64_t bytes : result.peak_bytes) out << ' ' << bytes;
-  }
-  const double span = result.longest_span;
-  out << "\n# longest stage span " << format_time(span) << "; lower bound "
-      << format_time(result.lower_bound) << ": ";
-  if (span <= result.lower_bound * (1 + 1e-9)) {
-    out << "optimal under the model\n";
-  } else {
-    out << "gap " << percent((span - result.lower_bound) / span) << " of the span\n";
-  }
-  out << "# checked: `pipevm check` and `pipevm check --p2p-order posted` pass\n"
-      << "schedule synthesized\n";
-  return out.str();
 }
 
 bool write_output(const SynthesizeArguments& args, const std::string& text) {
@@ -227,7 +182,16 @@ int run_synthesize(const CLI::App& app, SynthesizeArguments args) {
     }
     return write_output(args, pytorch::write_table(*table)) ? 0 : 2;
   }
-  const std::string text = header(args, costs, *result, command_of(app)) + result->text;
+  synthesis::HeaderInputs inputs;
+  inputs.command = command_of(app);
+  inputs.costs = costs;
+  inputs.memory_limit = args.memory_limit;
+  inputs.memory_bytes = args.memory_bytes;
+  inputs.memory_model =
+      args.config_file.empty() ? std::string("pipevm run's defaults") : args.config_file;
+  inputs.weight_memory = args.weight_memory;
+  inputs.p2p_order = args.p2p_order;
+  const std::string text = synthesis::header(inputs, *result) + result->text;
   return write_output(args, text) ? 0 : 2;
 }
 

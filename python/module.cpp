@@ -1,6 +1,7 @@
 // The compiled part of the Python package pipevm (pipevm._pipevm): check,
-// simulate and expand a schedule given as a path or as text, and check
-// PyTorch's in-memory pipeline_order. Each function turns its arguments
+// simulate and expand a schedule given as a path or as text, check
+// PyTorch's in-memory pipeline_order, synthesize a schedule for costs and a
+// memory limit, and place the communication of a given compute order. Each function turns its arguments
 // into a pipevm::api request, calls the library with the GIL released, and
 // converts what it returns (results.hpp). Bad input raises ScheduleError.
 // Not here: reading a `pipevm run` YAML file (cli/), running on MPI ranks.
@@ -13,6 +14,7 @@
 #include <pybind11/stl.h>
 
 #include "costs.hpp"
+#include "header.hpp"
 #include "pipevm_api.hpp"
 #include "read_file.hpp"
 #include "results.hpp"
@@ -152,12 +154,20 @@ PyCheckResult check(const py::object& schedule, const py::object& stages,
   return result_of(report, input.table);
 }
 
+// None: the textbook default; a dict of cost keys; 'fwd=1,bwd=2'; or the
+// path of a YAML cost file (os.PathLike, or a str without '=').
 Costs costs_of(const py::object& given) {
   if (given.is_none()) return default_costs();
   Costs costs;
   std::string error;
-  if (py::isinstance<py::str>(given)) {
+  const bool is_str = py::isinstance<py::str>(given);
+  if (is_str && given.cast<std::string>().find('=') != std::string::npos) {
     if (!parse_cost_flags(given.cast<std::string>(), costs, error)) throw py::value_error(error);
+    return costs;
+  }
+  if (is_str || py::isinstance(given, py::module_::import("os").attr("PathLike"))) {
+    const std::string path = py::str(py::module_::import("os").attr("fspath")(given));
+    if (!read_costs_yaml(path, costs, error)) throw py::value_error(error);
     return costs;
   }
   for (const auto& [key, value] : given.cast<std::map<std::string, double>>()) {
@@ -207,6 +217,103 @@ PyExpansion expand(const py::object& schedule, const py::object& stages,
   const Input input = input_of(schedule, name);
   Program program = load(input, {stages, micro_batches, dp, chunks}, {});
   return PyExpansion{std::make_shared<const Program>(std::move(program)), input.table};
+}
+
+// A call as the header records it: `pipevm.NAME(key=repr, ...)`.
+std::string call_text(const char* function,
+                      const std::vector<std::pair<const char*, py::object>>& arguments) {
+  std::string text = std::string("pipevm.") + function + "(";
+  const char* separator = "";
+  for (const auto& [key, value] : arguments) {
+    text += separator;
+    text += key;
+    text += '=';
+    text += py::repr(value).cast<std::string>();
+    separator = ", ";
+  }
+  return text + ")";
+}
+
+PySynthesis synthesis_of(synthesis::Result result, synthesis::HeaderInputs inputs) {
+  auto shared = std::make_shared<const synthesis::Result>(std::move(result));
+  std::string header = synthesis::header(inputs, *shared);
+  return PySynthesis{std::move(shared), std::move(header)};
+}
+
+PySynthesis synthesize(int stages, int micro_batches, int chunks, const std::string& placement,
+                       const py::object& costs, const std::optional<double>& memory_limit,
+                       double weight_memory, double time_limit,
+                       const std::optional<std::string>& transfer) {
+  if (placement != "looped" && placement != "v") {
+    throw py::value_error("placement must be 'looped' or 'v', not '" + placement + "'");
+  }
+  if (memory_limit && !(*memory_limit >= 0)) {
+    throw py::value_error("memory_limit must be a number of micro-batch activations M_B >= 0");
+  }
+  if (!(time_limit >= 0)) throw py::value_error("time_limit must be seconds >= 0");
+  synthesis::Request request;
+  request.placement = placement == "v" ? Placement::v : Placement::looped;
+  request.config.stages = *single(range_of(py::int_(stages), "stages", api::kMaxStages), "stages");
+  request.config.micro_batches = *single(
+      range_of(py::int_(micro_batches), "micro_batches", api::kMaxMicroBatches), "micro_batches");
+  request.config.chunks = *single(range_of(py::int_(chunks), "chunks", api::kMaxChunks), "chunks");
+  request.costs = costs_of(costs);
+  if (transfer && !parse_transfer_model(*transfer, request.costs.transfer)) {
+    throw py::value_error("transfer must be 'eager', 'rendezvous' or 'auto', not '" + *transfer +
+                          "'");
+  }
+  request.memory_limit = memory_limit.value_or(0);
+  request.weight_memory = weight_memory;
+  request.time_limit_seconds = time_limit;
+  synthesis::HeaderInputs inputs;
+  inputs.command = call_text(
+      "synthesize", {{"stages", py::int_(stages)},
+                     {"micro_batches", py::int_(micro_batches)},
+                     {"chunks", py::int_(chunks)},
+                     {"placement", py::str(placement)},
+                     {"costs", costs},
+                     {"memory_limit", py::cast(memory_limit)},
+                     {"weight_memory", py::float_(weight_memory)},
+                     {"time_limit", py::float_(time_limit)},
+                     {"transfer", py::cast(transfer)}});
+  inputs.costs = request.costs;
+  inputs.memory_limit = request.memory_limit;
+  inputs.weight_memory = weight_memory;
+  std::string error;
+  std::optional<synthesis::Result> result;
+  {
+    py::gil_scoped_release unlocked;
+    result = synthesis::synthesize(request, error);
+  }
+  if (!result) throw ScheduleFailure(error);
+  return synthesis_of(std::move(*result), std::move(inputs));
+}
+
+PySynthesis lower(const py::object& schedule, const py::object& stages,
+                  const py::object& micro_batches, const py::object& chunks,
+                  const py::object& costs, double weight_memory,
+                  const std::optional<std::string>& name) {
+  const Input input = input_of(schedule, name);
+  const Program program = load(input, {stages, micro_batches, py::none(), chunks}, {});
+  std::string error;
+  const auto order = synthesis::compute_order_of(program, error);
+  if (!order) throw ScheduleFailure(input.file->name() + ": " + error);
+  synthesis::HeaderInputs inputs;
+  inputs.command = call_text("lower", {{"schedule", py::str(input.file->name())},
+                                      {"stages", stages},
+                                      {"micro_batches", micro_batches},
+                                      {"chunks", chunks},
+                                      {"costs", costs},
+                                      {"weight_memory", py::float_(weight_memory)}});
+  inputs.costs = costs_of(costs);
+  inputs.weight_memory = weight_memory;
+  std::optional<synthesis::Result> result;
+  {
+    py::gil_scoped_release unlocked;
+    result = synthesis::lower(*order, inputs.costs, weight_memory, error);
+  }
+  if (!result) throw ScheduleFailure(error);
+  return synthesis_of(std::move(*result), std::move(inputs));
 }
 
 // PyTorch's pipeline_order: a dict {rank: [action or None, ...]} with ranks
@@ -332,7 +439,7 @@ std::map<int, std::vector<std::string>> lower_pipeline_order(const py::object& o
 
 PYBIND11_MODULE(_pipevm, m) {
   using namespace pipevm::python;
-  m.doc() = "pipevm's checker, simulator and expander (see the package pipevm)";
+  m.doc() = "pipevm's checker, simulator, expander and synthesizer (see the package pipevm)";
   m.attr("__version__") = PIPEVM_VERSION;
   bind_results(m);
   // The functions' docstrings open with their signatures, keyword-only marks included.
@@ -368,6 +475,29 @@ PYBIND11_MODULE(_pipevm, m) {
         "expand(schedule, *, stages=None, micro_batches=None, dp=None, chunks=None,\n"
         "       name=None) -> Expansion\n\n"
         "Expands one configuration into each rank's instruction stream, as `pipevm expand`.");
+  m.def("synthesize", &synthesize, py::kw_only(), py::arg("stages"), py::arg("micro_batches"),
+        py::arg("chunks") = 1, py::arg("placement") = "looped", py::arg("costs") = py::none(),
+        py::arg("memory_limit") = py::none(), py::arg("weight_memory") = 1.0,
+        py::arg("time_limit") = 5.0, py::arg("transfer") = py::none(),
+        "synthesize(*, stages, micro_batches, chunks=1, placement='looped', costs=None,\n"
+        "           memory_limit=None, weight_memory=1.0, time_limit=5.0, transfer=None)\n"
+        "           -> Synthesis\n\n"
+        "Searches the least-bubble schedule for costs and a memory limit, as `pipevm\n"
+        "synthesize`; the result is checked under both progress models and simulated. costs:\n"
+        "as simulate's, or the path of a YAML cost file (`pipevm run --profile` writes one).\n"
+        "memory_limit: activations a stage may hold, in micro-batch activations M_B (None: no\n"
+        "limit). weight_memory: R = M_W / M_B. time_limit: seconds for the improvement step.\n"
+        "transfer: 'eager', 'rendezvous' or 'auto' (None: the costs'). A request no schedule\n"
+        "meets raises ScheduleError with the message the CLI prints.");
+  m.def("lower", &lower, py::arg("schedule"), py::kw_only(), py::arg("stages") = py::none(),
+        py::arg("micro_batches") = py::none(), py::arg("chunks") = py::none(),
+        py::arg("costs") = py::none(), py::arg("weight_memory") = 1.0,
+        py::arg("name") = py::none(),
+        "lower(schedule, *, stages=None, micro_batches=None, chunks=None, costs=None,\n"
+        "      weight_memory=1.0, name=None) -> Synthesis\n\n"
+        "Keeps a schedule's compute order (a .pipe, or a PyTorch compute-only table) and places\n"
+        "its communication, as `pipevm synthesize --lower`. Raises ScheduleError when the\n"
+        "schedule cannot be read or its order cannot be placed.");
   m.def("check_pipeline_order", &check_pipeline_order, py::arg("order"), py::kw_only(),
         py::arg("num_stages") = py::none(), py::arg("n_microbatches") = py::none(),
         py::arg("placement") = py::none(), py::arg("p2p_order") = "independent",

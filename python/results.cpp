@@ -1,5 +1,5 @@
-// Converting pipevm::api's values for Python, and the classes that carry
-// them (results.hpp).
+// Converting pipevm::api's and pipevm::synthesize's values for Python, and
+// the classes that carry them (results.hpp).
 #include "results.hpp"
 
 #include <sstream>
@@ -330,6 +330,71 @@ void bind_results(py::module_& m) {
             if (!api::write_timeline_trace(path, *s.run, error)) raise_os_error(error);
           },
           py::arg("path"), "Writes a Chrome/Perfetto trace (JSON; costs read as microseconds)");
+
+  py::class_<PySynthesis>(m, "Synthesis",
+                         "A schedule pipevm.synthesize chose (or pipevm.lower placed), checked "
+                         "under both progress models, with its predicted figures.")
+      .def_property_readonly(
+          "text", [](const PySynthesis& s) { return s.header + s.result->text; },
+          "The flat program with the header `pipevm synthesize` writes: itself a schedule")
+      .def_property_readonly(
+          "configuration", [](const PySynthesis& s) { return s.result->program.config; })
+      .def_property_readonly(
+          "placement",
+          [](const PySynthesis& s) { return std::string(name(s.result->program.placement)); },
+          "'looped' or 'v'")
+      .def_property_readonly(
+          "makespan", [](const PySynthesis& s) { return s.result->simulation.timeline.makespan; },
+          "The simulated makespan of the placed program")
+      .def_property_readonly(
+          "order_makespan", [](const PySynthesis& s) { return s.result->order_makespan; },
+          "The compute order's makespan (communication free)")
+      .def_property_readonly(
+          "bubble_fraction", [](const PySynthesis& s) { return s.result->simulation.bubble_fraction; },
+          "Idle time over ranks x makespan, as Simulation.bubble_fraction")
+      .def_property_readonly(
+          "bubble_rate_zb", [](const PySynthesis& s) { return s.result->bubble_rate_zb; },
+          "The Zero Bubble paper's bubble rate: (longest stage span - busiest stage's work) / "
+          "longest stage span")
+      .def_property_readonly(
+          "peak_memory", [](const PySynthesis& s) { return s.result->peak_memory; },
+          "Per stage, activations held at the peak in micro-batch activations M_B")
+      .def_property_readonly(
+          "longest_span", [](const PySynthesis& s) { return s.result->longest_span; },
+          "The longest stage span (first forward's start to last pass's end): what the search "
+          "minimises")
+      .def_property_readonly(
+          "lower_bound", [](const PySynthesis& s) { return s.result->lower_bound; },
+          "No order of these passes has a shorter longest span")
+      .def_property_readonly(
+          "optimal", [](const PySynthesis& s) { return synthesis::is_optimal(*s.result); },
+          "True when longest_span meets lower_bound: optimal under the model")
+      .def_property_readonly(
+          "memory_limit", [](const PySynthesis& s) { return s.result->memory_limit; },
+          "The M_B limit searched at (0: none)")
+      .def_property_readonly(
+          "origin", [](const PySynthesis& s) { return s.result->origin; },
+          "The candidate the result grew from, e.g. 'ZB-H1'")
+      .def_property_readonly(
+          "evaluations", [](const PySynthesis& s) { return s.result->evaluations; },
+          "Simulations run")
+      .def_property_readonly(
+          "improvements", [](const PySynthesis& s) { return s.result->improvements; },
+          "Local-search moves kept")
+      .def(
+          "to_torch_csv",
+          [](const PySynthesis& s) {
+            std::string error;
+            const auto table = pytorch::to_table(s.result->program, true, error);
+            if (!table) throw ScheduleFailure(error);
+            return pytorch::write_table(*table);
+          },
+          "The PyTorch table with comms (`pipevm synthesize --format torch-csv`), for _load_csv")
+      .def("__repr__", [](const PySynthesis& s) {
+        return "<Synthesis " + api::configuration_text(s.result->program.config) + ", makespan " +
+               format_time(s.result->simulation.timeline.makespan) + ", from " +
+               s.result->origin + ">";
+      });
 
   py::class_<PyExpansion>(m, "Expansion", "A schedule expanded into each rank's stream.")
       .def_property_readonly("configuration",

@@ -1,5 +1,6 @@
 // What the Python module hands back, as C++ values pybind11 converts: a
-// check's result and findings, a simulation, an expansion; and the one
+// check's result and findings, a simulation, an expansion, a synthesized
+// schedule; and the one
 // exception type, ScheduleError, with the position of what is wrong. The
 // conversion from pipevm::api's values is here; the functions are
 // module.cpp's. Not here: any checking or simulating of its own.
@@ -16,6 +17,7 @@
 #include <pybind11/pybind11.h>
 
 #include "pipevm_api.hpp"
+#include "synthesize.hpp"
 
 namespace pipevm::python {
 
@@ -64,6 +66,12 @@ struct PySimulation {
 struct PyExpansion {
   std::shared_ptr<const Program> program;
   bool from_table = false;
+};
+
+// A synthesized (or lowered) schedule and the header it is written with.
+struct PySynthesis {
+  std::shared_ptr<const synthesis::Result> result;
+  std::string header;
 };
 
 // The failure for a diagnostic; `table`: positions name a rank and step.

@@ -567,4 +567,8 @@ std::optional<Result> lower(const ComputeOrder& order, const Costs& costs, doubl
   return result;
 }
 
+bool is_optimal(const Result& result) {
+  return result.longest_span <= result.lower_bound * (1 + 1e-9);
+}
+
 }  // namespace pipevm::synthesis

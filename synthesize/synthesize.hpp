@@ -69,6 +69,10 @@ struct Result {
   int improvements = 0;     // local-search moves kept
 };
 
+// Whether the result's longest stage span meets its lower bound (to a
+// relative 1e-9): no order of these passes does better under the model.
+bool is_optimal(const Result& result);
+
 // The least memory limit (in M_B) any schedule needs: one micro-batch's
 // activations per stage.
 double least_memory_limit();

@@ -7,6 +7,9 @@ __version__: str
 # An int, or an inclusive (first, last) range that check sweeps.
 Range = Union[int, Tuple[int, int]]
 Schedule = Union[str, os.PathLike[str]]
+# A cost model: {'fwd': 1, 'bwd': 2}, 'fwd=1,bwd=2', or a YAML cost file's path
+# (os.PathLike, or a str without '=').
+Costs = Union[None, str, os.PathLike[str], Mapping[str, float]]
 # PyTorch's pipeline_order: {rank: [action or None, ...]}, or a list of rows;
 # an action is its str(): "0F0", "1B3", "2SEND_F0", "(0F7;7B3)OVERLAP_F_B".
 PipelineOrder = Union[Mapping[int, Sequence[Optional[object]]], Sequence[Sequence[Optional[object]]]]
@@ -127,6 +130,40 @@ class Expansion:
     def text(self) -> str: ...
     def torch_csv(self, with_comms: bool = False) -> str: ...
 
+class Synthesis:
+    """A schedule synthesize chose (or lower placed), checked under both progress models."""
+    @property
+    def text(self) -> str: ...
+    @property
+    def configuration(self) -> Configuration: ...
+    @property
+    def placement(self) -> str: ...
+    @property
+    def makespan(self) -> float: ...
+    @property
+    def order_makespan(self) -> float: ...
+    @property
+    def bubble_fraction(self) -> float: ...
+    @property
+    def bubble_rate_zb(self) -> float: ...
+    @property
+    def peak_memory(self) -> list[float]: ...
+    @property
+    def longest_span(self) -> float: ...
+    @property
+    def lower_bound(self) -> float: ...
+    @property
+    def optimal(self) -> bool: ...
+    @property
+    def memory_limit(self) -> float: ...
+    @property
+    def origin(self) -> str: ...
+    @property
+    def evaluations(self) -> int: ...
+    @property
+    def improvements(self) -> int: ...
+    def to_torch_csv(self) -> str: ...
+
 def check(
     schedule: Schedule,
     *,
@@ -150,14 +187,14 @@ def simulate(
     micro_batches: Optional[int] = None,
     dp: Optional[int] = None,
     chunks: Optional[int] = None,
-    costs: Union[None, str, Mapping[str, float]] = None,
+    costs: Costs = None,
     hosts: Optional[Sequence[int]] = None,
     svg: Optional[str] = None,
     trace: Optional[str] = None,
     name: Optional[str] = None,
 ) -> Simulation:
-    """Simulates one configuration. costs: {'fwd': 1, 'bwd': 2} or 'fwd=1,bwd=2' (unset keys
-    cost 0; None: the textbook default); hosts: the host of each rank. Writes svg and trace
+    """Simulates one configuration. costs: {'fwd': 1, 'bwd': 2}, 'fwd=1,bwd=2' or a YAML cost
+    file's path (unset keys cost 0; None: the textbook default); hosts: the host of each rank. Writes svg and trace
     when given. Raises ScheduleError when it cannot be read or cannot run to its end."""
 
 def expand(
@@ -186,3 +223,32 @@ def check_pipeline_order(
 
 def lower_pipeline_order(order: PipelineOrder) -> dict[int, list[str]]:
     """The order with its sends and receives, as torch.distributed.pipelining adds them."""
+
+def synthesize(
+    *,
+    stages: int,
+    micro_batches: int,
+    chunks: int = 1,
+    placement: str = "looped",
+    costs: Costs = None,
+    memory_limit: Optional[float] = None,
+    weight_memory: float = 1.0,
+    time_limit: float = 5.0,
+    transfer: Optional[str] = None,
+) -> Synthesis:
+    """Searches the least-bubble schedule for costs and a memory limit (micro-batch
+    activations M_B per stage; None: none), as `pipevm synthesize`. placement: 'looped' or
+    'v' (chunks=2). A request no schedule meets raises ScheduleError."""
+
+def lower(
+    schedule: Schedule,
+    *,
+    stages: Optional[int] = None,
+    micro_batches: Optional[int] = None,
+    chunks: Optional[int] = None,
+    costs: Costs = None,
+    weight_memory: float = 1.0,
+    name: Optional[str] = None,
+) -> Synthesis:
+    """Keeps a schedule's compute order and places its communication, as `pipevm synthesize
+    --lower`. Raises ScheduleError when it cannot be read or placed."""

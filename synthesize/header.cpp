@@ -1,0 +1,60 @@
+// The header of a synthesized program (header.hpp).
+#include "header.hpp"
+
+#include <sstream>
+
+#include "simulate.hpp"
+
+namespace pipevm::synthesis {
+
+namespace {
+
+std::string percent(double fraction) { return format_time(fraction * 100) + "%"; }
+
+std::string memory_limit_text(const HeaderInputs& inputs, const Result& result) {
+  if (inputs.memory_bytes > 0) {
+    return std::to_string(inputs.memory_bytes) + " bytes per stage for the model of " +
+           inputs.memory_model + " (searched at " + format_time(result.memory_limit) + " M_B)";
+  }
+  if (inputs.memory_limit > 0) return format_time(inputs.memory_limit) + " M_B per stage";
+  return "none";
+}
+
+}  // namespace
+
+std::string header(const HeaderInputs& inputs, const Result& result) {
+  const Config& c = result.program.config;
+  std::ostringstream out;
+  out << "# Synthesized by `pipevm synthesize` (docs/synthesize.md).\n"
+      << "# command: " << inputs.command << '\n'
+      << "# inputs: stages " << c.stages << ", micro-batches " << c.micro_batches << ", chunks "
+      << c.chunks << ", placement " << name(result.program.placement) << "; costs "
+      << describe(inputs.costs) << "; memory limit " << memory_limit_text(inputs, result)
+      << "; weight memory R " << format_time(inputs.weight_memory) << "; transfer "
+      << name(inputs.costs.transfer) << "; p2p order " << inputs.p2p_order << '\n'
+      << "# search: from " << result.origin << ", " << result.evaluations << " simulations, "
+      << result.improvements << " local-search moves kept\n"
+      << "# predicted makespan " << format_time(result.simulation.timeline.makespan)
+      << " (compute order " << format_time(result.order_makespan) << "); bubble "
+      << percent(result.simulation.bubble_fraction) << " idle, Zero Bubble rate "
+      << format_time(result.bubble_rate_zb) << '\n'
+      << "# peak memory per stage (M_B):";
+  for (const double peak : result.peak_memory) out << ' ' << format_time(peak);
+  if (!result.peak_bytes.empty()) {
+    out << "\n# peak bytes per stage (as `pipevm check` counts peak_bytes):";
+    for (const std::uint64_t bytes : result.peak_bytes) out << ' ' << bytes;
+  }
+  const double span = result.longest_span;
+  out << "\n# longest stage span " << format_time(span) << "; lower bound "
+      << format_time(result.lower_bound) << ": ";
+  if (is_optimal(result)) {
+    out << "optimal under the model\n";
+  } else {
+    out << "gap " << percent((span - result.lower_bound) / span) << " of the span\n";
+  }
+  out << "# checked: `pipevm check` and `pipevm check --p2p-order posted` pass\n"
+      << "schedule synthesized\n";
+  return out.str();
+}
+
+}  // namespace pipevm::synthesis

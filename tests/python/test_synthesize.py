@@ -1,0 +1,103 @@
+"""pipevm.synthesize and pipevm.lower: the schedule's text passes pipevm.check,
+its bubble is no worse than ZB-H1's at the same costs, the header is the
+CLI's, and impossible requests raise ScheduleError with the CLI's message."""
+
+import subprocess
+
+import pytest
+from conftest import PIPEVM_EXE, SOURCE_DIR
+
+import pipevm
+
+COSTS = {"fwd": 1, "bwd-input": 1, "bwd-weight": 1}
+ZB_H1 = SOURCE_DIR / "schedules" / "zb-h1.pipe"
+
+
+@pytest.fixture(scope="module")
+def synthesized():
+    return pipevm.synthesize(stages=4, micro_batches=8, costs=COSTS, memory_limit=4,
+                             time_limit=0.5)
+
+
+def test_text_passes_check(synthesized):
+    result = pipevm.check(synthesized.text, stages=4, micro_batches=8, name="synthesized.pipe")
+    assert result.ok, [str(f) for f in result.findings]
+    assert pipevm.check(synthesized.text, stages=4, micro_batches=8, name="synthesized.pipe",
+                        p2p_order="posted").ok
+
+
+def test_bubble_at_most_zb_h1s(synthesized):
+    zb_h1 = pipevm.simulate(ZB_H1, stages=4, micro_batches=8, costs=COSTS)
+    assert synthesized.bubble_fraction <= zb_h1.bubble_fraction + 1e-9
+    assert synthesized.makespan <= zb_h1.makespan + 1e-9
+    again = pipevm.simulate(synthesized.text, name="synthesized.pipe", costs=COSTS)
+    assert again.makespan == pytest.approx(synthesized.makespan)
+
+
+def test_figures(synthesized):
+    assert synthesized.configuration.stages == 4
+    assert synthesized.placement == "looped"
+    assert len(synthesized.peak_memory) == 4
+    assert max(synthesized.peak_memory) <= 4
+    assert 0 <= synthesized.bubble_rate_zb < 1
+    assert synthesized.lower_bound <= synthesized.longest_span
+    assert synthesized.optimal == (synthesized.longest_span <= synthesized.lower_bound * (1 + 1e-9))
+    assert synthesized.evaluations > 0
+
+
+def test_header_is_the_clis(synthesized):
+    lines = synthesized.text.splitlines()
+    assert lines[0] == "# Synthesized by `pipevm synthesize` (docs/synthesize.md)."
+    assert lines[1].startswith("# command: pipevm.synthesize(stages=4, micro_batches=8")
+    cli = subprocess.run([PIPEVM_EXE, "synthesize", "-p", "4", "-m", "8", "--cost",
+                          "fwd=1,bwd-input=1,bwd-weight=1", "--memory-limit", "4",
+                          "--time-limit", "0.5"], capture_output=True, text=True, check=True)
+    cli_lines = cli.stdout.splitlines()
+    # The inputs line is the same whichever door asked.
+    assert lines[2] == cli_lines[2]
+    assert "schedule synthesized" in lines
+
+
+def test_torch_csv(synthesized):
+    table = synthesized.to_torch_csv()
+    assert len(table.splitlines()) == 4
+    assert "SEND_F" in table
+
+
+def test_impossible_memory_limit_raises_the_clis_message():
+    with pytest.raises(pipevm.ScheduleError) as raised:
+        pipevm.synthesize(stages=4, micro_batches=8, costs=COSTS, memory_limit=0.5)
+    cli = subprocess.run([PIPEVM_EXE, "synthesize", "-p", "4", "-m", "8", "--memory-limit", "0.5"],
+                         capture_output=True, text=True, check=False)
+    assert cli.returncode == 2
+    assert cli.stderr.strip() == "pipevm synthesize: " + str(raised.value)
+    assert "below what any schedule needs" in str(raised.value)
+
+
+def test_bad_arguments_raise_value_error():
+    with pytest.raises(ValueError, match="placement"):
+        pipevm.synthesize(stages=4, micro_batches=8, placement="mirror")
+    with pytest.raises(ValueError, match="transfer"):
+        pipevm.synthesize(stages=4, micro_batches=8, transfer="pigeon")
+    with pytest.raises(pipevm.ScheduleError, match="chunks 2"):
+        pipevm.synthesize(stages=4, micro_batches=8, placement="v", time_limit=0)
+
+
+def test_cost_file(tmp_path):
+    costs = tmp_path / "costs.yaml"
+    costs.write_text("fwd: 1\nbwd-input: 1\nbwd-weight: 1\n")
+    from_file = pipevm.synthesize(stages=2, micro_batches=4, costs=costs, time_limit=0)
+    from_dict = pipevm.synthesize(stages=2, micro_batches=4, costs=COSTS, time_limit=0)
+    assert from_file.makespan == from_dict.makespan
+    with pytest.raises(ValueError):
+        pipevm.synthesize(stages=2, micro_batches=4, costs=str(tmp_path / "none.yaml"))
+
+
+def test_lower_keeps_zb_h1s_order():
+    lowered = pipevm.lower(ZB_H1, stages=4, micro_batches=8, costs=COSTS)
+    assert lowered.origin == "given order"
+    assert pipevm.check(lowered.text, name="lowered.pipe").ok
+    zb_h1 = pipevm.simulate(ZB_H1, stages=4, micro_batches=8, costs=COSTS)
+    assert lowered.order_makespan == pytest.approx(zb_h1.makespan)
+    with pytest.raises(pipevm.ScheduleError):
+        pipevm.lower("not a schedule\n", stages=2, micro_batches=2)
