@@ -29,20 +29,31 @@ inline double dot(const std::vector<float>& a, const std::vector<float>& b) {
   return sum;
 }
 
+// Central differences of objective() with respect to every element of x.
+inline std::vector<double> numeric_gradient(std::vector<float>& x,
+                                            const std::function<double()>& objective,
+                                            float step) {
+  std::vector<double> gradient(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const float original = x[i];
+    x[i] = original + step;
+    const double up = objective();
+    x[i] = original - step;
+    const double down = objective();
+    x[i] = original;
+    gradient[i] = (up - down) / (2.0 * static_cast<double>(step));
+  }
+  return gradient;
+}
+
 // Expects `analytic` to be the gradient of objective() with respect to x,
 // element by element, within tolerance x (1 + |numeric|).
 inline void expect_gradient(const std::vector<float>& analytic, std::vector<float>& x,
                             const std::function<double()>& objective, double tolerance = 2e-3) {
   ASSERT_EQ(analytic.size(), x.size());
-  constexpr float kStep = 1e-2f;
+  const std::vector<double> numeric_all = numeric_gradient(x, objective, 1e-2f);
   for (std::size_t i = 0; i < x.size(); ++i) {
-    const float original = x[i];
-    x[i] = original + kStep;
-    const double up = objective();
-    x[i] = original - kStep;
-    const double down = objective();
-    x[i] = original;
-    const double numeric = (up - down) / (2.0 * static_cast<double>(kStep));
+    const double numeric = numeric_all[i];
     EXPECT_NEAR(static_cast<double>(analytic[i]), numeric, tolerance * (1.0 + std::abs(numeric)))
         << "element " << i;
   }

@@ -6,6 +6,7 @@
 #include <functional>
 #include <vector>
 
+#include "gradient_check.hpp"
 #include "layers.hpp"
 #include "random.hpp"
 
@@ -26,21 +27,7 @@ std::vector<float> away_from_zero(std::vector<float> values) {
   return values;
 }
 
-// Central differences of objective() with respect to every element of x.
-std::vector<double> numeric_gradient(std::vector<float>& x,
-                                     const std::function<double()>& objective, float step) {
-  std::vector<double> gradient(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const float original = x[i];
-    x[i] = original + step;
-    const double up = objective();
-    x[i] = original - step;
-    const double down = objective();
-    x[i] = original;
-    gradient[i] = (up - down) / (2.0 * static_cast<double>(step));
-  }
-  return gradient;
-}
+using gradient_check::numeric_gradient;
 
 void expect_close(const std::vector<float>& analytic, const std::vector<double>& numeric,
                   double tolerance) {
