@@ -133,12 +133,10 @@ double lower_bound(const Problem& problem) {
       owner[static_cast<std::size_t>(position_of(problem.placement, c, s, k).position)] = s;
     }
   }
+  // Loads are data instructions, not compute: a stage may run all of them
+  // before its first pass, outside the span, so no term counts them.
   const auto forward = [&](int at) {
-    const int s = owner[static_cast<std::size_t>(at)];
-    double t = costs.duration(CostKind::fwd, s);
-    if (at == 0) t += costs.duration(CostKind::load, s);
-    if (at == lane - 1) t += costs.duration(CostKind::load, s);
-    return t;
+    return costs.duration(CostKind::fwd, owner[static_cast<std::size_t>(at)]);
   };
   const auto backward = [&](int s) {
     return costs.duration(problem.split_backward ? CostKind::bwd_input : CostKind::bwd, s);
