@@ -1,7 +1,11 @@
-// A model's bytes for one configuration (model_bytes.hpp).
+// A model's bytes for one configuration, and memory limits as users write
+// them (model_bytes.hpp).
 #include "model_bytes.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <exception>
+#include <utility>
 
 namespace pipevm::api {
 
@@ -16,6 +20,33 @@ MemoryShape memory_shape(const ModelBytes& model, const Config& config) {
   shape.layer_parameter_counts = model.layer_parameter_counts;
   shape.layer_stashes = model.layer_stashes;
   return shape;
+}
+
+bool parse_memory_limit(const std::string& text, double& activations, std::uint64_t& bytes) {
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return false;
+  }
+  if (!std::isfinite(value) || value < 0) return false;
+  const std::string unit = text.substr(used);
+  if (unit.empty()) {
+    activations = value;
+    return true;
+  }
+  const std::pair<const char*, double> units[] = {
+      {"B", 1},          {"KiB", 1024.0},   {"MiB", 1048576.0}, {"GiB", 1073741824.0},
+      {"TiB", 1099511627776.0}, {"kB", 1e3}, {"MB", 1e6},        {"GB", 1e9},
+      {"TB", 1e12}};
+  for (const auto& [name, scale] : units) {
+    if (unit == name) {
+      bytes = static_cast<std::uint64_t>(value * scale);
+      return bytes > 0;
+    }
+  }
+  return false;
 }
 
 }  // namespace pipevm::api

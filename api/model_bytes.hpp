@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "memory_bytes.hpp"
@@ -30,5 +31,11 @@ struct ModelBytes {
 // The shape for one configuration: rows per micro-batch are the batch size
 // over dp x micro-batches (at least one).
 MemoryShape memory_shape(const ModelBytes& model, const Config& config);
+
+// A memory limit as `synthesize --memory-limit` and pipevm.synthesize take
+// it: a number of micro-batch activations M_B (4, 2.5) into `activations`,
+// or bytes with a unit (B, KiB, MiB, GiB, TiB, or the powers of ten kB, MB,
+// GB, TB) into `bytes`. False on anything else, negative or not finite.
+bool parse_memory_limit(const std::string& text, double& activations, std::uint64_t& bytes);
 
 }  // namespace pipevm::api

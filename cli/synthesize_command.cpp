@@ -57,35 +57,6 @@ std::string command_of(const CLI::App& app) {
   return text;
 }
 
-// `--memory-limit`: a number of M_B (4, 2.5), or bytes with a unit (B, KiB,
-// MiB, GiB, TiB, or the powers of ten kB, MB, GB, TB). False on anything else.
-bool parse_memory_limit(const std::string& text, double& activations, std::uint64_t& bytes) {
-  std::size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    return false;
-  }
-  if (!std::isfinite(value) || value < 0) return false;
-  const std::string unit = text.substr(used);
-  if (unit.empty()) {
-    activations = value;
-    return true;
-  }
-  const std::pair<const char*, double> units[] = {
-      {"B", 1},          {"KiB", 1024.0},   {"MiB", 1048576.0}, {"GiB", 1073741824.0},
-      {"TiB", 1099511627776.0}, {"kB", 1e3}, {"MB", 1e6},        {"GB", 1e9},
-      {"TB", 1e12}};
-  for (const auto& [name, scale] : units) {
-    if (unit == name) {
-      bytes = static_cast<std::uint64_t>(value * scale);
-      return bytes > 0;
-    }
-  }
-  return false;
-}
-
 bool write_output(const SynthesizeArguments& args, const std::string& text) {
   if (args.output.empty()) {
     std::cout << text;
@@ -123,7 +94,7 @@ std::optional<synthesis::ComputeOrder> order_to_lower(const CLI::App& app,
 
 int run_synthesize(const CLI::App& app, SynthesizeArguments args) {
   if (!args.memory_limit_text.empty() &&
-      !parse_memory_limit(args.memory_limit_text, args.memory_limit, args.memory_bytes)) {
+      !api::parse_memory_limit(args.memory_limit_text, args.memory_limit, args.memory_bytes)) {
     std::cerr << "pipevm synthesize: --memory-limit " << args.memory_limit_text
               << ": expected a number of micro-batch activations (4, 2.5) or bytes with a unit "
                  "(2GiB, 500MB)\n";

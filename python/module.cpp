@@ -5,6 +5,7 @@
 // into a pipevm::api request, calls the library with the GIL released, and
 // converts what it returns (results.hpp). Bad input raises ScheduleError.
 // Not here: reading a `pipevm run` YAML file (cli/), running on MPI ranks.
+#include <cmath>
 #include <map>
 #include <optional>
 #include <string>
@@ -240,15 +241,39 @@ PySynthesis synthesis_of(synthesis::Result result, synthesis::HeaderInputs input
   return PySynthesis{std::move(shared), std::move(header)};
 }
 
+// synthesize's memory_limit: None, a number of M_B, or a string as
+// `--memory-limit` takes it ("2.5", "64MiB").
+void set_memory_limit(const py::object& limit, synthesis::Request& request) {
+  const char* const wanted =
+      "memory_limit must be a number of micro-batch activations M_B >= 0, or bytes with a "
+      "unit ('64MiB', '2GB')";
+  if (limit.is_none()) return;
+  if (py::isinstance<py::str>(limit)) {
+    const std::string text = limit.cast<std::string>();
+    if (!api::parse_memory_limit(text, request.memory_limit, request.memory_bytes)) {
+      throw py::value_error(std::string(wanted) + ", not '" + text + "'");
+    }
+    return;
+  }
+  if (py::isinstance<py::bool_>(limit) ||
+      !(py::isinstance<py::int_>(limit) || py::isinstance<py::float_>(limit))) {
+    throw py::value_error(wanted);
+  }
+  request.memory_limit = limit.cast<double>();
+  if (!(request.memory_limit >= 0) || !std::isfinite(request.memory_limit)) {
+    throw py::value_error(wanted);
+  }
+}
+
 PySynthesis synthesize(int stages, int micro_batches, int chunks, const std::string& placement,
-                       const py::object& costs, const std::optional<double>& memory_limit,
+                       const py::object& costs, const py::object& memory_limit,
                        double weight_memory, double time_limit,
-                       const std::optional<std::string>& transfer) {
+                       const std::optional<std::string>& transfer, const std::string& p2p_order) {
   if (placement != "looped" && placement != "v") {
     throw py::value_error("placement must be 'looped' or 'v', not '" + placement + "'");
   }
-  if (memory_limit && !(*memory_limit >= 0)) {
-    throw py::value_error("memory_limit must be a number of micro-batch activations M_B >= 0");
+  if (p2p_order != "any" && p2p_order != "posted") {
+    throw py::value_error("p2p_order must be 'any' or 'posted', not '" + p2p_order + "'");
   }
   if (!(time_limit >= 0)) throw py::value_error("time_limit must be seconds >= 0");
   synthesis::Request request;
@@ -262,7 +287,8 @@ PySynthesis synthesize(int stages, int micro_batches, int chunks, const std::str
     throw py::value_error("transfer must be 'eager', 'rendezvous' or 'auto', not '" + *transfer +
                           "'");
   }
-  request.memory_limit = memory_limit.value_or(0);
+  set_memory_limit(memory_limit, request);
+  request.memory_shape = api::memory_shape(api::ModelBytes{}, request.config);
   request.weight_memory = weight_memory;
   request.time_limit_seconds = time_limit;
   synthesis::HeaderInputs inputs;
@@ -272,13 +298,17 @@ PySynthesis synthesize(int stages, int micro_batches, int chunks, const std::str
                      {"chunks", py::int_(chunks)},
                      {"placement", py::str(placement)},
                      {"costs", costs},
-                     {"memory_limit", py::cast(memory_limit)},
+                     {"memory_limit", memory_limit},
                      {"weight_memory", py::float_(weight_memory)},
                      {"time_limit", py::float_(time_limit)},
-                     {"transfer", py::cast(transfer)}});
+                     {"transfer", py::cast(transfer)},
+                     {"p2p_order", py::str(p2p_order)}});
   inputs.costs = request.costs;
   inputs.memory_limit = request.memory_limit;
+  inputs.memory_bytes = request.memory_bytes;
+  inputs.memory_model = "pipevm run's defaults";
   inputs.weight_memory = weight_memory;
+  inputs.p2p_order = p2p_order;
   std::string error;
   std::optional<synthesis::Result> result;
   {
@@ -479,16 +509,20 @@ PYBIND11_MODULE(_pipevm, m) {
         py::arg("chunks") = 1, py::arg("placement") = "looped", py::arg("costs") = py::none(),
         py::arg("memory_limit") = py::none(), py::arg("weight_memory") = 1.0,
         py::arg("time_limit") = 5.0, py::arg("transfer") = py::none(),
+        py::arg("p2p_order") = "any",
         "synthesize(*, stages, micro_batches, chunks=1, placement='looped', costs=None,\n"
-        "           memory_limit=None, weight_memory=1.0, time_limit=5.0, transfer=None)\n"
-        "           -> Synthesis\n\n"
+        "           memory_limit=None, weight_memory=1.0, time_limit=5.0, transfer=None,\n"
+        "           p2p_order='any') -> Synthesis\n\n"
         "Searches the least-bubble schedule for costs and a memory limit, as `pipevm\n"
         "synthesize`; the result is checked under both progress models and simulated. costs:\n"
         "as simulate's, or the path of a YAML cost file (`pipevm run --profile` writes one).\n"
-        "memory_limit: activations a stage may hold, in micro-batch activations M_B (None: no\n"
-        "limit). weight_memory: R = M_W / M_B. time_limit: seconds for the improvement step.\n"
-        "transfer: 'eager', 'rendezvous' or 'auto' (None: the costs'). A request no schedule\n"
-        "meets raises ScheduleError with the message the CLI prints.");
+        "memory_limit: what a stage may hold, in micro-batch activations M_B (a number), or\n"
+        "in bytes with a unit ('64MiB', '2GB': counted as `check` counts peak bytes, for\n"
+        "`pipevm run`'s default model); None: no limit. weight_memory: R = M_W / M_B.\n"
+        "time_limit: seconds for the improvement step. transfer: 'eager', 'rendezvous' or\n"
+        "'auto' (None: the costs'). p2p_order: 'any' or 'posted', recorded in the header (the\n"
+        "result always passes both). A request no schedule meets raises ScheduleError with the\n"
+        "message the CLI prints.");
   m.def("lower", &lower, py::arg("schedule"), py::kw_only(), py::arg("stages") = py::none(),
         py::arg("micro_batches") = py::none(), py::arg("chunks") = py::none(),
         py::arg("costs") = py::none(), py::arg("weight_memory") = 1.0,

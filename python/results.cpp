@@ -360,6 +360,10 @@ void bind_results(py::module_& m) {
           "peak_memory", [](const PySynthesis& s) { return s.result->peak_memory; },
           "Per stage, activations held at the peak in micro-batch activations M_B")
       .def_property_readonly(
+          "peak_bytes", [](const PySynthesis& s) { return s.result->peak_bytes; },
+          "Per stage, bytes at the peak as `check` counts them, when memory_limit was given "
+          "in bytes (else empty)")
+      .def_property_readonly(
           "longest_span", [](const PySynthesis& s) { return s.result->longest_span; },
           "The longest stage span (first forward's start to last pass's end): what the search "
           "minimises")

@@ -149,6 +149,8 @@ class Synthesis:
     @property
     def peak_memory(self) -> list[float]: ...
     @property
+    def peak_bytes(self) -> list[int]: ...
+    @property
     def longest_span(self) -> float: ...
     @property
     def lower_bound(self) -> float: ...
@@ -231,14 +233,17 @@ def synthesize(
     chunks: int = 1,
     placement: str = "looped",
     costs: Costs = None,
-    memory_limit: Optional[float] = None,
+    memory_limit: Union[float, str, None] = None,
     weight_memory: float = 1.0,
     time_limit: float = 5.0,
     transfer: Optional[str] = None,
+    p2p_order: str = "any",
 ) -> Synthesis:
-    """Searches the least-bubble schedule for costs and a memory limit (micro-batch
-    activations M_B per stage; None: none), as `pipevm synthesize`. placement: 'looped' or
-    'v' (chunks=2). A request no schedule meets raises ScheduleError."""
+    """Searches the least-bubble schedule for costs and a memory limit, as `pipevm
+    synthesize`. memory_limit: micro-batch activations M_B per stage (a number), or bytes
+    with a unit ('64MiB', counted for `pipevm run`'s default model); None: none.
+    placement: 'looped' or 'v' (chunks=2). p2p_order: 'any' or 'posted', recorded in the
+    header. A request no schedule meets raises ScheduleError."""
 
 def lower(
     schedule: Schedule,

@@ -83,6 +83,27 @@ def test_bad_arguments_raise_value_error():
         pipevm.synthesize(stages=4, micro_batches=8, placement="v", time_limit=0)
 
 
+def test_memory_limit_in_bytes_as_the_cli_takes_it():
+    roomy = pipevm.synthesize(stages=2, micro_batches=4, costs=COSTS, time_limit=0,
+                              memory_limit="1GiB")
+    assert len(roomy.peak_bytes) == 2
+    most = max(roomy.peak_bytes)
+    tight = pipevm.synthesize(stages=2, micro_batches=4, costs=COSTS, time_limit=0,
+                              memory_limit=f"{most - 1}B", p2p_order="posted")
+    assert max(tight.peak_bytes) <= most - 1
+    assert "p2p order posted" in tight.text
+    cli = subprocess.run([PIPEVM_EXE, "synthesize", "-p", "2", "-m", "4", "--cost",
+                          "fwd=1,bwd-input=1,bwd-weight=1", "--time-limit", "0",
+                          "--memory-limit", f"{most - 1}B", "--p2p-order", "posted"],
+                         capture_output=True, text=True, check=True)
+    assert tight.text.splitlines()[2] == cli.stdout.splitlines()[2]
+    for bad in ("12 parsecs", "-1", True, [2]):
+        with pytest.raises(ValueError, match="memory_limit"):
+            pipevm.synthesize(stages=2, micro_batches=4, memory_limit=bad)
+    with pytest.raises(ValueError, match="p2p_order"):
+        pipevm.synthesize(stages=2, micro_batches=4, p2p_order="nccl")
+
+
 def test_cost_file(tmp_path):
     costs = tmp_path / "costs.yaml"
     costs.write_text("fwd: 1\nbwd-input: 1\nbwd-weight: 1\n")
