@@ -752,7 +752,8 @@ Command add_run_command(CLI::App& root) {
       ->type_name("FILE");
   app->add_option(
          "--profile", flags->profile,
-         "Write the measured median cost of each instruction kind, and the links' message "
+         "Write the measured median cost of each instruction kind (per stage, and per chunk "
+         "when ranks hold several), and the links' message "
          "latency and bandwidth from a ping-pong at start-up (YAML for simulate --costs)")
       ->type_name("FILE");
   app->add_option("--report", flags->report,
