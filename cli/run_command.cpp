@@ -89,6 +89,7 @@ struct RunFlags {
   std::string split = "measured";  // how the model is cut into pieces: measured or flops
   std::string trace;               // Chrome trace of one step of the first epoch
   std::string profile;             // measured costs for `pipevm simulate --costs`
+  int profile_steps = 20;          // training steps --trace and --profile record
   std::string report;              // JSON: per-epoch figures and per-rank memory
   std::string topology;            // gossip: a built-in name or FILE.yaml
 };
@@ -666,7 +667,8 @@ int train(const RunFlags& flags, runtime::MpiSession& session, int& world_rank) 
   print_header(run);
   std::unique_ptr<TraceRecorder> recorder;
   if (!flags.trace.empty() || !flags.profile.empty()) {
-    recorder = std::make_unique<TraceRecorder>(run.trainer->steps_per_epoch() > 1 ? 1 : 0, 20);
+    recorder = std::make_unique<TraceRecorder>(run.trainer->steps_per_epoch() > 1 ? 1 : 0,
+                                               flags.profile_steps);
   }
   // A message's cost: a blocking receive in the run mostly waits for its
   // sender, so the profile times messages apart, before the first step.
@@ -752,9 +754,15 @@ Command add_run_command(CLI::App& root) {
       ->type_name("FILE");
   app->add_option(
          "--profile", flags->profile,
-         "Write the measured median cost of each instruction kind, and the links' message "
+         "Write the measured median cost of each instruction kind (per stage, and per chunk "
+         "when ranks hold several), and the links' message "
          "latency and bandwidth from a ping-pong at start-up (YAML for simulate --costs)")
       ->type_name("FILE");
+  app->add_option("--profile-steps", flags->profile_steps,
+                  "How many training steps --profile takes medians over (default 20, from the "
+                  "second step on; fewer when the run has fewer)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1000000));
   app->add_option("--report", flags->report,
                   "Write the run's figures as JSON: per epoch the loss, accuracy and seconds; per "
                   "rank the peak bytes of its buffers by category, as the runtime counted them "

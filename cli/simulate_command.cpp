@@ -170,7 +170,8 @@ Command add_simulate_command(CLI::App& root) {
   app.add_option("--cost", args->cost_flags, "Costs as key=value pairs, e.g. fwd=1,bwd=2,send=0.1");
   app.add_option(
       "--costs", args->cost_file,
-      "A YAML file of costs (key: value; compute per stage under stages:, as run --profile "
+      "A YAML file of costs (key: value; compute per stage under stages:, per chunk under a "
+      "stage's chunks:, as run --profile "
       "writes it); --cost overrides it");
   app.add_option("--transfer", args->transfer,
                  "When a message moves: auto (default) as the runtime's MPI, eager up to the "

@@ -4,8 +4,9 @@
 //   - refusing is returning false with a message: no exception escapes;
 //   - every accepted cost is finite and not negative;
 //   - an accepted cost model written by write_costs_yaml (what `pipevm run
-//     --profile` writes) reads back to the same model, its stages included,
-//     exactly (the writer prints the shortest text of each double).
+//     --profile` writes) reads back to the same model, its stages and their
+//     chunks included, exactly (the writer prints the shortest text of each
+//     double).
 // Leaves out the simulator (target `pipe` runs it).
 #include <cmath>
 #include <cstddef>
@@ -39,11 +40,19 @@ void check_accepted(const pipevm::Costs& costs) {
   FUZZ_ASSERT(again.stages.size() == costs.stages.size(), "every stage's costs read back");
   std::vector<double> before = values(costs);
   std::vector<double> after = values(again);
+  const auto append = [](std::vector<double>& to, const pipevm::Costs& entry) {
+    const std::vector<double> more = values(entry);
+    to.insert(to.end(), more.begin(), more.end());
+  };
   for (std::size_t s = 0; s < costs.stages.size(); ++s) {
-    const std::vector<double> stage_before = values(costs.stages[s]);
-    const std::vector<double> stage_after = values(again.stages[s]);
-    before.insert(before.end(), stage_before.begin(), stage_before.end());
-    after.insert(after.end(), stage_after.begin(), stage_after.end());
+    append(before, costs.stages[s]);
+    append(after, again.stages[s]);
+    FUZZ_ASSERT(again.stages[s].chunks.size() == costs.stages[s].chunks.size(),
+                "every chunk's costs read back");
+    for (std::size_t c = 0; c < costs.stages[s].chunks.size(); ++c) {
+      append(before, costs.stages[s].chunks[c]);
+      append(after, again.stages[s].chunks[c]);
+    }
   }
   for (std::size_t i = 0; i < before.size(); ++i) {
     FUZZ_ASSERT(before[i] == after[i], "a written cost reads back exactly");

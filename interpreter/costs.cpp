@@ -107,43 +107,100 @@ const KeyField* field_named(std::string_view key) {
   return nullptr;
 }
 
+// "line:col" of a place in the file (1-based); empty when unknown.
+std::string position_of(const YAML::Mark& mark) {
+  if (mark.is_null()) return {};
+  return std::to_string(mark.line + 1) + ':' + std::to_string(mark.column + 1);
+}
+
+// Why a cost file is refused, and where.
+struct Refusal {
+  YAML::Mark where = YAML::Mark::null_mark();
+  std::string message;
+};
+
+bool refuse(const YAML::Node& at, std::string message, Refusal& refusal) {
+  refusal = {at.Mark(), std::move(message)};
+  return false;
+}
+
+constexpr std::string_view kChunksKey = "chunks";
+
+std::string per_stage_key_names() {
+  std::string names;
+  for (const KeyField& f : key_fields()) {
+    if (f.key.per_stage) names += ' ' + std::string(f.key.name);
+  }
+  return names;
+}
+
+// One entry of `stages:` or of a stage's `chunks:`: a mapping of per-stage
+// keys applied on top of `entry`; `which` names it in errors ("stage 1",
+// "stage 1 chunk 0"). A stage's `chunks:` (not a chunk's) is handed back
+// in `chunks`, to be read once the stage's own keys are set.
+bool parse_entry(const YAML::Node& item, const std::string& which, Costs& entry,
+                 std::optional<YAML::Node>* chunks, Refusal& refusal) {
+  if (!item.IsMap()) {
+    const std::string list(chunks != nullptr ? kStagesKey : kChunksKey);
+    return refuse(item, which + " of '" + list + "' is not a mapping of keys to numbers (fwd: 1)",
+                  refusal);
+  }
+  for (const auto& key_value : item) {
+    const std::string key = key_value.first.IsScalar() ? key_value.first.Scalar() : std::string();
+    if (chunks != nullptr && key == kChunksKey) {
+      *chunks = key_value.second;
+      continue;
+    }
+    const KeyField* field = field_named(key);
+    if (field == nullptr || !field->key.per_stage) {
+      return refuse(key_value.first,
+                    which + ": '" + key + "' is not a cost that differs by stage (those are:" +
+                        per_stage_key_names() + (chunks != nullptr ? " chunks)" : ")"),
+                    refusal);
+    }
+    double value = 0;
+    if (!key_value.second.IsScalar() || !parse_number(key_value.second.Scalar(), value)) {
+      return refuse(key_value.second, which + ": cost '" + key + "' is not a number", refusal);
+    }
+    std::string error;
+    if (!set_cost(entry, key, value, error)) {
+      return refuse(key_value.second, which + ": " + error, refusal);
+    }
+  }
+  return true;
+}
+
 // `stages:` of a cost file: one mapping of per-stage keys per stage, each
-// starting from the file's (and the flags') other keys.
-bool parse_stages(const YAML::Node& list, Costs& costs, std::string& error) {
+// starting from the file's (and the flags') other keys, and in it
+// optionally `chunks:`, one mapping of the same keys per chunk, each
+// starting from the stage's values.
+bool parse_stages(const YAML::Node& list, Costs& costs, Refusal& refusal) {
   if (!list.IsSequence()) {
-    error = "'stages' is a list with one mapping per stage (- fwd: 1)";
-    return false;
+    return refuse(list, "'stages' is a list with one mapping per stage (- fwd: 1)", refusal);
   }
   Costs base = costs;
   base.stages.clear();
   std::vector<Costs> stages;
   for (const auto& item : list) {
     const std::string which = "stage " + std::to_string(stages.size());
-    if (!item.IsMap()) {
-      error = which + " of 'stages' is not a mapping of keys to numbers (fwd: 1)";
-      return false;
-    }
     Costs stage = base;
-    for (const auto& entry : item) {
-      const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : std::string();
-      const KeyField* field = field_named(key);
-      if (field == nullptr || !field->key.per_stage) {
-        error = which + ": '" + key + "' is not a cost that differs by stage (those are:";
-        for (const KeyField& f : key_fields()) {
-          if (f.key.per_stage) error += ' ' + std::string(f.key.name);
+    std::optional<YAML::Node> chunks;
+    if (!parse_entry(item, which, stage, &chunks, refusal)) return false;
+    if (chunks) {
+      if (!chunks->IsSequence()) {
+        return refuse(*chunks, which + ": 'chunks' is a list with one mapping per chunk (- fwd: 1)",
+                      refusal);
+      }
+      std::vector<Costs> of_chunks;
+      for (const auto& chunk_item : *chunks) {
+        Costs chunk = stage;
+        if (!parse_entry(chunk_item, which + " chunk " + std::to_string(of_chunks.size()), chunk,
+                         nullptr, refusal)) {
+          return false;
         }
-        error += ")";
-        return false;
+        of_chunks.push_back(std::move(chunk));
       }
-      double value = 0;
-      if (!entry.second.IsScalar() || !parse_number(entry.second.Scalar(), value)) {
-        error = which + ": cost '" + key + "' is not a number";
-        return false;
-      }
-      if (!set_cost(stage, key, value, error)) {
-        error = which + ": " + error;
-        return false;
-      }
+      stage.chunks = std::move(of_chunks);
     }
     stages.push_back(std::move(stage));
   }
@@ -188,6 +245,33 @@ double Costs::duration(CostKind kind) const {
 double Costs::duration(CostKind kind, int stage) const {
   const auto entry = static_cast<std::size_t>(stage);
   return stage >= 0 && entry < stages.size() ? stages[entry].duration(kind) : duration(kind);
+}
+
+double Costs::duration(CostKind kind, int stage, int chunk) const {
+  const auto entry = static_cast<std::size_t>(stage);
+  if (stage < 0 || entry >= stages.size()) return duration(kind);
+  const std::vector<Costs>& of_stage = stages[entry].chunks;
+  const auto which = static_cast<std::size_t>(chunk);
+  return chunk >= 0 && which < of_stage.size() ? of_stage[which].duration(kind)
+                                               : stages[entry].duration(kind);
+}
+
+double Costs::duration(const Instruction& in, int stage) const {
+  const CostKind kind = info(in.op).cost;
+  const Instruction forward = half(in, 0);
+  const Instruction backward = half(in, 1);
+  if (kind != CostKind::fwd_bwd || forward.chunk == backward.chunk) {
+    return duration(kind, stage, in.chunk);
+  }
+  const auto entry = static_cast<std::size_t>(stage);
+  const Costs* first = this;
+  if (stage >= 0 && entry < stages.size()) {
+    first = &stages[entry];
+    if (forward.chunk < first->chunks.size()) first = &first->chunks[forward.chunk];
+  }
+  if (first->fwd_bwd) return *first->fwd_bwd;
+  return duration(CostKind::fwd, stage, forward.chunk) +
+         duration(CostKind::bwd, stage, backward.chunk);
 }
 
 double Costs::reduction(CostKind kind, int members) const {
@@ -252,7 +336,11 @@ bool set_cost(Costs& costs, std::string_view key, double value, std::string& err
       }
     };
     set(costs);
-    if (f.key.per_stage) std::for_each(costs.stages.begin(), costs.stages.end(), set);
+    if (!f.key.per_stage) return true;
+    for (Costs& stage : costs.stages) {
+      set(stage);
+      std::for_each(stage.chunks.begin(), stage.chunks.end(), set);
+    }
     return true;
   }
   error = "unknown cost '" + std::string(key) + "' (keys: " + std::string(kTransferKey);
@@ -321,24 +409,25 @@ bool parse_cost_flags(std::string_view text, Costs& costs, std::string& error) {
   return true;
 }
 
-bool parse_costs_yaml(std::string_view yaml_text, Costs& costs, std::string& error) {
+namespace {
+
+bool parse_costs(std::string_view yaml_text, Costs& costs, Refusal& refusal) {
   YAML::Node root;
   try {
     root = YAML::Load(std::string(yaml_text));
   } catch (const YAML::Exception& e) {
-    error = std::string("not YAML: ") + e.what();
+    refusal = {e.mark, "not YAML: " + e.msg};
     return false;
   }
   if (root.IsNull()) return true;
   if (!root.IsMap()) {
-    error = "a cost file is a mapping of keys to numbers (fwd: 1)";
-    return false;
+    return refuse(root, "a cost file is a mapping of keys to numbers (fwd: 1)", refusal);
   }
   std::optional<YAML::Node> stages;
   for (const auto& entry : root) {
     if (!entry.first.IsScalar()) {
-      error = "a cost file's keys are names (fwd: 1), not sequences or mappings";
-      return false;
+      return refuse(entry.first, "a cost file's keys are names (fwd: 1), not sequences or mappings",
+                    refusal);
     }
     const std::string key = entry.first.Scalar();
     if (key == kStagesKey) {
@@ -346,12 +435,24 @@ bool parse_costs_yaml(std::string_view yaml_text, Costs& costs, std::string& err
       continue;
     }
     if (!entry.second.IsScalar()) {
-      error = "cost '" + key + "' is not a number";
-      return false;
+      return refuse(entry.second, "cost '" + key + "' is not a number", refusal);
     }
-    if (!set_cost_text(costs, key, entry.second.Scalar(), error)) return false;
+    std::string error;
+    if (!set_cost_text(costs, key, entry.second.Scalar(), error)) {
+      return refuse(entry.second, error, refusal);
+    }
   }
-  return !stages || parse_stages(*stages, costs, error);
+  return !stages || parse_stages(*stages, costs, refusal);
+}
+
+}  // namespace
+
+bool parse_costs_yaml(std::string_view yaml_text, Costs& costs, std::string& error) {
+  Refusal refusal;
+  if (parse_costs(yaml_text, costs, refusal)) return true;
+  const std::string where = position_of(refusal.where);
+  error = where.empty() ? refusal.message : where + ": " + refusal.message;
+  return false;
 }
 
 bool read_costs_yaml(const std::string& path, Costs& costs, std::string& error) {
@@ -360,12 +461,32 @@ bool read_costs_yaml(const std::string& path, Costs& costs, std::string& error) 
     error = "cannot read cost file '" + path + "': " + error;
     return false;
   }
-  if (!parse_costs_yaml(text, costs, error)) {
-    error = path + ": " + error;
-    return false;
-  }
-  return true;
+  Refusal refusal;
+  if (parse_costs(text, costs, refusal)) return true;
+  const std::string where = position_of(refusal.where);
+  error = path + (where.empty() ? "" : ":" + where) + ": " + refusal.message;
+  return false;
 }
+
+namespace {
+
+// One list item of per-stage keys, `indent` before its dash.
+void write_entry(std::ostream& out, const Costs& entry, const std::string& indent) {
+  std::string prefix = indent + "- ";
+  for (const KeyField& f : key_fields()) {
+    if (!f.key.per_stage) continue;
+    if (f.field == nullptr) {
+      const auto& v = entry.*(f.optional);
+      if (!v) continue;
+      out << prefix << f.key.name << ": " << shortest_text(*v) << '\n';
+    } else {
+      out << prefix << f.key.name << ": " << shortest_text(entry.*(f.field)) << '\n';
+    }
+    prefix = indent + "  ";
+  }
+}
+
+}  // namespace
 
 void write_costs_yaml(std::ostream& out, const Costs& costs, std::string_view comment) {
   out << "# pipevm cost model (pipevm simulate --costs FILE); time unit: microseconds\n";
@@ -384,18 +505,10 @@ void write_costs_yaml(std::ostream& out, const Costs& costs, std::string_view co
   if (costs.stages.empty()) return;
   out << kStagesKey << ":  # per pipeline stage, stage 0 first\n";
   for (const Costs& stage : costs.stages) {
-    const char* indent = "  - ";
-    for (const KeyField& f : key_fields()) {
-      if (!f.key.per_stage) continue;
-      if (f.field == nullptr) {
-        const auto& v = stage.*(f.optional);
-        if (!v) continue;
-        out << indent << f.key.name << ": " << shortest_text(*v) << '\n';
-      } else {
-        out << indent << f.key.name << ": " << shortest_text(stage.*(f.field)) << '\n';
-      }
-      indent = "    ";
-    }
+    write_entry(out, stage, "  ");
+    if (stage.chunks.empty()) continue;
+    out << "    " << kChunksKey << ":  # per model chunk of this stage, chunk 0 first\n";
+    for (const Costs& chunk : stage.chunks) write_entry(out, chunk, "      ");
   }
 }
 
@@ -412,7 +525,12 @@ std::string describe(const Costs& costs) {
   if (costs.transfer != TransferModel::automatic) {
     out << separator << kTransferKey << '=' << name(costs.transfer);
   }
-  if (!costs.stages.empty()) out << " (compute per stage for " << costs.stages.size() << " stages)";
+  if (!costs.stages.empty()) {
+    out << " (compute per stage for " << costs.stages.size() << " stages";
+    const bool per_chunk = std::any_of(costs.stages.begin(), costs.stages.end(),
+                                       [](const Costs& stage) { return !stage.chunks.empty(); });
+    out << (per_chunk ? ", per chunk)" : ")");
+  }
   const std::string text = out.str();
   return text.empty() ? "all zero" : text;
 }
@@ -497,6 +615,26 @@ void add_collectives(const Program& program, const std::vector<MeasuredInstructi
   }
 }
 
+// The medians of `durations` over `base`: a kind that never ran keeps the
+// base's value (a chunk's, its stage's).
+Costs medians_over(Costs base, Durations& durations) {
+  const auto median_of = [&](CostKind kind, auto set) {
+    if (!durations[kind].empty()) set(median(durations[kind]));
+  };
+  median_of(CostKind::fwd, [&](double v) { base.fwd = v; });
+  median_of(CostKind::bwd_input, [&](double v) { base.bwd_input = v; });
+  median_of(CostKind::bwd_weight, [&](double v) { base.bwd_weight = v; });
+  median_of(CostKind::bwd, [&](double v) { base.bwd = v; });
+  median_of(CostKind::fwd_bwd, [&](double v) { base.fwd_bwd = v; });
+  median_of(CostKind::load, [&](double v) { base.load = v; });
+  median_of(CostKind::zero_grad, [&](double v) { base.zero_grad = v; });
+  median_of(CostKind::optimizer, [&](double v) { base.optimizer = v; });
+  median_of(CostKind::allreduce, [&](double v) { base.allreduce = v; });
+  median_of(CostKind::allgather, [&](double v) { base.allgather = v; });
+  median_of(CostKind::reduce_scatter, [&](double v) { base.reduce_scatter = v; });
+  return base;
+}
+
 }  // namespace
 
 Costs costs_from_measurements(const Program& program,
@@ -507,45 +645,39 @@ Costs costs_from_measurements(const Program& program,
       measured.push_back(m);
     }
   }
+  const auto stages = static_cast<std::size_t>(std::max(program.config.stages, 1));
+  const auto chunks =
+      static_cast<std::size_t>(std::max(chunks_per_rank(program.placement, program.config), 1));
   Durations all_stages;
-  std::vector<Durations> per_stage(static_cast<std::size_t>(std::max(program.config.stages, 1)));
+  std::vector<Durations> per_stage(stages);
+  std::vector<std::vector<Durations>> per_chunk(stages, std::vector<Durations>(chunks));
   for (const MeasuredInstruction& m : measured) {
     const double microseconds = static_cast<double>(m.end_ns - m.start_ns) / 1000.0;
-    const CostKind kind = info(program.rank(m.rank)[m.index].op).cost;
+    const Instruction& in = program.rank(m.rank)[m.index];
+    const CostKind kind = info(in.op).cost;
     if (is_collective(kind)) continue;
     all_stages[kind].push_back(microseconds);
     const auto stage = static_cast<std::size_t>(stage_of(program.config, m.rank));
-    if (stage < per_stage.size()) per_stage[stage][kind].push_back(microseconds);
+    if (stage >= stages) continue;
+    per_stage[stage][kind].push_back(microseconds);
+    if (in.chunk < chunks) per_chunk[stage][in.chunk][kind].push_back(microseconds);
   }
   add_collectives(program, measured, all_stages, per_stage);
-  const auto medians = [](Durations& durations) {
-    const auto median_of = [&](std::initializer_list<CostKind> of) {
-      std::vector<double> values;
-      for (const CostKind kind : of) {
-        const auto& d = durations[kind];
-        values.insert(values.end(), d.begin(), d.end());
-      }
-      return median(std::move(values));
-    };
-    Costs costs;
-    costs.fwd = median_of({CostKind::fwd});
-    costs.bwd_input = median_of({CostKind::bwd_input});
-    costs.bwd_weight = median_of({CostKind::bwd_weight});
-    if (!durations[CostKind::bwd].empty()) costs.bwd = median_of({CostKind::bwd});
-    if (!durations[CostKind::fwd_bwd].empty()) costs.fwd_bwd = median_of({CostKind::fwd_bwd});
-    costs.load = median_of({CostKind::load});
-    costs.zero_grad = median_of({CostKind::zero_grad});
-    costs.optimizer = median_of({CostKind::optimizer});
-    costs.allreduce = median_of({CostKind::allreduce});
-    costs.allgather = median_of({CostKind::allgather});
-    costs.reduce_scatter = median_of({CostKind::reduce_scatter});
-    return costs;
-  };
-  Costs costs = medians(all_stages);
+  Costs costs = medians_over(Costs{}, all_stages);
   // Stages hold different pieces of the model: one median over all of them
-  // would make the slowest stage, which paces the pipeline, look faster.
-  if (per_stage.size() > 1) {
-    for (Durations& stage : per_stage) costs.stages.push_back(medians(stage));
+  // would make the slowest stage, which paces the pipeline, look faster;
+  // so do a rank's chunks when it holds several (the default MLP's first
+  // layer does 56% of its multiply-adds).
+  if (stages == 1 && chunks == 1) return costs;
+  const Costs overall = costs;
+  for (std::size_t s = 0; s < stages; ++s) {
+    Costs stage = medians_over(overall, per_stage[s]);
+    std::vector<Costs> of_chunks;
+    for (std::size_t k = 0; chunks > 1 && k < chunks; ++k) {
+      of_chunks.push_back(medians_over(stage, per_chunk[s][k]));
+    }
+    stage.chunks = std::move(of_chunks);
+    costs.stages.push_back(std::move(stage));
   }
   return costs;
 }

@@ -78,6 +78,10 @@ struct Costs {
   // zero-grad, optimizer); its other fields and its own `stages` are
   // unused. A stage without an entry takes the keys above.
   std::vector<Costs> stages;
+  // In an entry of `stages` only: the same keys per model chunk of that
+  // stage (chunk 0 first), for ranks that hold several chunks of different
+  // widths. A chunk without an entry takes its stage's values.
+  std::vector<Costs> chunks;
 
   double backward() const { return bwd.value_or(bwd_input + bwd_weight); }
   double overlapped() const { return fwd_bwd.value_or(fwd + backward()); }
@@ -91,6 +95,14 @@ struct Costs {
   double duration(CostKind kind) const;
   // The same on a rank of pipeline stage `stage`: its entry of `stages`.
   double duration(CostKind kind, int stage) const;
+  // The same for model chunk `chunk` of `stage`: the chunk's entry, else
+  // the stage's, else the keys above.
+  double duration(CostKind kind, int stage, int chunk) const;
+  // The time instruction `in` keeps a rank of `stage` working: its chunk's
+  // cost; an overlapped pair (FwdBwd) whose halves' chunks differ and whose
+  // first chunk sets no fwd-bwd takes its forward's chunk's fwd plus its
+  // backward's chunk's backward.
+  double duration(const Instruction& in, int stage) const;
   // The time one collective of cost `kind` takes to reduce over `members`
   // ranks once the last has arrived (0 for a group of one).
   double reduction(CostKind kind, int members) const;
@@ -114,7 +126,8 @@ const std::vector<CostKey>& cost_keys();
 // BwdInput = BwdWeight = 1 (the zero-bubble papers' F = B = W), free messages.
 Costs default_costs();
 
-// Sets one key (a per-stage key in every entry of `stages` too); false
+// Sets one key (a per-stage key in every entry of `stages` and of their
+// `chunks` too); false
 // (with `error` set) for an unknown key or a negative or non-finite value.
 bool set_cost(Costs& costs, std::string_view key, double value, std::string& error);
 // Sets one key from its text: `transfer` from a model's name, every other
@@ -124,11 +137,14 @@ bool set_cost_text(Costs& costs, std::string_view key, std::string_view text, st
 bool parse_cost_flags(std::string_view text, Costs& costs, std::string& error);
 // Applies a YAML mapping of the same keys (e.g. `fwd: 1`, `transfer: eager`) read from `path`;
 // `stages:`, a list of mappings of per-stage keys (stage 0 first), replaces
-// `stages`, each entry starting from the file's other keys.
+// `stages`, each entry starting from the file's other keys; an entry's
+// `chunks:`, a list of mappings of the same keys (chunk 0 first), gives
+// its `chunks`, each starting from the stage's values. An error names the
+// position: "path:line:col: message" (parse_costs_yaml: "line:col: message").
 bool read_costs_yaml(const std::string& path, Costs& costs, std::string& error);
 bool parse_costs_yaml(std::string_view yaml_text, Costs& costs, std::string& error);
 // Writes every key that is set (a YAML mapping, with a comment header), and
-// `stages:` when there are entries.
+// `stages:` when there are entries, with each entry's `chunks:`.
 void write_costs_yaml(std::ostream& out, const Costs& costs, std::string_view comment = {});
 // "fwd=1 bwd=2 ..." with the non-zero keys only, for headers of reports.
 std::string describe(const Costs& costs);
@@ -174,7 +190,10 @@ struct MeasuredInstruction {
 // BwdAllReduce counts for neither: its reduction overlaps its compute; a
 // collective counts once per occurrence, its shortest over a stage's
 // replicas: the others' durations are mostly waiting for that one);
-// with more than one stage, also per stage (`stages`).
+// with more than one stage, also per stage (`stages`); with more than one
+// chunk per rank, also per chunk of each stage (`chunks` of every stage's
+// entry, a chunk's kinds that never ran keeping the stage's medians; an
+// overlapped pair counts for its first half's chunk).
 // Message costs are left 0: a blocking receive's duration is mostly waiting
 // for its sender, not transfer (run --profile measures them apart, fit_link).
 Costs costs_from_measurements(const Program& program,

@@ -131,12 +131,12 @@ class Simulator {
     return partner == kNoLink || owner_[partner] != owner_[i];
   }
 
-  // The time instruction i keeps its rank busy: its cost, per layer and row
-  // when the costs say so (compute-rows).
+  // The time instruction i keeps its rank busy: its chunk's cost, per layer
+  // and row when the costs say so (compute-rows).
   double busy(std::size_t i) const {
     const Instruction& in = program_.code[i];
     const int r = owner_[i];
-    const double base = costs_.duration(info(in.op).cost, stage_of(config_, r));
+    const double base = costs_.duration(in, stage_of(config_, r));
     if (costs_.compute_rows <= 0 || base == 0) return base;
     if (info(in.op).cls == OpClass::optimizer) {
       return base * stepped_layers_[static_cast<std::size_t>(r)];

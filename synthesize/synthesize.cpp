@@ -82,7 +82,10 @@ bool split_backward(const Costs& costs) {
   const auto splits = [](const Costs& c) {
     return !c.bwd.has_value() || c.bwd_input > 0 || c.bwd_weight > 0;
   };
-  return splits(costs) && std::all_of(costs.stages.begin(), costs.stages.end(), splits);
+  return splits(costs) &&
+         std::all_of(costs.stages.begin(), costs.stages.end(), [&](const Costs& stage) {
+           return splits(stage) && std::all_of(stage.chunks.begin(), stage.chunks.end(), splits);
+         });
 }
 
 // With one chunk per stage: a stage's span holds its compute and two idle
@@ -128,38 +131,44 @@ double lower_bound(const Problem& problem) {
   const int chunks = chunks_per_rank(problem.placement, c);
   const int lane = lane_length(problem.placement, c);
   std::vector<int> owner(static_cast<std::size_t>(lane), 0);
+  std::vector<int> chunk_at(static_cast<std::size_t>(lane), 0);
   for (int s = 0; s < c.stages; ++s) {
     for (int k = 0; k < chunks; ++k) {
-      owner[static_cast<std::size_t>(position_of(problem.placement, c, s, k).position)] = s;
+      const auto at = static_cast<std::size_t>(position_of(problem.placement, c, s, k).position);
+      owner[at] = s;
+      chunk_at[at] = k;
     }
   }
+  // The passes of the chunk at lane position `at`, at its own costs. With
+  // one chunk per stage, position s is stage s.
+  const auto cost_at = [&](CostKind kind, int at) {
+    const auto where = static_cast<std::size_t>(at);
+    return costs.duration(kind, owner[where], chunk_at[where]);
+  };
   // Loads are data instructions, not compute: a stage may run all of them
   // before its first pass, outside the span, so no term counts them.
-  const auto forward = [&](int at) {
-    return costs.duration(CostKind::fwd, owner[static_cast<std::size_t>(at)]);
+  const auto forward = [&](int at) { return cost_at(CostKind::fwd, at); };
+  const auto backward = [&](int at) {
+    return cost_at(problem.split_backward ? CostKind::bwd_input : CostKind::bwd, at);
   };
-  const auto backward = [&](int s) {
-    return costs.duration(problem.split_backward ? CostKind::bwd_input : CostKind::bwd, s);
-  };
-  const auto weight = [&](int s) {
-    return problem.split_backward ? costs.duration(CostKind::bwd_weight, s) : 0.0;
+  const auto weight = [&](int at) {
+    return problem.split_backward ? cost_at(CostKind::bwd_weight, at) : 0.0;
   };
   double bound = 0;
   for (int s = 0; s < c.stages; ++s) {
     double work = 0;
     for (int k = 0; k < chunks; ++k) {
       const int at = position_of(problem.placement, c, s, k).position;
-      work += c.micro_batches * (forward(at) + backward(s) + weight(s));
+      work += c.micro_batches * (forward(at) + backward(at) + weight(at));
     }
     bound = std::max(bound, work);
   }
-  const int first = owner[0];
   double trip = c.micro_batches * forward(0);
   for (int at = 1; at < lane; ++at) {
-    trip += costs.message_time(MessageKind::act) + forward(at) +
-            backward(owner[static_cast<std::size_t>(at)]) + costs.message_time(MessageKind::grad);
+    trip += costs.message_time(MessageKind::act) + forward(at) + backward(at) +
+            costs.message_time(MessageKind::grad);
   }
-  trip += backward(first) + weight(first);
+  trip += backward(0) + weight(0);
   bound = std::max(bound, trip);
   if (chunks != 1) return bound;
   for (int s = 0; s < c.stages; ++s) {

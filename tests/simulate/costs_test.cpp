@@ -2,6 +2,8 @@
 // and latency and bandwidth fitted to measured message timings.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <sstream>
 
 #include "costs.hpp"
@@ -141,7 +143,7 @@ TEST(costs, transfer_and_eager_limits_round_trip) {
   ASSERT_TRUE(parse_cost_flags("transfer=rendezvous", read, error)) << error;
   EXPECT_EQ(read.transfer, TransferModel::rendezvous);
   EXPECT_FALSE(parse_costs_yaml("transfer: sometimes\n", read, error));
-  EXPECT_EQ(error, "cost 'transfer' is auto, eager or rendezvous, not 'sometimes'");
+  EXPECT_EQ(error, "1:11: cost 'transfer' is auto, eager or rendezvous, not 'sometimes'");
 }
 
 // A measured profile has more digits than six: it reads back as written.
@@ -257,6 +259,120 @@ TEST(costs, stages_take_only_keys_that_differ_by_stage) {
   EXPECT_NE(error.find("stage 0 of 'stages' is not a mapping"), std::string::npos) << error;
   EXPECT_FALSE(parse_costs_yaml("stages:\n  - fwd: -1\n", costs, error));
   EXPECT_NE(error.find("stage 0: cost 'fwd' must be"), std::string::npos) << error;
+}
+
+TEST(costs, chunks_of_a_stage_take_their_own_keys_and_round_trip) {
+  std::string error;
+  Costs costs;
+  ASSERT_TRUE(
+      parse_costs_yaml("fwd: 1\nbwd: 9\nstages:\n"
+                       "  - fwd: 2\n    chunks:\n      - fwd: 5\n        bwd: 6\n      - {}\n"
+                       "  - fwd: 3\n",
+                       costs, error))
+      << error;
+  EXPECT_EQ(costs.duration(CostKind::fwd, 0, 0), 5);
+  EXPECT_EQ(costs.duration(CostKind::bwd, 0, 0), 6);
+  EXPECT_EQ(costs.duration(CostKind::fwd, 0, 1), 2);  // an entry without keys: its stage's
+  EXPECT_EQ(costs.duration(CostKind::bwd, 0, 1), 9);  // the stage's, from the file's keys
+  EXPECT_EQ(costs.duration(CostKind::fwd, 0, 2), 2);  // no entry: the stage's
+  EXPECT_EQ(costs.duration(CostKind::fwd, 1, 0), 3);
+  EXPECT_EQ(costs.duration(CostKind::fwd, 2, 1), 1);  // no stage entry: the file's keys
+  EXPECT_EQ(costs.duration(CostKind::fwd, 0), 2);     // readers that ignore chunks
+  std::ostringstream out;
+  write_costs_yaml(out, costs);
+  Costs read;
+  ASSERT_TRUE(parse_costs_yaml(out.str(), read, error)) << error << out.str();
+  ASSERT_EQ(read.stages.size(), 2U) << out.str();
+  ASSERT_EQ(read.stages[0].chunks.size(), 2U) << out.str();
+  EXPECT_TRUE(read.stages[1].chunks.empty()) << out.str();
+  EXPECT_EQ(read.duration(CostKind::fwd, 0, 0), 5) << out.str();
+  EXPECT_EQ(read.duration(CostKind::bwd, 0, 0), 6) << out.str();
+  EXPECT_EQ(read.duration(CostKind::fwd, 0, 1), 2) << out.str();
+  EXPECT_NE(describe(read).find("per chunk"), std::string::npos) << describe(read);
+  // A flag sets its key for every chunk too.
+  ASSERT_TRUE(parse_cost_flags("fwd=7", read, error)) << error;
+  EXPECT_EQ(read.duration(CostKind::fwd, 0, 0), 7);
+  EXPECT_EQ(read.duration(CostKind::fwd, 0, 1), 7);
+}
+
+TEST(costs, an_instruction_costs_what_its_chunk_costs) {
+  Costs costs;
+  std::string error;
+  ASSERT_TRUE(
+      parse_costs_yaml("stages:\n  - fwd: 2\n    bwd: 4\n    chunks:\n"
+                       "      - fwd: 3\n        bwd: 5\n      - fwd: 1\n        bwd: 2\n",
+                       costs, error))
+      << error;
+  EXPECT_EQ(costs.duration(testing::op(Opcode::Fwd, 0, 0), 0), 3);
+  EXPECT_EQ(costs.duration(testing::op(Opcode::Fwd, 0, 1), 0), 1);
+  // An overlapped pair of two chunks without fwd-bwd: the forward's chunk's
+  // forward and the backward's chunk's backward.
+  Instruction pair = testing::op(Opcode::FwdBwd, 0, 0);
+  set_second_cell(pair, {1, 1});
+  EXPECT_EQ(costs.duration(pair, 0), 3 + 2);
+  // With fwd-bwd given for the forward's chunk, that.
+  costs.stages[0].chunks[0].fwd_bwd = 6.5;
+  EXPECT_EQ(costs.duration(pair, 0), 6.5);
+  // A stage without an entry: the file's keys, as before.
+  EXPECT_EQ(costs.duration(pair, 1), 0);
+}
+
+TEST(costs, errors_in_a_cost_file_name_line_and_column) {
+  Costs costs;
+  std::string error;
+  EXPECT_FALSE(parse_costs_yaml(
+      "stages:\n  - fwd: 1\n    chunks:\n      - fwd: 1\n      - send: 2\n", costs, error));
+  EXPECT_EQ(error.rfind("5:9: stage 0 chunk 1: 'send' is not a cost that differs by stage", 0), 0U)
+      << error;
+  EXPECT_FALSE(parse_costs_yaml("stages:\n  - fwd: 1\n    chunks: 3\n", costs, error));
+  EXPECT_EQ(error.rfind("3:13: stage 0: 'chunks' is a list", 0), 0U) << error;
+  EXPECT_FALSE(parse_costs_yaml("stages:\n  - chunks:\n      - fwd: -1\n", costs, error));
+  EXPECT_EQ(error.rfind("3:14: stage 0 chunk 0: cost 'fwd' must be", 0), 0U) << error;
+  EXPECT_FALSE(parse_costs_yaml("fwd: 1\nbwd: fast\n", costs, error));
+  EXPECT_EQ(error.rfind("2:6: cost 'bwd' is not a number", 0), 0U) << error;
+  const std::string path = ::testing::TempDir() + "pipevm-costs-position.yaml";
+  {
+    std::ofstream out(path);
+    out << "fwd: 1\nstages:\n  - fwd: 2\n    send: 1\n";
+  }
+  EXPECT_FALSE(read_costs_yaml(path, costs, error));
+  EXPECT_EQ(error.rfind(path + ":4:5: stage 0: 'send'", 0), 0U) << error;
+  std::remove(path.c_str());
+}
+
+TEST(costs, measurements_give_medians_per_chunk_with_several_chunks) {
+  // Two stages of two looped chunks; on stage 0 chunk 0's forwards take 3 us
+  // and chunk 1's 1 us; stage 0 runs no BwdInput on chunk 1.
+  Program program = testing::make_program(
+      {2, 2, 2, 1}, {{testing::op(Opcode::Fwd, 0, 0), testing::op(Opcode::Fwd, 1, 0),
+                      testing::op(Opcode::Fwd, 0, 1), testing::op(Opcode::Fwd, 1, 1),
+                      testing::op(Opcode::BwdInput, 0, 0)},
+                     {testing::op(Opcode::Fwd, 0, 0), testing::op(Opcode::Fwd, 0, 1)}});
+  const std::vector<MeasuredInstruction> measured = {
+      {0, 0, 0, 3000},     {0, 1, 3000, 6000}, {0, 2, 6000, 7000}, {0, 3, 7000, 8000},
+      {0, 4, 8000, 12000}, {1, 0, 0, 5000},    {1, 1, 5000, 7000}};
+  const Costs costs = costs_from_measurements(program, measured);
+  ASSERT_EQ(costs.stages.size(), 2U);
+  ASSERT_EQ(costs.stages[0].chunks.size(), 2U);
+  EXPECT_DOUBLE_EQ(costs.stages[0].fwd, 2);  // over both chunks, for readers that ignore chunks
+  EXPECT_DOUBLE_EQ(costs.duration(CostKind::fwd, 0, 0), 3);
+  EXPECT_DOUBLE_EQ(costs.duration(CostKind::fwd, 0, 1), 1);
+  EXPECT_DOUBLE_EQ(costs.duration(CostKind::fwd, 1, 0), 5);
+  EXPECT_DOUBLE_EQ(costs.duration(CostKind::fwd, 1, 1), 2);
+  EXPECT_DOUBLE_EQ(costs.duration(CostKind::bwd_input, 0, 1), 4);  // never ran: the stage's
+  // Written and read back, the chunks survive.
+  std::ostringstream out;
+  write_costs_yaml(out, costs);
+  Costs read;
+  std::string error;
+  ASSERT_TRUE(parse_costs_yaml(out.str(), read, error)) << error << out.str();
+  EXPECT_DOUBLE_EQ(read.duration(CostKind::fwd, 0, 1), 1) << out.str();
+  EXPECT_DOUBLE_EQ(read.duration(CostKind::fwd, 1, 0), 5) << out.str();
+  // One chunk per rank: no chunk entries.
+  program.config.chunks = 1;
+  for (const Costs& stage : costs_from_measurements(program, measured).stages) {
+    EXPECT_TRUE(stage.chunks.empty());
+  }
 }
 
 }  // namespace

@@ -419,6 +419,29 @@ TEST(engine, compute_per_stage_paces_the_pipeline) {
   EXPECT_DOUBLE_EQ(run(gpipe(2, 4), costs).timeline.makespan, 1 + 4 * (2 + 4) + 2);
 }
 
+// A rank of two chunks of different widths: each instruction takes its
+// chunk's cost; a chunk without an entry, its stage's.
+TEST(engine, compute_per_chunk_times_each_chunk) {
+  const Program program =
+      make_program({1, 1, 2, 1}, {{op(Opcode::Fwd, 0, 0), op(Opcode::Fwd, 0, 1),
+                                   op(Opcode::Bwd, 0, 1), op(Opcode::Bwd, 0, 0)}});
+  Costs costs = textbook();
+  costs.stages = {textbook()};
+  costs.stages[0].fwd = 2;
+  costs.stages[0].bwd = 4;
+  EXPECT_DOUBLE_EQ(run(program, costs).timeline.makespan, 2 + 2 + 4 + 4);
+  Costs wide = costs.stages[0];
+  wide.fwd = 3;
+  wide.bwd = 5;
+  costs.stages[0].chunks = {wide};  // chunk 1: no entry
+  EXPECT_DOUBLE_EQ(run(program, costs).timeline.makespan, 3 + 2 + 4 + 5);
+  Costs narrow = costs.stages[0];
+  narrow.fwd = 1;
+  narrow.bwd = 2;
+  costs.stages[0].chunks.push_back(narrow);
+  EXPECT_DOUBLE_EQ(run(program, costs).timeline.makespan, 3 + 1 + 2 + 5);
+}
+
 TEST(engine, large_pipelines_simulate_in_linear_time) {
   const Program program = one_f_one_b(64, 512);
   const Simulation s = run(program, textbook());

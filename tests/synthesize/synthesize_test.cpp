@@ -197,7 +197,7 @@ TEST(bound, never_above_the_span_with_profiled_per_stage_costs) {
 }
 
 // The same over stages whose costs differ at random (a fixed seed), with
-// and without a split backward, one and two chunks.
+// and without a split backward, one and two chunks (those at costs per chunk).
 TEST(bound, never_above_the_span_with_random_per_stage_costs) {
   std::mt19937 random(20261128);
   std::uniform_real_distribution<double> cost(0.2, 3.0);
@@ -219,6 +219,16 @@ TEST(bound, never_above_the_span_with_random_per_stage_costs) {
       stage.bwd_weight = cost(random);
       if (trial % 5 == 4) stage.bwd = stage.bwd_input + stage.bwd_weight;
       stage.load = cost(random);
+      // A rank's chunks at costs of their own, as a profile of a chunked run
+      // writes them (the simulator times each pass by its chunk's).
+      for (int k = 0; chunked && k < 2; ++k) {
+        Costs chunk = stage;
+        chunk.fwd = cost(random);
+        chunk.bwd_input = cost(random);
+        chunk.bwd_weight = cost(random);
+        if (stage.bwd) chunk.bwd = chunk.bwd_input + chunk.bwd_weight;
+        stage.chunks.push_back(chunk);
+      }
       request.costs.stages.push_back(stage);
     }
     std::string error;
