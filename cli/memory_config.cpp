@@ -37,8 +37,8 @@ api::ModelBytes model_bytes(const RunConfig& run) {
       model.layer_parameter_counts.push_back(
           runtime::vit_unit_parameter_count(run.model.vit, unit));
       const runtime::VitStashSizes stash = runtime::vit_stash_sizes(run.model.vit, unit);
-      model.layer_stashes.push_back(
-          {stash.forward_for_input, stash.forward_for_weight, stash.gradients_for_weight});
+      model.layer_stashes.push_back({stash.forward_for_input, stash.forward_for_weight,
+                                     stash.gradients_for_weight, stash.layernorm_gradients});
     }
   }
   return model;

@@ -14,8 +14,10 @@
 //    loss's, or from the layer above) until the weight gradient of layer l;
 //    the chunk's input gradient until it is sent;
 //  - a layer's stashes (the ViT's), per micro-batch: what its forward keeps
-//    for its input half, and for its weight half (activations), and what
-//    its input half keeps for its weight half (activation gradients);
+//    for its input half, and for its weight half (activations), what its
+//    input half keeps for its weight half (activation gradients, and the
+//    weight gradients it reduced: gradients); such a layer's input is gone
+//    after its forward;
 //  - messages: a value a send still in flight keeps after its last use;
 //  - held values (Hold ... Drop): an activation or activation gradient
 //    held stays in its category past its last use until its Drop; a
@@ -156,6 +158,7 @@ class RankBytesWalk {
   std::vector<HoldFinding>* findings_ = nullptr;
   std::vector<Pending> pending_;
   std::uint64_t activations_ = 0, activation_gradients_ = 0, messages_ = 0;
+  std::uint64_t reduced_gradients_ = 0;  // stashed by input halves for their weight halves
 };
 
 void RankBytesWalk::set(std::vector<std::uint8_t>& values, std::uint64_t& total, std::size_t s,
@@ -199,6 +202,7 @@ RankBytes RankBytesWalk::now() const {
     if (grad_[l] == Grad::shard) gradients += own;
     gradients += apart_made_[l] * p;
   }
+  gradients += reduced_gradients_;
   r.weights = weights * e;
   r.gradients = gradients * e;
   r.optimizer = optimizer * static_cast<std::uint64_t>(shape_.optimizer_states) * e;
@@ -261,7 +265,7 @@ RankBytes RankBytesWalk::walk(int rank, const Moment& moment,
   stash_.assign(layers * micro_batches, 0);
   apart_made_.assign(layers, 0);
   pending_.clear();
-  activations_ = activation_gradients_ = messages_ = 0;
+  activations_ = activation_gradients_ = messages_ = reduced_gradients_ = 0;
 
   RankBytes peak = now();
   moment(stream.size(), peak);
@@ -342,9 +346,11 @@ void RankBytesWalk::stash(int l, std::uint32_t mb, std::uint8_t pass) {
   } else if (pass == 2) {
     activations_ -= rows_ * s.forward_for_input;
     activation_gradients_ += rows_ * s.gradients_for_weight;
+    reduced_gradients_ += s.reduced_gradients;
   } else {
     activations_ -= rows_ * s.forward_for_weight;
     activation_gradients_ -= rows_ * s.gradients_for_weight;
+    reduced_gradients_ -= s.reduced_gradients;
   }
   done = pass;
 }
@@ -377,6 +383,7 @@ void RankBytesWalk::compute(const Instruction& in) {
       for (int l = these.begin; l < these.end; ++l) {
         set(a_, activations_, slot(*c, mb, l + 1), l + 1, live);
         stash(l, mb, 1);
+        if (!shape_.layer_stashes.empty()) free_value(a_, activations_, slot(*c, mb, l), l);
       }
       return;
     case Opcode::Bwd:

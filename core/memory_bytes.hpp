@@ -27,13 +27,20 @@ struct MemoryShape {
   int optimizer_states = 2;       // state floats per parameter: Adam 2, momentum 1, SGD 0
   bool bias = true;               // every layer has a bias (out floats besides out x in)
   // Layers that are not the MLP's (the ViT's blocks): per layer, its
-  // parameter count, and the floats per row it keeps between its passes
-  // (runtime/vit_model.hpp's stashes). Empty: layers of out x in weights
-  // (and biases) that keep nothing but their boundaries.
+  // parameter count, and what it keeps between its passes
+  // (runtime/vit_model.hpp's stashes). Such a layer's stashes hold all its
+  // backward reads, so its input is gone after its forward. Empty: layers
+  // of out x in weights (and biases) that keep nothing but their
+  // boundaries, whose input lives until their weight gradient.
   struct LayerStash {
+    // floats per row
     std::uint64_t forward_for_input = 0;     // forward -> input half (activations)
     std::uint64_t forward_for_weight = 0;    // forward -> weight half (activations)
     std::uint64_t gradients_for_weight = 0;  // input half -> weight half (activation gradients)
+    // floats per micro-batch, whatever its rows: weight gradients the input
+    // half reduces for the weight half to add (the ViT's LayerNorm scales
+    // and shifts), input half -> weight half (gradients)
+    std::uint64_t reduced_gradients = 0;
   };
   std::vector<std::uint64_t> layer_parameter_counts;
   std::vector<LayerStash> layer_stashes;

@@ -239,7 +239,8 @@ VitUnitBuffers Piece::vit_buffers(Slot& s, int local_layer) {
                         s.a[k + 1],
                         s.forward_for_input[k],
                         s.forward_for_weight[k],
-                        s.gradients_for_weight[k]};
+                        s.gradients_for_weight[k],
+                        s.layernorm_gradients[k]};
 }
 
 void Piece::give_back_stashes(Slot& s, int local_layer) {
@@ -247,6 +248,7 @@ void Piece::give_back_stashes(Slot& s, int local_layer) {
   give_back(MemoryCategory::activations, s.forward_for_input[k]);
   give_back(MemoryCategory::activations, s.forward_for_weight[k]);
   give_back(MemoryCategory::activation_gradients, s.gradients_for_weight[k]);
+  give_back(MemoryCategory::gradients, s.layernorm_gradients[k]);
 }
 
 std::span<float> Piece::take(MemoryCategory category, std::size_t floats, bool zeroed) {
@@ -270,6 +272,7 @@ void Piece::reserve(int slots, int rows) {
   empty.forward_for_input.assign(shapes_.size(), {});
   empty.forward_for_weight.assign(shapes_.size(), {});
   empty.gradients_for_weight.assign(shapes_.size(), {});
+  empty.layernorm_gradients.assign(shapes_.size(), {});
   slots_.assign(to_size(slots), empty);
 }
 
@@ -307,12 +310,12 @@ std::span<float> Piece::take_input(int slot, int rows) {
 void Piece::forward_layer(int slot, int layer) {
   Slot& s = checked_slot(slot, "forward");
   const int l = local(layer, "forward");
-  if (s.a.front().empty() || s.forward_next != l) {
+  const std::size_t k = to_size(l);
+  if (s.a[k].empty() || s.forward_next != l) {
     throw std::logic_error("forward: layer " + std::to_string(layer) + " of slot " +
                            std::to_string(slot) + " is not the next to forward (out of order)");
   }
   const LayerShape& sh = shape(l);
-  const std::size_t k = to_size(l);
   s.a[k + 1] = take(MemoryCategory::activations, to_size(s.rows) * to_size(sh.outputs));
   if (is_vit()) {
     s.forward_for_input[k] =
@@ -320,6 +323,8 @@ void Piece::forward_layer(int slot, int layer) {
     s.forward_for_weight[k] =
         take(MemoryCategory::activations, to_size(s.rows) * sh.stash.forward_for_weight);
     vit_unit_forward(config_.vit, layer, unit_parameters(l), vit_buffers(s, l));
+    // The unit's stashes hold all its backward reads: this was its input's last use.
+    last_use(slot, HeldValue::activation, l, s.a[k]);
   } else {
     forward_mlp_layer(s, l);
   }
@@ -467,6 +472,7 @@ void Piece::backward_input_vit(int slot, Slot& s, int l) {
   const std::size_t k = to_size(l);
   s.gradients_for_weight[k] =
       take(MemoryCategory::activation_gradients, to_size(s.rows) * sh.stash.gradients_for_weight);
+  s.layernorm_gradients[k] = take(MemoryCategory::gradients, sh.stash.layernorm_gradients);
   const bool input_gradient = l > 0 || !is_first() || is_held(s, HeldValue::gradient, 0);
   if (input_gradient) {
     s.g[k] = take(MemoryCategory::activation_gradients, to_size(s.rows) * to_size(sh.inputs));
@@ -505,8 +511,8 @@ void Piece::backward_weight_layer(int slot, int layer, const LayerHook& on_layer
     linear_backward_weight(as_matrix(d.weight, sh.outputs, sh.inputs), as_row_vector(d.bias),
                            ConstMatrixMap(s.g[k + 1].data(), s.rows, sh.outputs),
                            ConstMatrixMap(s.a[k].data(), s.rows, sh.inputs));
+    last_use(slot, HeldValue::activation, l, s.a[k]);
   }
-  last_use(slot, HeldValue::activation, l, s.a[k]);
   last_use(slot, HeldValue::gradient, l + 1, s.g[k + 1]);
   s.weight_next = l - 1;
   if (l == 0) s.forward_next = 0;  // the slot may take a new input once the rest is back
@@ -733,6 +739,7 @@ class WholeForward {
                                         std::span(next_).first(to_size(rows) * to_size(out)),
                                         std::span(forward_for_input_).first(stash),
                                         std::span(forward_for_weight_).first(stash),
+                                        {},
                                         {}});
         offset += count;
       } else {

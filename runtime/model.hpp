@@ -8,15 +8,17 @@
 // time, in any order a schedule gives. Every layer but the model's last is
 // followed by a ReLU; the last feeds the loss. A ViT layer also keeps, per
 // micro-batch, the stashes its unit asks for: from its forward to its
-// backward-input, and from either to its backward-weight.
+// backward-input, and from either to its backward-weight (the LayerNorms'
+// gradients of the micro-batch among them, counted as gradients).
 //
 // Every buffer that comes and goes is taken from a BufferPool (a layer's
 // weight gradients: from its place in the piece's gradient area, so that a
 // chunk's gradients are one array to reduce) and counted in the pool's
 // MemoryLedger while held, by the rules of docs/memory.md: a layer's input
-// from its arrival until the layer's weight gradient, the piece's output
-// until the input half of its top layer's backward (longer while a send
-// reads it), the gradient at the top of a layer until its weight gradient,
+// from its arrival until the layer's weight gradient (a ViT layer's: until
+// its forward, as its stashes hold what its backward reads), the piece's
+// output until the input half of its top layer's backward (longer while a
+// send reads it), the gradient at the top of a layer until its weight gradient,
 // the piece's input gradient until it is sent, a layer's weight gradient
 // from its first backward until zero_grad().
 //
@@ -280,6 +282,7 @@ class Piece {
     std::vector<std::span<float>> forward_for_input;
     std::vector<std::span<float>> forward_for_weight;
     std::vector<std::span<float>> gradients_for_weight;
+    std::vector<std::span<float>> layernorm_gradients;
     // Per boundary k, the holds of a[k], g[k] and layer k's weight gradient.
     std::vector<std::uint8_t> holds;
   };

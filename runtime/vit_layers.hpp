@@ -40,7 +40,8 @@ void linear_forward_add(MatrixMap out, ConstMatrixMap in, ConstMatrixMap weight,
 // --- layer normalisation (over each row, eps 1e-5 as PyTorch's) --------------
 inline constexpr float kLayerNormEpsilon = 1e-5f;
 // normalized = (in - mean) * inverse_std, out = normalized * gamma + beta;
-// inverse_std holds one value per row.
+// inverse_std holds one value per row. out may be in (each element is read
+// before it is written).
 void layernorm_forward(MatrixMap out, MatrixMap normalized, std::span<float> inverse_std,
                        ConstMatrixMap in, ConstRowVectorMap gamma, ConstRowVectorMap beta);
 // d_in += the gradient through the normalisation (d_in must not alias d_out).

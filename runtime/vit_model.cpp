@@ -77,17 +77,20 @@ UnitParameters unit_parameters(const VitShape& s, int unit) {
   return p;
 }
 
-// Per-sample offsets of a unit's regions in its three stashes.
+// Per-sample offsets of a unit's regions in its stashes (the LayerNorms'
+// gradients: offsets in their per-micro-batch stash).
 struct UnitStash {
-  // forward -> backward-input
-  std::size_t tokens = 0, inverse_std1 = 0, qkv = 0, probabilities = 0, inverse_std2 = 0,
-              fc1_out = 0, block_out = 0, inverse_std_norm = 0, norm_out = 0;
-  // forward -> backward-weight
-  std::size_t patches = 0, normalized1 = 0, ln1_out = 0, context = 0, normalized2 = 0, ln2_out = 0,
-              gelu_out = 0, normalized_norm = 0, pooled = 0;
-  // backward-input -> backward-weight
-  std::size_t d_tokens = 0, d_ln1_out = 0, d_qkv = 0, d_residual = 0, d_ln2_out = 0, d_fc1_out = 0,
-              d_block_out = 0, d_norm_out = 0;
+  // forward -> backward-input; on the last unit, `block_out` holds the
+  // block's output and then, normalised in place, the final LayerNorm's.
+  std::size_t inverse_std1 = 0, normalized1 = 0, qkv = 0, probabilities = 0, inverse_std2 = 0,
+              normalized2 = 0, fc1_out = 0, block_out = 0, inverse_std_norm = 0,
+              normalized_norm = 0;
+  // forward -> backward-weight: the linear layers' inputs
+  std::size_t patches = 0, ln1_out = 0, context = 0, ln2_out = 0, gelu_out = 0, pooled = 0;
+  // backward-input -> backward-weight: the gradients at the linear layers' outputs
+  std::size_t d_tokens = 0, d_qkv = 0, d_residual = 0, d_fc1_out = 0, d_block_out = 0;
+  // backward-input -> backward-weight, per micro-batch: scale then shift
+  std::size_t d_ln1 = 0, d_ln2 = 0, d_norm = 0;
   VitStashSizes sizes;
 };
 
@@ -102,40 +105,35 @@ UnitStash unit_stash(const VitShape& s, int unit) {
     return at;
   };
   std::size_t& in = u.sizes.forward_for_input;
-  if (first) u.tokens = add(in, t * d);
   u.inverse_std1 = add(in, t);
+  u.normalized1 = add(in, t * d);
   u.qkv = add(in, t * 3 * d);
   u.probabilities = add(in, to_size(s.heads) * t * t);
   u.inverse_std2 = add(in, t);
+  u.normalized2 = add(in, t * d);
   u.fc1_out = add(in, t * h);
   if (last) {
     u.block_out = add(in, t * d);
     u.inverse_std_norm = add(in, t);
-    u.norm_out = add(in, t * d);
+    u.normalized_norm = add(in, t * d);
   }
   std::size_t& w = u.sizes.forward_for_weight;
   if (first) u.patches = add(w, t * to_size(s.patch_pixels()));
-  u.normalized1 = add(w, t * d);
   u.ln1_out = add(w, t * d);
   u.context = add(w, t * d);
-  u.normalized2 = add(w, t * d);
   u.ln2_out = add(w, t * d);
   u.gelu_out = add(w, t * h);
-  if (last) {
-    u.normalized_norm = add(w, t * d);
-    u.pooled = add(w, d);
-  }
+  if (last) u.pooled = add(w, d);
   std::size_t& g = u.sizes.gradients_for_weight;
   if (first) u.d_tokens = add(g, t * d);
-  u.d_ln1_out = add(g, t * d);
   u.d_qkv = add(g, t * 3 * d);
   u.d_residual = add(g, t * d);
-  u.d_ln2_out = add(g, t * d);
   u.d_fc1_out = add(g, t * h);
-  if (last) {
-    u.d_block_out = add(g, t * d);
-    u.d_norm_out = add(g, t * d);
-  }
+  if (last) u.d_block_out = add(g, t * d);
+  std::size_t& n = u.sizes.layernorm_gradients;
+  u.d_ln1 = add(n, 2 * d);
+  u.d_ln2 = add(n, 2 * d);
+  if (last) u.d_norm = add(n, 2 * d);
   return u;
 }
 
@@ -196,6 +194,34 @@ UnitPass unit_pass(const VitShape& s, int unit, std::size_t parameter_floats, in
           rows * s.tokens()};
 }
 
+void check_layernorm_stash(const UnitStash& u, std::span<const float> stash,
+                           const char* operation) {
+  if (stash.size() < u.sizes.layernorm_gradients) {
+    throw std::invalid_argument(std::string(operation) + ": a LayerNorm gradient stash of " +
+                                std::to_string(stash.size()) + " floats, the unit needs " +
+                                std::to_string(u.sizes.layernorm_gradients));
+  }
+}
+
+// A LayerNorm's scale and shift gradients of the micro-batch into their
+// place (`offset`) in the per-micro-batch stash: written, summed from zero.
+void layernorm_gradients_of_micro_batch(std::span<float> stash, std::size_t offset, int width,
+                                        ConstMatrixMap d_out, ConstMatrixMap normalized) {
+  RowVectorMap scale = as_row_vector(stash.subspan(offset, to_size(width)));
+  RowVectorMap shift = as_row_vector(stash.subspan(offset + to_size(width), to_size(width)));
+  scale.setZero();
+  shift.setZero();
+  layernorm_backward_weight(scale, shift, d_out, normalized);
+}
+
+// Adds a LayerNorm's stashed gradients into its scale's (at `gamma`) and
+// shift's (at `beta`).
+void add_layernorm_gradients(const Gradients& g, std::size_t gamma, std::size_t beta,
+                             std::span<const float> stash, std::size_t offset, int width) {
+  g.vector(gamma, width) += as_row_vector(stash.subspan(offset, to_size(width)));
+  g.vector(beta, width) += as_row_vector(stash.subspan(offset + to_size(width), to_size(width)));
+}
+
 }  // namespace
 
 void check_vit_shape(const VitShape& s) {
@@ -210,6 +236,11 @@ void check_vit_shape(const VitShape& s) {
   if (s.width % s.heads != 0) {
     throw std::invalid_argument(std::to_string(s.heads) + " heads do not divide the width " +
                                 std::to_string(s.width));
+  }
+  if (s.hidden < s.width) {
+    // The backward borrows the MLP's hidden values for width-sized gradients.
+    throw std::invalid_argument("the MLP's hidden width " + std::to_string(s.hidden) +
+                                " is less than the width " + std::to_string(s.width));
   }
 }
 
@@ -264,25 +295,24 @@ void vit_unit_forward(const VitShape& s, int unit, std::span<const float> parame
   const std::span<float> in_stash = b.forward_for_input;
   const std::span<float> w_stash = b.forward_for_weight;
 
-  // The block's input: the embedded patches on unit 0, else the unit's input.
-  const float* x_data = b.input.data();
+  // The residual stream: the unit's output, on the last unit the block's
+  // output before the final LayerNorm.
+  MatrixMap y =
+      is_last_unit(s, unit) ? region(in_stash, rows, u.block_out, t, d) : as_matrix(b.output, n, d);
+  // The block's input: on unit 0 the embedded patches, made in the residual
+  // stream's place, so that nothing keeps them past the forward.
   if (unit == 0) {
     const MatrixMap patches = region(w_stash, rows, u.patches, t, s.patch_pixels());
     patches_from_images(patches, as_matrix(b.input, rows, s.image_side * s.image_side),
                         s.image_side, s.patch);
-    const MatrixMap tokens = region(in_stash, rows, u.tokens, t, d);
-    patch_embedding_forward(tokens, as_const(patches),
-                            w.matrix(p.patch_weight, d, s.patch_pixels()),
+    patch_embedding_forward(y, as_const(patches), w.matrix(p.patch_weight, d, s.patch_pixels()),
                             w.vector(p.patch_bias, d), w.matrix(p.positions, t, d));
-    x_data = tokens.data();
   }
-  const ConstMatrixMap x(x_data, n, d);
-  MatrixMap y =
-      is_last_unit(s, unit) ? region(in_stash, rows, u.block_out, t, d) : as_matrix(b.output, n, d);
+  const ConstMatrixMap x = unit == 0 ? as_const(y) : as_matrix(b.input, n, d);
 
   const MatrixMap ln1_out = region(w_stash, rows, u.ln1_out, t, d);
-  const MatrixMap normalized1 = region(w_stash, rows, u.normalized1, t, d);
-  layernorm_forward(ln1_out, normalized1, floats_of(in_stash, rows, u.inverse_std1, to_size(t)), x,
+  layernorm_forward(ln1_out, region(in_stash, rows, u.normalized1, t, d),
+                    floats_of(in_stash, rows, u.inverse_std1, to_size(t)), x,
                     w.vector(p.ln1_gamma, d), w.vector(p.ln1_beta, d));
   const MatrixMap qkv = region(in_stash, rows, u.qkv, t, 3 * d);
   linear_forward(qkv, as_const(ln1_out), w.matrix(p.qkv_weight, 3 * d, d),
@@ -290,13 +320,13 @@ void vit_unit_forward(const VitShape& s, int unit, std::span<const float> parame
   const MatrixMap context = region(w_stash, rows, u.context, t, d);
   attention_forward(context, floats_of(in_stash, rows, u.probabilities, to_size(s.heads * t * t)),
                     as_const(qkv), t, s.heads);
-  y = x;
+  if (unit != 0) y = x;
   linear_forward_add(y, as_const(context), w.matrix(p.proj_weight, d, d), w.vector(p.proj_bias, d));
 
   const MatrixMap ln2_out = region(w_stash, rows, u.ln2_out, t, d);
-  const MatrixMap normalized2 = region(w_stash, rows, u.normalized2, t, d);
-  layernorm_forward(ln2_out, normalized2, floats_of(in_stash, rows, u.inverse_std2, to_size(t)),
-                    as_const(y), w.vector(p.ln2_gamma, d), w.vector(p.ln2_beta, d));
+  layernorm_forward(ln2_out, region(in_stash, rows, u.normalized2, t, d),
+                    floats_of(in_stash, rows, u.inverse_std2, to_size(t)), as_const(y),
+                    w.vector(p.ln2_gamma, d), w.vector(p.ln2_beta, d));
   const MatrixMap fc1_out = region(in_stash, rows, u.fc1_out, t, h);
   linear_forward(fc1_out, as_const(ln2_out), w.matrix(p.fc1_weight, h, d), w.vector(p.fc1_bias, h));
   const MatrixMap gelu_out = region(w_stash, rows, u.gelu_out, t, h);
@@ -304,12 +334,12 @@ void vit_unit_forward(const VitShape& s, int unit, std::span<const float> parame
   linear_forward_add(y, as_const(gelu_out), w.matrix(p.fc2_weight, d, h), w.vector(p.fc2_bias, d));
 
   if (is_last_unit(s, unit)) {
-    const MatrixMap norm_out = region(in_stash, rows, u.norm_out, t, d);
-    layernorm_forward(norm_out, region(w_stash, rows, u.normalized_norm, t, d),
+    // Normalised in place: the backward reads only the normalised values.
+    layernorm_forward(y, region(in_stash, rows, u.normalized_norm, t, d),
                       floats_of(in_stash, rows, u.inverse_std_norm, to_size(t)), as_const(y),
                       w.vector(p.norm_gamma, d), w.vector(p.norm_beta, d));
     const MatrixMap pooled = region(w_stash, rows, u.pooled, 1, d);
-    mean_over_tokens_forward(pooled, as_const(norm_out), t);
+    mean_over_tokens_forward(pooled, as_const(y), t);
     linear_forward(as_matrix(b.output, rows, s.classes), as_const(pooled),
                    w.matrix(p.head_weight, s.classes, d), w.vector(p.head_bias, s.classes));
   }
@@ -320,63 +350,75 @@ void vit_unit_backward_input(const VitShape& s, int unit, std::span<const float>
                              std::span<float> input_gradient) {
   const auto [p, u, rows, t, d, h, n] =
       unit_pass(s, unit, parameters.size(), b.rows, "vit_unit_backward_input");
+  check_layernorm_stash(u, b.layernorm_gradients, "vit_unit_backward_input");
   const Weights w{parameters};
   const std::span<float> in_stash = b.forward_for_input;
-  const std::span<float> w_stash = b.forward_for_weight;
   const std::span<float> g_stash = b.gradients_for_weight;
+  const std::span<float> ln_stash = b.layernorm_gradients;
 
   // The gradient at the block's output.
   const float* d_y_data = output_gradient.data();
   if (is_last_unit(s, unit)) {
-    // Through the head and the pooling; the pooled gradient borrows the
-    // final LayerNorm's output, which nothing reads any more.
-    const MatrixMap d_pooled = region(in_stash, rows, u.norm_out, 1, d);
+    // Through the head and the pooling: the pooled gradient borrows the
+    // block output's gradient (made after it), the gradient at the final
+    // LayerNorm's output the normalised output (read by nothing any more).
+    const MatrixMap d_pooled = region(g_stash, rows, u.d_block_out, 1, d);
     linear_backward_input(d_pooled, as_matrix(output_gradient, rows, s.classes),
                           w.matrix(p.head_weight, s.classes, d));
-    const MatrixMap d_norm_out = region(g_stash, rows, u.d_norm_out, t, d);
+    const MatrixMap d_norm_out = region(in_stash, rows, u.block_out, t, d);
     mean_over_tokens_backward(d_norm_out, as_const(d_pooled), t);
+    const ConstMatrixMap normalized_norm =
+        as_const(region(in_stash, rows, u.normalized_norm, t, d));
+    layernorm_gradients_of_micro_batch(ln_stash, u.d_norm, d, as_const(d_norm_out),
+                                       normalized_norm);
     MatrixMap d_block_out = region(g_stash, rows, u.d_block_out, t, d);
     d_block_out.setZero();
-    layernorm_backward_input(
-        d_block_out, as_const(d_norm_out), as_const(region(w_stash, rows, u.normalized_norm, t, d)),
-        floats_of(in_stash, rows, u.inverse_std_norm, to_size(t)), w.vector(p.norm_gamma, d));
+    layernorm_backward_input(d_block_out, as_const(d_norm_out), normalized_norm,
+                             floats_of(in_stash, rows, u.inverse_std_norm, to_size(t)),
+                             w.vector(p.norm_gamma, d));
     d_y_data = d_block_out.data();
   }
   const ConstMatrixMap d_y(d_y_data, n, d);
 
   // MLP half: fc2, GELU (in place), fc1, LayerNorm 2, plus the residual.
+  // The gradient at LayerNorm 2's output borrows fc1's output, read for the
+  // last time by the GELU (check_vit_shape: hidden >= width).
   const MatrixMap d_fc1_out = region(g_stash, rows, u.d_fc1_out, t, h);
   linear_backward_input(d_fc1_out, d_y, w.matrix(p.fc2_weight, d, h));
   gelu_backward(d_fc1_out, as_const(d_fc1_out), as_const(region(in_stash, rows, u.fc1_out, t, h)),
-                as_const(region(w_stash, rows, u.gelu_out, t, h)));
-  const MatrixMap d_ln2_out = region(g_stash, rows, u.d_ln2_out, t, d);
+                as_const(region(b.forward_for_weight, rows, u.gelu_out, t, h)));
+  const MatrixMap d_ln2_out = region(in_stash, rows, u.fc1_out, t, d);
   linear_backward_input(d_ln2_out, as_const(d_fc1_out), w.matrix(p.fc1_weight, h, d));
+  const ConstMatrixMap normalized2 = as_const(region(in_stash, rows, u.normalized2, t, d));
+  layernorm_gradients_of_micro_batch(ln_stash, u.d_ln2, d, as_const(d_ln2_out), normalized2);
   MatrixMap d_residual = region(g_stash, rows, u.d_residual, t, d);
   d_residual = d_y;
-  layernorm_backward_input(
-      d_residual, as_const(d_ln2_out), as_const(region(w_stash, rows, u.normalized2, t, d)),
-      floats_of(in_stash, rows, u.inverse_std2, to_size(t)), w.vector(p.ln2_gamma, d));
+  layernorm_backward_input(d_residual, as_const(d_ln2_out), normalized2,
+                           floats_of(in_stash, rows, u.inverse_std2, to_size(t)),
+                           w.vector(p.ln2_gamma, d));
 
-  // Attention half: the projection's input gradient borrows fc1's output
-  // (read for the last time by the GELU above), then attention, qkv,
-  // LayerNorm 1, plus the residual.
+  // Attention half: the projection's input gradient borrows fc1's output in
+  // turn, the gradient at LayerNorm 1's output borrows q k v once attention
+  // has read them; then LayerNorm 1 plus the residual.
   const MatrixMap d_context = region(in_stash, rows, u.fc1_out, t, d);
   linear_backward_input(d_context, as_const(d_residual), w.matrix(p.proj_weight, d, d));
   const MatrixMap d_qkv = region(g_stash, rows, u.d_qkv, t, 3 * d);
   attention_backward(d_qkv, as_const(d_context), as_const(region(in_stash, rows, u.qkv, t, 3 * d)),
                      floats_of(in_stash, rows, u.probabilities, to_size(s.heads * t * t)), t,
                      s.heads);
-  const MatrixMap d_ln1_out = region(g_stash, rows, u.d_ln1_out, t, d);
+  const MatrixMap d_ln1_out = region(in_stash, rows, u.qkv, t, d);
   linear_backward_input(d_ln1_out, as_const(d_qkv), w.matrix(p.qkv_weight, 3 * d, d));
+  const ConstMatrixMap normalized1 = as_const(region(in_stash, rows, u.normalized1, t, d));
+  layernorm_gradients_of_micro_batch(ln_stash, u.d_ln1, d, as_const(d_ln1_out), normalized1);
   const bool first = unit == 0;
   if (!first && input_gradient.empty()) {
     throw std::invalid_argument("vit_unit_backward_input: no room for the input gradient");
   }
   MatrixMap d_x = first ? region(g_stash, rows, u.d_tokens, t, d) : as_matrix(input_gradient, n, d);
   d_x = as_const(d_residual);
-  layernorm_backward_input(
-      d_x, as_const(d_ln1_out), as_const(region(w_stash, rows, u.normalized1, t, d)),
-      floats_of(in_stash, rows, u.inverse_std1, to_size(t)), w.vector(p.ln1_gamma, d));
+  layernorm_backward_input(d_x, as_const(d_ln1_out), normalized1,
+                           floats_of(in_stash, rows, u.inverse_std1, to_size(t)),
+                           w.vector(p.ln1_gamma, d));
 
   if (first && !input_gradient.empty()) {
     // The pixels' gradient, which only a hold asks for (nothing trains the input).
@@ -393,18 +435,18 @@ void vit_unit_backward_weight(const VitShape& s, int unit, std::span<float> grad
                               const VitUnitBuffers& b, std::span<const float> output_gradient) {
   const auto [p, u, rows, t, d, h, n] =
       unit_pass(s, unit, gradients.size(), b.rows, "vit_unit_backward_weight");
+  check_layernorm_stash(u, b.layernorm_gradients, "vit_unit_backward_weight");
   const Gradients g{gradients};
   const std::span<const float> w_stash = b.forward_for_weight;
   const std::span<const float> g_stash = b.gradients_for_weight;
+  const std::span<const float> ln_stash = b.layernorm_gradients;
 
   const float* d_y_data = output_gradient.data();
   if (is_last_unit(s, unit)) {
     linear_backward_weight(g.matrix(p.head_weight, s.classes, d), g.vector(p.head_bias, s.classes),
                            as_matrix(output_gradient, rows, s.classes),
                            region(w_stash, rows, u.pooled, 1, d));
-    layernorm_backward_weight(g.vector(p.norm_gamma, d), g.vector(p.norm_beta, d),
-                              region(g_stash, rows, u.d_norm_out, t, d),
-                              region(w_stash, rows, u.normalized_norm, t, d));
+    add_layernorm_gradients(g, p.norm_gamma, p.norm_beta, ln_stash, u.d_norm, d);
     d_y_data = region(g_stash, rows, u.d_block_out, t, d).data();
   }
   const ConstMatrixMap d_y(d_y_data, n, d);
@@ -413,18 +455,14 @@ void vit_unit_backward_weight(const VitShape& s, int unit, std::span<float> grad
   linear_backward_weight(g.matrix(p.fc1_weight, h, d), g.vector(p.fc1_bias, h),
                          region(g_stash, rows, u.d_fc1_out, t, h),
                          region(w_stash, rows, u.ln2_out, t, d));
-  layernorm_backward_weight(g.vector(p.ln2_gamma, d), g.vector(p.ln2_beta, d),
-                            region(g_stash, rows, u.d_ln2_out, t, d),
-                            region(w_stash, rows, u.normalized2, t, d));
+  add_layernorm_gradients(g, p.ln2_gamma, p.ln2_beta, ln_stash, u.d_ln2, d);
   linear_backward_weight(g.matrix(p.proj_weight, d, d), g.vector(p.proj_bias, d),
                          region(g_stash, rows, u.d_residual, t, d),
                          region(w_stash, rows, u.context, t, d));
   linear_backward_weight(g.matrix(p.qkv_weight, 3 * d, d), g.vector(p.qkv_bias, 3 * d),
                          region(g_stash, rows, u.d_qkv, t, 3 * d),
                          region(w_stash, rows, u.ln1_out, t, d));
-  layernorm_backward_weight(g.vector(p.ln1_gamma, d), g.vector(p.ln1_beta, d),
-                            region(g_stash, rows, u.d_ln1_out, t, d),
-                            region(w_stash, rows, u.normalized1, t, d));
+  add_layernorm_gradients(g, p.ln1_gamma, p.ln1_beta, ln_stash, u.d_ln1, d);
   if (unit == 0) {
     patch_embedding_backward_weight(g.matrix(p.patch_weight, d, s.patch_pixels()),
                                     g.vector(p.patch_bias, d), g.matrix(p.positions, t, d),

@@ -9,12 +9,17 @@
 // between units are rows x (tokens * width) token matrices; the model's
 // input is rows x pixels, its output rows x classes logits. A Piece
 // (model.hpp) runs units through the functions here, and keeps per
-// micro-batch three stashes a unit asks for: what the forward leaves for the
+// micro-batch the stashes a unit asks for: what the forward leaves for the
 // backward-input (given back by it), what the forward leaves for the
-// backward-weight, and what the backward-input leaves for the
-// backward-weight (the gradients at the linear layers' outputs and at the
-// LayerNorms'). Leaves out dropout, class tokens and anything but one
-// channel.
+// backward-weight (the linear layers' inputs), and what the backward-input
+// leaves for the backward-weight: the gradients at the linear layers'
+// outputs, and the micro-batch's LayerNorm scale and shift gradients,
+// which the backward-input reduces (O(tokens x width) sums, no GEMM) so
+// that the normalised values and the gradients at the LayerNorms need not
+// wait for the weight pass; only the linear layers' weight gradients are
+// deferred, as in the Zero Bubble paper's implementation. A unit reads its
+// input in its forward only. Leaves out dropout, class tokens and anything
+// but one channel.
 #pragma once
 
 #include <cstddef>
@@ -62,17 +67,24 @@ std::size_t vit_unit_parameter_count(const VitShape& shape, int unit);
 void initialize_vit_unit(std::span<float> parameters, const VitShape& shape, std::uint64_t seed,
                          int unit);
 
-// Floats per sample of a unit's three stashes.
+// Floats of a unit's stashes: per sample, and the LayerNorms' gradients
+// per micro-batch (whatever its rows).
 struct VitStashSizes {
   std::size_t forward_for_input = 0;     // forward -> backward-input (activations)
   std::size_t forward_for_weight = 0;    // forward -> backward-weight (activations)
   std::size_t gradients_for_weight = 0;  // backward-input -> backward-weight
+  // backward-input -> backward-weight, per micro-batch: each LayerNorm's
+  // scale and shift gradients of the micro-batch (2 x width per LayerNorm).
+  std::size_t layernorm_gradients = 0;
 };
 VitStashSizes vit_stash_sizes(const VitShape& shape, int unit);
 
 // One unit's buffers for one micro-batch of `rows` samples. `input` is
-// rows x (pixels or tokens * width), `output` rows x (tokens * width or
-// classes); the stashes hold rows times vit_stash_sizes' floats.
+// rows x (pixels or tokens * width), read by the forward only (the
+// backward halves may pass it empty), `output` rows x (tokens * width or
+// classes); the stashes hold rows times vit_stash_sizes' floats, the
+// LayerNorms' gradients layernorm_gradients floats (the forward may pass
+// it empty).
 struct VitUnitBuffers {
   int rows = 0;
   std::span<const float> input;
@@ -80,6 +92,7 @@ struct VitUnitBuffers {
   std::span<float> forward_for_input;
   std::span<float> forward_for_weight;
   std::span<float> gradients_for_weight;
+  std::span<float> layernorm_gradients;
 };
 
 void vit_unit_forward(const VitShape& shape, int unit, std::span<const float> parameters,
@@ -87,11 +100,14 @@ void vit_unit_forward(const VitShape& shape, int unit, std::span<const float> pa
 // From the gradient at the unit's output (`output_gradient`, kept as it is
 // for the weight half), writes the gradient at its input into
 // `input_gradient` (on unit 0, the pixels' gradient, computed only when
-// input_gradient is not empty).
+// input_gradient is not empty) and the micro-batch's LayerNorm gradients
+// into their stash (written, not added).
 void vit_unit_backward_input(const VitShape& shape, int unit, std::span<const float> parameters,
                              const VitUnitBuffers& buffers, std::span<const float> output_gradient,
                              std::span<float> input_gradient);
-// Adds (+=) the unit's weight gradients, in its flat layout, into `gradients`.
+// Adds (+=) the unit's weight gradients, in its flat layout, into
+// `gradients`: the linear layers' computed here, the LayerNorms' from
+// their stash, in the order of the layers from the top down.
 void vit_unit_backward_weight(const VitShape& shape, int unit, std::span<float> gradients,
                               const VitUnitBuffers& buffers,
                               std::span<const float> output_gradient);

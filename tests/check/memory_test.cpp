@@ -182,6 +182,32 @@ TEST(memory, a_dropped_value_a_send_still_reads_is_a_message) {
                   {15, 0, 0, 0, 0, 0}});
 }
 
+// Layers with stashes (the ViT's blocks; here forward -> input half,
+// forward -> weight half, input half -> weight half per row, and the weight
+// gradients the input half reduces, per micro-batch: layer 0 {5, 6, 7, 2},
+// layer 1 {1, 2, 3, 4}): a layer's input is gone after its forward, its
+// stashes live from pass to pass, the reduced gradients count as gradients.
+TEST(memory, a_layer_with_stashes_frees_its_input_at_its_forward) {
+  const Program p = program_of(
+      "ZeroGrad\nLoadInput 0\nFwd 0 layer 0\nFwd 0 layer 1\nLoadTarget 0\n"
+      "BwdInput 0 layer 1\nBwdInput 0 layer 0\nBwdWeight 0 layer 1\nBwdWeight 0 layer 0\n"
+      "OptimizerStep\n",
+      Config{1, 1});
+  MemoryShape s = shape(0);
+  s.layer_stashes = {{5, 6, 7, 2}, {1, 2, 3, 4}};
+  expect_moments(bytes_after_each(p, s)[0],
+                 {{23, 0, 0, 0, 0, 0},
+                  {23, 0, 0, 4, 0, 0},    // the input
+                  {23, 0, 0, 14, 0, 0},   // layer 0's output and stashes, not its input
+                  {23, 0, 0, 16, 0, 0},   // the same for layer 1
+                  {23, 0, 0, 16, 0, 0},   // LoadTarget
+                  {23, 4, 0, 13, 8, 0},   // the top gradient, the one below, the stash
+                  {23, 6, 0, 8, 15, 0},   // layer 0's input half: no gradient below it
+                  {23, 10, 0, 6, 10, 0},  // layer 1's weight gradient, its stashes gone
+                  {23, 23, 0, 0, 0, 0},   // layer 0's
+                  {23, 0, 0, 0, 0, 0}});  // the step
+}
+
 TEST(memory, without_biases_a_layer_is_its_weights) {
   MemoryShape s = shape(2);
   s.bias = false;

@@ -1,7 +1,8 @@
 // The ViT's units (runtime/vit_model.hpp) on a tiny shape: each unit's
 // input and weight gradients against central finite differences of
-// sum(output * probe), through the three stashes as a Piece passes them;
-// and a ViT cut into pieces computing the whole model's bits.
+// sum(output * probe), through the stashes as a Piece passes them; a ViT
+// cut into pieces computing the whole model's bits; and what a block keeps
+// between its passes (less for the weight half than after the forward).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -39,9 +40,10 @@ struct UnitCase {
   std::vector<float> input;
   std::vector<float> output;
   std::vector<float> probe;
-  std::vector<float> for_input, for_weight, gradients_for_weight;
+  std::vector<float> for_input, for_weight, gradients_for_weight, layernorm_gradients;
 
-  explicit UnitCase(int which) : unit(which) {
+  UnitCase(int which, int blocks) : unit(which) {
+    shape.blocks = blocks;
     const std::vector<int> widths = vit_layer_widths(shape);
     parameters.resize(vit_unit_parameter_count(shape, unit));
     initialize_vit_unit(parameters, shape, 3, unit);
@@ -56,9 +58,11 @@ struct UnitCase {
     for_input.resize(kRows * sizes.forward_for_input);
     for_weight.resize(kRows * sizes.forward_for_weight);
     gradients_for_weight.resize(kRows * sizes.gradients_for_weight);
+    layernorm_gradients.resize(sizes.layernorm_gradients);
   }
   VitUnitBuffers buffers() {
-    return VitUnitBuffers{kRows, input, output, for_input, for_weight, gradients_for_weight};
+    return VitUnitBuffers{
+        kRows, input, output, for_input, for_weight, gradients_for_weight, layernorm_gradients};
   }
   double objective() {
     vit_unit_forward(shape, unit, parameters, buffers());
@@ -66,8 +70,8 @@ struct UnitCase {
   }
 };
 
-void check_unit(int unit) {
-  UnitCase c(unit);
+void check_unit(int unit, int blocks = 2) {
+  UnitCase c(unit, blocks);
   c.objective();
   std::vector<float> d_input(c.input.size(), 5.0f);  // written: the 5s must vanish
   vit_unit_backward_input(c.shape, unit, c.parameters, c.buffers(), c.probe, d_input);
@@ -85,6 +89,15 @@ TEST(vit, first_unit_gradients_match_finite_differences) {
 
 TEST(vit, last_unit_gradients_match_finite_differences) {
   check_unit(1);
+}
+
+TEST(vit, middle_unit_gradients_match_finite_differences) {
+  check_unit(1, 3);
+}
+
+// One unit both embeds and ends the model.
+TEST(vit, only_unit_gradients_match_finite_differences) {
+  check_unit(0, 1);
 }
 
 // Forward, loss and backward of one micro-batch through `pieces` in a
@@ -137,6 +150,73 @@ TEST(vit, pieces_compute_the_whole_models_gradients_bit_for_bit) {
             static_cast<std::ptrdiff_t>(expected.size()));
   // Every buffer of the micro-batch is back.
   for (Piece& piece : cut) EXPECT_EQ(piece.ledger().current()[MemoryCategory::activations], 0U);
+}
+
+// What a block keeps once its forward is done (its stashes) against what
+// it keeps from its input half to its weight half (the weight half's
+// stashes, the gradient at its top, the LayerNorms' gradients of the
+// micro-batch): less, as the Zero Bubble paper's M_W < M_B, for every block
+// of the default ViT in a micro-batch of the default run (128 / 4 rows).
+TEST(vit, a_block_keeps_less_for_its_weight_half_than_after_its_forward) {
+  const VitShape shape;
+  const VitStashSizes middle = vit_stash_sizes(shape, 1);
+  EXPECT_EQ(middle.forward_for_input, 10'272U);  // normalised values, q k v, ...
+  EXPECT_EQ(middle.forward_for_weight, 7'168U);  // the linears' inputs
+  EXPECT_EQ(middle.gradients_for_weight, 8'192U);
+  EXPECT_EQ(middle.layernorm_gradients, 4U * 64U);
+  constexpr std::size_t kRows = 32;
+  for (int unit = 0; unit < shape.blocks; ++unit) {
+    SCOPED_TRACE(unit);
+    const VitStashSizes s = vit_stash_sizes(shape, unit);
+    const std::size_t top = unit + 1 == shape.blocks
+                                ? static_cast<std::size_t>(shape.classes)
+                                : static_cast<std::size_t>(shape.tokens() * shape.width);
+    const std::size_t after_forward = kRows * (s.forward_for_input + s.forward_for_weight);
+    const std::size_t after_input_half =
+        kRows * (s.forward_for_weight + s.gradients_for_weight + top) + s.layernorm_gradients;
+    EXPECT_LT(after_input_half, after_forward);
+  }
+  VitShape narrow = shape;
+  narrow.hidden = 32;
+  EXPECT_THROW(check_vit_shape(narrow), std::invalid_argument);
+}
+
+// A ViT piece's ledger: after the forward, the stashes and the logits (the
+// images are gone: the stashes hold all the backward reads); after the
+// input half, the weight half's stashes, the gradients at the top and
+// between the blocks, and the LayerNorms' gradients (as gradients); after
+// the weight half, the weight gradients alone.
+TEST(vit, a_piece_keeps_only_what_its_next_pass_reads) {
+  ModelConfig config;
+  const VitShape shape = tiny_vit();
+  use_vit(config, shape);
+  constexpr std::size_t kRows = 3;
+  Piece piece(config, LayerRange{0, 2});
+  piece.reserve(1, static_cast<int>(kRows));
+  piece.forward(0, random_values(kRows * 16, 2), static_cast<int>(kRows));
+  const auto floats = [&](MemoryCategory category) {
+    return piece.ledger().current()[category] / sizeof(float);
+  };
+  const VitStashSizes first = vit_stash_sizes(shape, 0);
+  const VitStashSizes last = vit_stash_sizes(shape, 1);
+  const auto classes = static_cast<std::size_t>(shape.classes);
+  const auto between = static_cast<std::size_t>(shape.tokens() * shape.width);
+  EXPECT_EQ(floats(MemoryCategory::activations),
+            kRows * (first.forward_for_input + first.forward_for_weight + last.forward_for_input +
+                     last.forward_for_weight + classes));
+  const std::vector<std::uint8_t> labels = {0, 2, 1};
+  piece.loss(0, labels, 1.0f / 3.0f);
+  piece.backward_input_all(0);
+  EXPECT_EQ(floats(MemoryCategory::activations),
+            kRows * (first.forward_for_weight + last.forward_for_weight));
+  EXPECT_EQ(floats(MemoryCategory::activation_gradients),
+            kRows * (first.gradients_for_weight + last.gradients_for_weight + classes + between));
+  EXPECT_EQ(floats(MemoryCategory::gradients),
+            first.layernorm_gradients + last.layernorm_gradients);
+  piece.backward_weight_all(0);
+  EXPECT_EQ(floats(MemoryCategory::activations), 0U);
+  EXPECT_EQ(floats(MemoryCategory::activation_gradients), 0U);
+  EXPECT_EQ(floats(MemoryCategory::gradients), parameter_count(config, {0, 2}));
 }
 
 TEST(vit, widths_and_tensors_follow_the_shape) {
