@@ -40,6 +40,7 @@ struct SynthesizeArguments {
   std::uint64_t memory_bytes = 0;  // bytes, when given so
   double weight_memory = 1;
   double time_limit = 5;
+  int max_moves = 0;
   std::string output;
   std::string format = "pipe";
   std::string lower;
@@ -131,6 +132,7 @@ int run_synthesize(const CLI::App& app, SynthesizeArguments args) {
     request.memory_shape = api::memory_shape(model_bytes(model), args.config);
     request.weight_memory = args.weight_memory;
     request.time_limit_seconds = args.time_limit;
+    request.move_limit = args.max_moves;
     if (isatty(STDERR_FILENO) != 0) {
       request.progress = [](const synthesis::Progress& p) {
         std::cerr << "\rsynthesize: best makespan " << format_time(p.best_makespan) << " after "
@@ -207,6 +209,11 @@ Command add_synthesize_command(CLI::App& root) {
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   app.add_option("--time-limit", args->time_limit, "Seconds for the improvement step")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--max-moves", args->max_moves,
+                 "Local-search moves simulated at most (0: until --time-limit); the same result "
+                 "on any machine when the time limit does not end the search first")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("-o,--output", args->output, "Write here (default: stdout)");

@@ -99,3 +99,22 @@ function(pipevm_assert_not_linked target forbidden)
     message(FATAL_ERROR "${target} must not link ${forbidden}, but its libraries bring it in")
   endif()
 endfunction()
+
+# The environment a test needs to load the Python module into Debian's
+# python3, which is not built with the sanitizers: under the sanitizer
+# preset the module is instrumented, so the sanitizers' runtimes must be
+# loaded first (LD_PRELOAD; without it, import crashes), and the
+# interpreter's own allocations still held at exit are not the module's
+# leaks (detect_leaks=0; the executables' tests keep leak checking).
+# Empty in other builds.
+set(PIPEVM_PYTHON_SANITIZER_ENVIRONMENT "")
+if(CMAKE_CXX_FLAGS MATCHES "-fsanitize=[^ ]*address")
+  set(runtimes "")
+  foreach(runtime libasan.so libubsan.so)
+    execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=${runtime}
+                    OUTPUT_VARIABLE path OUTPUT_STRIP_TRAILING_WHITESPACE)
+    list(APPEND runtimes ${path})
+  endforeach()
+  list(JOIN runtimes ":" preload)
+  set(PIPEVM_PYTHON_SANITIZER_ENVIRONMENT "LD_PRELOAD=${preload}" "ASAN_OPTIONS=detect_leaks=0")
+endif()

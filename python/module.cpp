@@ -268,7 +268,8 @@ void set_memory_limit(const py::object& limit, synthesis::Request& request) {
 PySynthesis synthesize(int stages, int micro_batches, int chunks, const std::string& placement,
                        const py::object& costs, const py::object& memory_limit,
                        double weight_memory, double time_limit,
-                       const std::optional<std::string>& transfer, const std::string& p2p_order) {
+                       const std::optional<std::string>& transfer, const std::string& p2p_order,
+                       int max_moves) {
   if (placement != "looped" && placement != "v") {
     throw py::value_error("placement must be 'looped' or 'v', not '" + placement + "'");
   }
@@ -276,6 +277,7 @@ PySynthesis synthesize(int stages, int micro_batches, int chunks, const std::str
     throw py::value_error("p2p_order must be 'any' or 'posted', not '" + p2p_order + "'");
   }
   if (!(time_limit >= 0)) throw py::value_error("time_limit must be seconds >= 0");
+  if (max_moves < 0) throw py::value_error("max_moves must be >= 0 (0: until time_limit)");
   synthesis::Request request;
   request.placement = placement == "v" ? Placement::v : Placement::looped;
   request.config.stages = *single(range_of(py::int_(stages), "stages", api::kMaxStages), "stages");
@@ -291,6 +293,7 @@ PySynthesis synthesize(int stages, int micro_batches, int chunks, const std::str
   request.memory_shape = api::memory_shape(api::ModelBytes{}, request.config);
   request.weight_memory = weight_memory;
   request.time_limit_seconds = time_limit;
+  request.move_limit = max_moves;
   synthesis::HeaderInputs inputs;
   inputs.command = call_text(
       "synthesize", {{"stages", py::int_(stages)},
@@ -302,7 +305,8 @@ PySynthesis synthesize(int stages, int micro_batches, int chunks, const std::str
                      {"weight_memory", py::float_(weight_memory)},
                      {"time_limit", py::float_(time_limit)},
                      {"transfer", py::cast(transfer)},
-                     {"p2p_order", py::str(p2p_order)}});
+                     {"p2p_order", py::str(p2p_order)},
+                     {"max_moves", py::int_(max_moves)}});
   inputs.costs = request.costs;
   inputs.memory_limit = request.memory_limit;
   inputs.memory_bytes = request.memory_bytes;
@@ -509,17 +513,19 @@ PYBIND11_MODULE(_pipevm, m) {
         py::arg("chunks") = 1, py::arg("placement") = "looped", py::arg("costs") = py::none(),
         py::arg("memory_limit") = py::none(), py::arg("weight_memory") = 1.0,
         py::arg("time_limit") = 5.0, py::arg("transfer") = py::none(),
-        py::arg("p2p_order") = "any",
+        py::arg("p2p_order") = "any", py::arg("max_moves") = 0,
         "synthesize(*, stages, micro_batches, chunks=1, placement='looped', costs=None,\n"
         "           memory_limit=None, weight_memory=1.0, time_limit=5.0, transfer=None,\n"
-        "           p2p_order='any') -> Synthesis\n\n"
+        "           p2p_order='any', max_moves=0) -> Synthesis\n\n"
         "Searches the least-bubble schedule for costs and a memory limit, as `pipevm\n"
         "synthesize`; the result is checked under both progress models and simulated. costs:\n"
         "as simulate's, or the path of a YAML cost file (`pipevm run --profile` writes one).\n"
         "memory_limit: what a stage may hold, in micro-batch activations M_B (a number), or\n"
         "in bytes with a unit ('64MiB', '2GB': counted as `check` counts peak bytes, for\n"
         "`pipevm run`'s default model); None: no limit. weight_memory: R = M_W / M_B.\n"
-        "time_limit: seconds for the improvement step. transfer: 'eager', 'rendezvous' or\n"
+        "time_limit: seconds for the improvement step; max_moves: its moves at most (0: no\n"
+        "limit; the same result on any machine when time_limit does not end it first).\n"
+        "transfer: 'eager', 'rendezvous' or\n"
         "'auto' (None: the costs'). p2p_order: 'any' or 'posted', recorded in the header (the\n"
         "result always passes both). A request no schedule meets raises ScheduleError with the\n"
         "message the CLI prints.");

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
+#include <utility>
 #include <tuple>
 
 namespace pipevm::synthesis {
@@ -10,8 +12,11 @@ namespace pipevm::synthesis {
 namespace {
 
 // A message's place in the global order: when its producer ends, then the
-// producer's stage and its index there, so that every rank agrees.
-using MessageOrder = std::tuple<double, int, std::size_t>;
+// producer's depth in the passes' dependency graph (so that of two passes
+// ending at one time, which passes of zero cost do, one that needs the
+// other comes later), then its stage and its index there, so that every
+// rank agrees.
+using MessageOrder = std::tuple<double, int, int, std::size_t>;
 
 // A receive a stage must post: its message's order and its operands.
 struct Receive {
@@ -68,6 +73,8 @@ class Builder {
   Builder(const ComputeOrder& order, const std::vector<std::vector<double>>& pass_end,
           const std::shared_ptr<const SourceFile>& file)
       : order_(order), pass_end_(pass_end), index_(order) {
+    lane_end_ = lane_length(order.placement, order.config) - 1;
+    if (!pass_end.empty()) depth_ = pass_depths();
     Program& p = built_.program;
     p.file = file;
     p.name = "synthesized";
@@ -76,7 +83,6 @@ class Builder {
     p.config.dp = 1;
     p.sources.push_back({});
     p.rank_begin.assign(1, 0);
-    lane_end_ = lane_length(order.placement, order.config) - 1;
   }
 
   BuiltProgram build() {
@@ -109,7 +115,53 @@ class Builder {
   }
 
   MessageOrder order_of(int stage, std::size_t pass) const {
-    return {pass_end_[static_cast<std::size_t>(stage)][pass], stage, pass};
+    const auto at = static_cast<std::size_t>(stage);
+    return {pass_end_[at][pass], depth_[at][pass], stage, pass};
+  }
+
+  // The pass on another stage whose output pass j of stage s takes, if any.
+  std::optional<std::pair<int, std::size_t>> producer(int s, const Pass& pass) const {
+    const PipelinePosition at = position(s, pass.chunk);
+    if (pass.kind == PassKind::forward && at.position > 0) {
+      const auto [from, chunk] = neighbour(s, pass.chunk, -1);
+      return std::pair{from, index_.forward(from, chunk, pass.micro_batch)};
+    }
+    if (is_backward_pass(pass.kind) && at.position < lane_end_) {
+      const auto [from, chunk] = neighbour(s, pass.chunk, 1);
+      return std::pair{from, index_.backward(from, chunk, pass.micro_batch)};
+    }
+    return std::nullopt;
+  }
+
+  // Each pass's depth: one more than the deepest of the pass before it on
+  // its stage and the pass whose output it takes. Stages advance while
+  // their next pass's producer is known; the order was simulated, so it
+  // has no cycle.
+  std::vector<std::vector<int>> pass_depths() const {
+    const std::size_t stages = order_.stages.size();
+    std::vector<std::vector<int>> depth(stages);
+    std::vector<std::size_t> next(stages, 0);
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (std::size_t s = 0; s < stages; ++s) {
+        const auto& passes = order_.stages[s];
+        for (; next[s] < passes.size(); ++next[s]) {
+          const std::size_t j = next[s];
+          int deepest = j > 0 ? depth[s][j - 1] : 0;
+          if (const auto from = producer(static_cast<int>(s), passes[j])) {
+            const auto& theirs = depth[static_cast<std::size_t>(from->first)];
+            if (from->second >= theirs.size()) break;
+            deepest = std::max(deepest, theirs[from->second]);
+          }
+          depth[s].push_back(deepest + 1);
+          moved = true;
+        }
+      }
+    }
+    // Only an order with a cycle stops early; it never gets here, but
+    // every pass keeps a depth.
+    for (std::size_t s = 0; s < stages; ++s) depth[s].resize(order_.stages[s].size(), 0);
+    return depth;
   }
 
   // The receives stage s posts, in the order the global order puts them
@@ -206,14 +258,14 @@ class Builder {
                                       neighbour(s, pass.chunk, -1).first != s;
       if (sends_on) return order_of(s, j);
     }
-    return {std::numeric_limits<double>::infinity(), 0, 0};
+    return {std::numeric_limits<double>::infinity(), 0, 0, 0};
   }
 
   void build_stage(int s) {
     const bool timing = pass_end_.empty();
     const std::vector<Receive> receives = receives_of(s);
     std::size_t next_receive = 0;
-    const MessageOrder everything{std::numeric_limits<double>::infinity(), 0, 0};
+    const MessageOrder everything{std::numeric_limits<double>::infinity(), 0, 0, 0};
     emit(s, Opcode::ZeroGrad, 0, 0);
     post_receives(s, receives, next_receive, timing ? everything : next_send(s, 0));
     const auto& passes = order_.stages[static_cast<std::size_t>(s)];
@@ -234,6 +286,7 @@ class Builder {
   const ComputeOrder& order_;
   const std::vector<std::vector<double>>& pass_end_;
   PassIndex index_;
+  std::vector<std::vector<int>> depth_;  // per stage and pass, when placing
   BuiltProgram built_;
   int lane_end_ = 0;
 };

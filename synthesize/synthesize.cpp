@@ -210,7 +210,7 @@ double lower_bound(const Problem& problem) {
 class LocalSearch {
  public:
   LocalSearch(const Problem& problem, ComputeOrder order, Timed timed, Clock::time_point deadline,
-              double bound, const std::function<void(const Progress&)>& progress,
+              int move_limit, double bound, const std::function<void(const Progress&)>& progress,
               Clock::time_point started, int& evaluations)
       : problem_(problem),
         current_(std::move(order)),
@@ -218,6 +218,7 @@ class LocalSearch {
         best_(current_),
         best_score_(timed.score),
         deadline_(deadline),
+        move_limit_(move_limit),
         bound_(bound),
         progress_(progress),
         started_(started),
@@ -225,8 +226,10 @@ class LocalSearch {
 
   int run() {
     int kept = 0;
+    int moves = 0;
     const int stages = problem_.config.stages;
-    while (Clock::now() < deadline_ && std::get<0>(best_score_) > bound_ * (1 + 1e-12)) {
+    while (Clock::now() < deadline_ && (move_limit_ == 0 || moves < move_limit_) &&
+           std::get<0>(best_score_) > bound_ * (1 + 1e-12)) {
       const int s = std::uniform_int_distribution<int>(0, stages - 1)(random_);
       auto& passes = current_.stages[static_cast<std::size_t>(s)];
       if (passes.size() < 2) continue;
@@ -237,6 +240,7 @@ class LocalSearch {
         continue;
       }
       ++evaluations_;
+      ++moves;
       const auto timed = time_order(current_, problem_.costs);
       if (!timed || timed->score > current_score_) {
         passes = before;
@@ -300,6 +304,7 @@ class LocalSearch {
   ComputeOrder best_;
   Score best_score_;
   Clock::time_point deadline_;
+  int move_limit_;
   double bound_;
   const std::function<void(const Progress&)>& progress_;
   Clock::time_point started_;
@@ -529,8 +534,8 @@ std::optional<Result> synthesize_in_activations(const Request& request, std::str
   const double bound = lower_bound(problem);
   const auto deadline = started + std::chrono::duration_cast<Clock::duration>(
                                       std::chrono::duration<double>(request.time_limit_seconds));
-  LocalSearch search(problem, candidates[best_index].second, *best, deadline, bound,
-                     request.progress, started, evaluations);
+  LocalSearch search(problem, candidates[best_index].second, *best, deadline, request.move_limit,
+                     bound, request.progress, started, evaluations);
   const int improvements = search.run();
   ComputeOrder order = search.best();
   auto timed = time_order(order, problem.costs);

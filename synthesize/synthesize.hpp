@@ -49,6 +49,11 @@ struct Request {
   std::uint64_t memory_bytes = 0;
   MemoryShape memory_shape;
   double time_limit_seconds = 5;
+  // Local-search moves simulated at most (0: no limit): with it and a time
+  // limit that does not end the search first, the result is the same on
+  // any machine (the moves are drawn from a fixed seed). A byte limit's
+  // searches (one per M_B limit tried) each get this many.
+  int move_limit = 0;
   std::function<void(const Progress&)> progress;  // called when the best improves
 };
 

@@ -238,12 +238,14 @@ def synthesize(
     time_limit: float = 5.0,
     transfer: Optional[str] = None,
     p2p_order: str = "any",
+    max_moves: int = 0,
 ) -> Synthesis:
     """Searches the least-bubble schedule for costs and a memory limit, as `pipevm
     synthesize`. memory_limit: micro-batch activations M_B per stage (a number), or bytes
     with a unit ('64MiB', counted for `pipevm run`'s default model); None: none.
     placement: 'looped' or 'v' (chunks=2). p2p_order: 'any' or 'posted', recorded in the
-    header. A request no schedule meets raises ScheduleError."""
+    header. max_moves: local-search moves at most (0: until time_limit). A request no
+    schedule meets raises ScheduleError."""
 
 def lower(
     schedule: Schedule,

@@ -104,6 +104,14 @@ def test_memory_limit_in_bytes_as_the_cli_takes_it():
         pipevm.synthesize(stages=2, micro_batches=4, p2p_order="nccl")
 
 
+def test_max_moves_gives_the_same_schedule_every_time():
+    runs = [pipevm.synthesize(stages=3, micro_batches=6, costs=COSTS, memory_limit=3,
+                              time_limit=60, max_moves=200) for _ in range(2)]
+    assert runs[0].text == runs[1].text
+    with pytest.raises(ValueError, match="max_moves"):
+        pipevm.synthesize(stages=2, micro_batches=4, max_moves=-1)
+
+
 def test_cost_file(tmp_path):
     costs = tmp_path / "costs.yaml"
     costs.write_text("fwd: 1\nbwd-input: 1\nbwd-weight: 1\n")

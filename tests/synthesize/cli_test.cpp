@@ -1,7 +1,8 @@
 // `pipevm synthesize` as a user runs it: the whole output of a small case
 // against a golden file (header figures, the check line, the placed
 // program), the written program passing `pipevm check` in posted order
-// with no flags, and bad requests refused with one line and exit 2.
+// with no flags, a budget of moves giving one program wherever it runs,
+// and bad requests refused with one line and exit 2.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -39,6 +40,20 @@ TEST(cli, small_case_matches_its_golden_file) {
 TEST(cli, written_program_passes_posted_order_with_no_flags) {
   const PipevmRun run = run_pipevm(std::string("check ") + kGoldenFile + " --p2p-order posted");
   EXPECT_EQ(run.status, 0) << run.out << run.err;
+}
+
+// A budget of moves instead of seconds gives one program wherever it runs:
+// twice the same output.
+TEST(cli, max_moves_gives_the_same_program_every_time) {
+  const std::string arguments =
+      "synthesize -p 3 -m 9 --chunks 2 --placement v --cost fwd=1,bwd-input=1,bwd-weight=0.5 "
+      "--memory-limit 3.5 --time-limit 60 --max-moves ";
+  const PipevmRun first = run_pipevm(arguments + "400");
+  const PipevmRun again = run_pipevm(arguments + "400");
+  ASSERT_EQ(first.status, 0) << first.err;
+  EXPECT_EQ(first.out, again.out);
+  EXPECT_NE(first.out.find("# search: from ZB-V, 420 simulations"), std::string::npos) << first.out;
+  EXPECT_EQ(run_pipevm(arguments + "-1").status, 2);
 }
 
 TEST(cli, bad_requests_get_one_line_and_exit_2) {
