@@ -247,31 +247,27 @@ double Costs::duration(CostKind kind, int stage) const {
   return stage >= 0 && entry < stages.size() ? stages[entry].duration(kind) : duration(kind);
 }
 
-double Costs::duration(CostKind kind, int stage, int chunk) const {
-  const auto entry = static_cast<std::size_t>(stage);
-  if (stage < 0 || entry >= stages.size()) return duration(kind);
-  const std::vector<Costs>& of_stage = stages[entry].chunks;
+const Costs& Costs::entry(int stage, int chunk) const {
+  const auto at = static_cast<std::size_t>(stage);
+  if (stage < 0 || at >= stages.size()) return *this;
+  const std::vector<Costs>& of_stage = stages[at].chunks;
   const auto which = static_cast<std::size_t>(chunk);
-  return chunk >= 0 && which < of_stage.size() ? of_stage[which].duration(kind)
-                                               : stages[entry].duration(kind);
+  return chunk >= 0 && which < of_stage.size() ? of_stage[which] : stages[at];
+}
+
+double Costs::duration(CostKind kind, int stage, int chunk) const {
+  return entry(stage, chunk).duration(kind);
 }
 
 double Costs::duration(const Instruction& in, int stage) const {
   const CostKind kind = info(in.op).cost;
+  if (kind != CostKind::fwd_bwd) return duration(kind, stage, in.chunk);
   const Instruction forward = half(in, 0);
   const Instruction backward = half(in, 1);
-  if (kind != CostKind::fwd_bwd || forward.chunk == backward.chunk) {
-    return duration(kind, stage, in.chunk);
-  }
-  const auto entry = static_cast<std::size_t>(stage);
-  const Costs* first = this;
-  if (stage >= 0 && entry < stages.size()) {
-    first = &stages[entry];
-    if (forward.chunk < first->chunks.size()) first = &first->chunks[forward.chunk];
-  }
-  if (first->fwd_bwd) return *first->fwd_bwd;
-  return duration(CostKind::fwd, stage, forward.chunk) +
-         duration(CostKind::bwd, stage, backward.chunk);
+  if (forward.chunk == backward.chunk) return duration(kind, stage, in.chunk);
+  const Costs& first = entry(stage, forward.chunk);
+  if (first.fwd_bwd) return *first.fwd_bwd;
+  return first.duration(CostKind::fwd) + duration(CostKind::bwd, stage, backward.chunk);
 }
 
 double Costs::reduction(CostKind kind, int members) const {

@@ -98,6 +98,8 @@ struct Costs {
   // The same for model chunk `chunk` of `stage`: the chunk's entry, else
   // the stage's, else the keys above.
   double duration(CostKind kind, int stage, int chunk) const;
+  // The entry those come from: the chunk's, else the stage's, else this.
+  const Costs& entry(int stage, int chunk) const;
   // The time instruction `in` keeps a rank of `stage` working: its chunk's
   // cost; an overlapped pair (FwdBwd) whose halves' chunks differ and whose
   // first chunk sets no fwd-bwd takes its forward's chunk's fwd plus its

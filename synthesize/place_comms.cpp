@@ -119,7 +119,9 @@ class Builder {
     return {pass_end_[at][pass], depth_[at][pass], stage, pass};
   }
 
-  // The pass on another stage whose output pass j of stage s takes, if any.
+  // The pass (stage, index) whose output `pass` of stage s takes, if any:
+  // its neighbour's along the lane (before it for a forward, after it
+  // for a backward), on s itself at the turn of a V.
   std::optional<std::pair<int, std::size_t>> producer(int s, const Pass& pass) const {
     const PipelinePosition at = position(s, pass.chunk);
     if (pass.kind == PassKind::forward && at.position > 0) {
@@ -169,23 +171,13 @@ class Builder {
   std::vector<Receive> receives_of(int s) const {
     std::vector<Receive> receives;
     for (const Pass& pass : order_.stages[static_cast<std::size_t>(s)]) {
-      const PipelinePosition at = position(s, pass.chunk);
+      const auto from = producer(s, pass);
+      if (!from || from->first == s) continue;
       Receive r;
       r.micro_batch = pass.micro_batch;
       r.chunk = pass.chunk;
-      if (pass.kind == PassKind::forward && at.position > 0) {
-        const auto [from, chunk] = neighbour(s, pass.chunk, -1);
-        if (from == s) continue;
-        r.kind = MessageKind::act;
-        if (!pass_end_.empty()) r.order = order_of(from, index_.forward(from, chunk, pass.micro_batch));
-      } else if (is_backward_pass(pass.kind) && at.position < lane_end_) {
-        const auto [from, chunk] = neighbour(s, pass.chunk, 1);
-        if (from == s) continue;
-        r.kind = MessageKind::grad;
-        if (!pass_end_.empty()) r.order = order_of(from, index_.backward(from, chunk, pass.micro_batch));
-      } else {
-        continue;
-      }
+      r.kind = pass.kind == PassKind::forward ? MessageKind::act : MessageKind::grad;
+      if (!pass_end_.empty()) r.order = order_of(from->first, from->second);
       receives.push_back(r);
     }
     if (!pass_end_.empty()) {
