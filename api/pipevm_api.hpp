@@ -12,6 +12,7 @@
 //   expand      expand_text.hpp     a Program -> flat schedule text, host crossings
 //   tables      pipeline_order.hpp  PyTorch's pipeline_order -> table; lowering
 //   bytes       model_bytes.hpp     the model whose bytes are counted
+//   costs       trace_costs.hpp     a torch.profiler trace -> per-stage cost medians
 #pragma once
 
 #include "check_findings.hpp"
@@ -21,3 +22,4 @@
 #include "pipeline_order.hpp"
 #include "schedule_input.hpp"
 #include "simulate_run.hpp"
+#include "trace_costs.hpp"

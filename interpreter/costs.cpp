@@ -14,6 +14,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "median.hpp"
 #include "read_file.hpp"
 #include "shortest_text.hpp"
 
@@ -206,16 +207,6 @@ bool parse_stages(const YAML::Node& list, Costs& costs, Refusal& refusal) {
   }
   costs.stages = std::move(stages);
   return true;
-}
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
-  std::nth_element(values.begin(), middle, values.end());
-  if (values.size() % 2 == 1) return *middle;
-  const double upper = *middle;
-  const double lower = *std::max_element(values.begin(), middle);
-  return (lower + upper) / 2;
 }
 
 }  // namespace
