@@ -7,10 +7,18 @@
 #include <charconv>
 #include <cmath>
 #include <map>
-#include <regex>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
+
+// GCC 12 with -fsanitize=address warns that std::regex's compiler reads a
+// std::function it has not initialised (-Wmaybe-uninitialized, GCC bug
+// 105562, a false positive): the sanitizer preset builds with -Werror.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <regex>
 
 namespace pipevm::pytorch {
 
@@ -246,3 +254,7 @@ std::optional<TraceDurations> read_torch_trace(std::string_view json_text, const
 }
 
 }  // namespace pipevm::pytorch
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
