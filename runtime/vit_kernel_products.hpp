@@ -23,51 +23,81 @@
 
 namespace pipevm::runtime::vit_kernel {
 
-// b as panels of `width` columns: the panel of columns j0 .. j0 + width has
-// row p at data + p * ld + j0.
+// b as panels of `width` columns: the panel of columns j0 .. j0 + width
+// has row p at data + (j0 / width) * stride + p * ld.
 struct Panels {
   const float* data;
   int ld;
+  int stride;
+  const float* row(int j0, int width, int p) const { return data + (j0 / width) * stride + p * ld; }
 };
 
-// b, transposed back if it is, with its columns padded with zeros to a
-// multiple of `width`, in the thread's scratch: k rows of ld floats.
+// b, transposed back if it is, as panels one after another in the thread's
+// scratch (slot 0): each k rows of `width` floats, contiguous, padded with
+// zeros past b's last column. A tile then reads its panel front to back,
+// never two rows that share a set of the first-level cache.
 template <class L>
 [[gnu::noinline]] Panels pack_panels(const RowMajorGemm& g, int width) {
-  const int ld = (g.n + width - 1) / width * width;
-  float* packed = kernel_scratch(0, static_cast<std::size_t>(g.k) * static_cast<std::size_t>(ld));
-  for (int p = 0; p < g.k; ++p) {
-    for (int j = g.n; j < ld; ++j) packed[p * ld + j] = 0.0f;
-  }
-  if (g.b_transposed) {
-    // 16 x 16 blocks through the lanes' transpose, the edges one by one.
-    for (int j0 = 0; j0 < g.n; j0 += kLanes) {
-      for (int p0 = 0; p0 < g.k; p0 += kLanes) {
-        if (j0 + kLanes <= g.n && p0 + kLanes <= g.k) {
-          L::transpose16(g.b + j0 * g.ldb + p0, g.ldb, packed + p0 * ld + j0, ld);
-          continue;
-        }
-        for (int j = j0; j < g.n && j < j0 + kLanes; ++j) {
-          for (int p = p0; p < g.k && p < p0 + kLanes; ++p) packed[p * ld + j] = g.b[j * g.ldb + p];
+  const int panels = (g.n + width - 1) / width;
+  const int stride = g.k * width;
+  float* packed =
+      kernel_scratch(0, static_cast<std::size_t>(panels) * static_cast<std::size_t>(stride));
+  if (!g.b_transposed) {
+    for (int j0 = 0; j0 < g.n; j0 += width) {
+      float* panel = packed + (j0 / width) * stride;
+      for (int p = 0; p < g.k; ++p) {
+        for (int c = 0; c < width; c += kLanes) {
+          const int j = j0 + c;
+          const int n = g.n - j < 0 ? 0 : lanes_at(j, g.n);
+          L::store(panel + p * width + c, L::load(g.b + p * g.ldb + j, n, 0.0f));
         }
       }
     }
-  } else {
-    for (int p = 0; p < g.k; ++p) {
-      for (int j = 0; j < g.n; ++j) packed[p * ld + j] = g.b[p * g.ldb + j];
+    return {packed, width, stride};
+  }
+  // 16 x 16 blocks through the lanes' transpose (width is a multiple of
+  // 16), the edges (zero past b's last column) one by one.
+  for (int j0 = 0; j0 < panels * width; j0 += kLanes) {
+    float* panel = packed + (j0 / width) * stride + j0 % width;
+    for (int p0 = 0; p0 < g.k; p0 += kLanes) {
+      if (j0 + kLanes <= g.n && p0 + kLanes <= g.k) {
+        L::transpose16(g.b + j0 * g.ldb + p0, g.ldb, panel + p0 * width, width);
+        continue;
+      }
+      for (int p = p0; p < g.k && p < p0 + kLanes; ++p) {
+        for (int c = 0; c < kLanes; ++c) {
+          panel[p * width + c] = j0 + c < g.n ? g.b[(j0 + c) * g.ldb + p] : 0.0f;
+        }
+      }
     }
   }
-  return {packed, ld};
+  return {packed, width, stride};
 }
 
-// The starting value of c's row i at columns j .. j + n (lanes past n: 0).
+// The products' p from `begin` to `end`; `resume`: c holds the chains an
+// earlier range began; `last`: the epilogue follows. With a transposed (a
+// weight gradient sums over its many rows p), p goes in ranges of
+// kTransposedSteps, every tile of c taking one range after the other, so
+// that a range's panel of b stays in the first-level cache for all the
+// tiles; the other products take all of p at once.
+struct Steps {
+  int begin, end;
+  bool resume, last;
+};
+inline constexpr int kTransposedSteps = 128;
+// How far ahead such a tile fetches its next rows of a (a line each, far apart).
+inline constexpr int kPrefetchRows = 16;
+
+// The starting value of c's row i at columns j .. j + n (lanes past n: 0):
+// c itself when resuming.
 template <class L>
-[[gnu::always_inline]] inline typename L::V tile_start(const ProductArgs& args, int i, int j,
-                                                       int n) {
+[[gnu::always_inline]] inline typename L::V tile_start(const ProductArgs& args, int i, int j, int n,
+                                                       bool resume) {
   const RowMajorGemm& g = args.product;
   typename L::V start = L::zero();
-  if (g.beta != 0.0f) {
+  if (resume || g.beta != 0.0f) {
     start = L::load(g.c + i * g.ldc + j, n, 0.0f);
+    if (resume) return start;
   } else if (args.addend != nullptr) {
     const int row = args.addend_period > 0 ? i % args.addend_period : i;
     start = L::load(args.addend + row * args.ld_addend + j, n, 0.0f);
@@ -75,11 +105,14 @@ template <class L>
   if (args.bias != nullptr) start = L::add(start, L::load(args.bias + j, n, 0.0f));
   return start;
 }
-
-// Rows i0 .. i0 + kRows of c, columns j0 .. j0 + cols (cols <= 16 kVectors).
+// Rows i0 .. i0 + kRows of c, columns j0 .. j0 + cols (cols <= 16
+// kVectors), over `steps`. a(i0 + r, p) is a_tile[r * lda + p], or
+// a_tile[p * lda + r] when a is transposed.
 template <class L, int kRows, int kVectors, bool kATransposed, bool kBiasGradient>
-[[gnu::noinline]] void product_tile(const ProductArgs& args, Panels b, int i0, int j0, int cols) {
+[[gnu::noinline]] void product_tile(const ProductArgs& args, Panels b, const float* a_tile, int i0,
+                                    int j0, int cols, Steps steps) {
   using V = typename L::V;
+  constexpr int kWidth = kLanes * kVectors;
   const RowMajorGemm& g = args.product;
   int lanes[std::size_t{kVectors}];
   for (int v = 0; v < kVectors; ++v) {
@@ -89,26 +122,34 @@ template <class L, int kRows, int kVectors, bool kATransposed, bool kBiasGradien
   V acc[std::size_t{kRows}][std::size_t{kVectors}];
   for (int r = 0; r < kRows; ++r) {
     for (int v = 0; v < kVectors; ++v) {
-      acc[r][v] = lanes[v] > 0 ? tile_start<L>(args, i0 + r, j0 + kLanes * v, lanes[v]) : L::zero();
+      acc[r][v] = lanes[v] > 0
+                      ? tile_start<L>(args, i0 + r, j0 + kLanes * v, lanes[v], steps.resume)
+                      : L::zero();
     }
   }
   V bias_gradient = L::zero();
-  for (int p = 0; p < g.k; ++p) {
+  for (int p = steps.begin; p < steps.end; ++p) {
+    const float* b_row = b.row(j0, kWidth, p);
+    const float* a_row = a_tile + p * g.lda;  // a transposed
+    if constexpr (kATransposed) __builtin_prefetch(a_row + kPrefetchRows * g.lda);
     V row[std::size_t{kVectors}];
-    for (int v = 0; v < kVectors; ++v) row[v] = L::load(b.data + p * b.ld + j0 + kLanes * v);
+    for (int v = 0; v < kVectors; ++v) row[v] = L::load(b_row + kLanes * v);
     for (int r = 0; r < kRows; ++r) {
-      const V a = L::set(kATransposed ? g.a[p * g.lda + i0 + r] : g.a[(i0 + r) * g.lda + p]);
+      const V a = L::set(kATransposed ? a_row[r] : a_tile[r * g.lda + p]);
       for (int v = 0; v < kVectors; ++v) acc[r][v] = L::fma(a, row[v], acc[r][v]);
     }
+    // A masked load here makes GCC keep the accumulators in memory: whole
+    // tiles of 16 rows load a whole vector.
     if constexpr (kBiasGradient) {
-      bias_gradient = L::add(bias_gradient, L::load(g.a + p * g.lda + i0, kRows, 0.0f));
+      bias_gradient =
+          L::add(bias_gradient, kRows == kLanes ? L::load(a_row) : L::load(a_row, kRows, 0.0f));
     }
   }
   if constexpr (kBiasGradient) {
     float* target = args.bias_gradient + i0;
     L::store(target, L::add(L::load(target, kRows, 0.0f), bias_gradient), kRows);
   }
-  const bool scale = args.epilogue == Epilogue::scale;
+  const bool scale = steps.last && args.epilogue == Epilogue::scale;
   for (int r = 0; r < kRows; ++r) {
     for (int v = 0; v < kVectors; ++v) {
       if (lanes[v] == 0) continue;
@@ -116,6 +157,7 @@ template <class L, int kRows, int kVectors, bool kATransposed, bool kBiasGradien
       L::store(g.c + (i0 + r) * g.ldc + j0 + kLanes * v, value, lanes[v]);
     }
   }
+  if (!steps.last) return;
   if (args.epilogue == Epilogue::gelu) {
     gelu_rows<L>(args.activated + i0 * args.ld_activated + j0, args.ld_activated,
                  g.c + i0 * g.ldc + j0, g.ldc, kRows, cols);
@@ -125,47 +167,89 @@ template <class L, int kRows, int kVectors, bool kATransposed, bool kBiasGradien
   }
 }
 
-// Rows i0 .. i0 + kRows of c, every column block in turn (the bias
-// gradient with the first), so that the tile's rows of a, c and the
-// epilogue's matrices are read once, row after row.
+// Rows i0 .. i0 + kRows of c, columns j_begin .. j_end block by block (the
+// bias gradient with the first).
 template <class L, int kRows, int kVectors, bool kATransposed>
-void product_row_tile(const ProductArgs& args, Panels b, int i0) {
+void product_row_tile(const ProductArgs& args, Panels b, int i0, int j_begin, int j_end,
+                      Steps steps) {
   constexpr int kWidth = kLanes * kVectors;
-  const int n = args.product.n;
-  for (int j0 = 0; j0 < n; j0 += kWidth) {
-    const int cols = n - j0 < kWidth ? n - j0 : kWidth;
+  const RowMajorGemm& g = args.product;
+  const float* a_tile = kATransposed ? g.a + i0 : g.a + i0 * g.lda;
+  for (int j0 = j_begin; j0 < j_end; j0 += kWidth) {
+    const int cols = g.n - j0 < kWidth ? g.n - j0 : kWidth;
     if constexpr (kATransposed) {
       if (j0 == 0 && args.bias_gradient != nullptr) {
-        product_tile<L, kRows, kVectors, true, true>(args, b, i0, j0, cols);
+        product_tile<L, kRows, kVectors, true, true>(args, b, a_tile, i0, j0, cols, steps);
         continue;
       }
     }
-    product_tile<L, kRows, kVectors, kATransposed, false>(args, b, i0, j0, cols);
+    product_tile<L, kRows, kVectors, kATransposed, false>(args, b, a_tile, i0, j0, cols, steps);
   }
 }
 
-// Every row tile: kRows rows at a time, then 4, 2, 1.
+// Rows i_begin .. i_end of c over columns j_begin .. j_end: kRows at a
+// time, then 4, 2, 1.
+template <class L, int kRows, int kVectors, bool kATransposed>
+void product_block(const ProductArgs& args, Panels b, int i_begin, int i_end, int j_begin,
+                   int j_end, Steps steps) {
+  int i = i_begin;
+  for (; i + kRows <= i_end; i += kRows) {
+    product_row_tile<L, kRows, kVectors, kATransposed>(args, b, i, j_begin, j_end, steps);
+  }
+  if constexpr (kRows > 4) {
+    for (; i + 4 <= i_end; i += 4) {
+      product_row_tile<L, 4, kVectors, kATransposed>(args, b, i, j_begin, j_end, steps);
+    }
+  }
+  if constexpr (kRows > 2) {
+    for (; i + 2 <= i_end; i += 2) {
+      product_row_tile<L, 2, kVectors, kATransposed>(args, b, i, j_begin, j_end, steps);
+    }
+  }
+  for (; i < i_end; ++i) {
+    product_row_tile<L, 1, kVectors, kATransposed>(args, b, i, j_begin, j_end, steps);
+  }
+}
+
+// Products with a not transposed go in blocks of this many rows of c,
+// each block one column block of b after the other, so that the block's
+// tiles share the panel while a block's rows of a, c and the epilogue's
+// matrices are read row after row.
+inline constexpr int kBlockRows = 64;
+
 template <class L, int kRows, int kVectors, bool kATransposed>
 void product_rows(const ProductArgs& args) {
   const RowMajorGemm& g = args.product;
   constexpr int kWidth = kLanes * kVectors;
-  const Panels b =
-      g.b_transposed || g.n % kWidth != 0 ? pack_panels<L>(g, kWidth) : Panels{g.b, g.ldb};
-  int i = 0;
-  for (; i + kRows <= g.m; i += kRows)
-    product_row_tile<L, kRows, kVectors, kATransposed>(args, b, i);
-  if constexpr (kRows > 4) {
-    for (; i + 4 <= g.m; i += 4) product_row_tile<L, 4, kVectors, kATransposed>(args, b, i);
+  // One vector wide and whole, b is read in place (attention's heads).
+  const bool in_place = kVectors == 1 && !g.b_transposed && g.n % kWidth == 0;
+  const Panels b = in_place ? Panels{g.b, g.ldb, kWidth} : pack_panels<L>(g, kWidth);
+  if constexpr (kATransposed) {
+    for (int begin = 0; begin < g.k || begin == 0; begin += kTransposedSteps) {
+      const int end = g.k - begin < kTransposedSteps ? g.k : begin + kTransposedSteps;
+      product_block<L, kRows, kVectors, true>(args, b, 0, g.m, 0, g.n,
+                                              Steps{begin, end, begin > 0, end == g.k});
+    }
+  } else {
+    for (int i = 0; i < g.m; i += kBlockRows) {
+      const int i_end = g.m - i < kBlockRows ? g.m : i + kBlockRows;
+      for (int j0 = 0; j0 < g.n; j0 += kWidth) {
+        product_block<L, kRows, kVectors, false>(args, b, i, i_end, j0, j0 + kWidth,
+                                                 Steps{0, g.k, false, true});
+      }
+    }
   }
-  if constexpr (kRows > 2) {
-    for (; i + 2 <= g.m; i += 2) product_row_tile<L, 2, kVectors, kATransposed>(args, b, i);
-  }
-  for (; i < g.m; ++i) product_row_tile<L, 1, kVectors, kATransposed>(args, b, i);
 }
 
+// With a transposed (a weight gradient sums over its many rows p: a's
+// rows are far apart), tiles are one vector wide and kNarrowRows (a cache
+// line's worth of a) high, so that each line of a serves one tile, which
+// reads it once; b's panel, a vector wide, is the cheap operand to read
+// again. Otherwise tiles are as wide as the set makes them, but where c has
+// at most 16 columns.
 template <class L, bool kATransposed>
 void product_of(const ProductArgs& args) {
-  if (args.product.n <= kLanes) {
+  if (kATransposed || args.product.n <= kLanes) {
     product_rows<L, L::kNarrowRows, 1, kATransposed>(args);
   } else {
     product_rows<L, L::kTileRows, L::kTileVectors, kATransposed>(args);
@@ -221,7 +305,7 @@ template <class L>
 void attention_backward(const AttentionArgs& a) {
   const int t = a.tokens, d = a.width, hw = a.width / a.heads, ld = 3 * d;
   const float scale = 1.0f / __builtin_sqrtf(static_cast<float>(hw));
-  float* d_scores = kernel_scratch(1, static_cast<std::size_t>(t) * static_cast<std::size_t>(t));
+  float* d_scores = kernel_scratch(2, static_cast<std::size_t>(t) * static_cast<std::size_t>(t));
   for (int sample = 0; sample < a.samples; ++sample) {
     for (int head = 0; head < a.heads; ++head) {
       const Head h{t, d, hw, sample, head};

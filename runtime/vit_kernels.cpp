@@ -57,7 +57,7 @@ std::span<const KernelSet* const> runnable_vit_kernels() {
 }
 
 float* kernel_scratch(int slot, std::size_t floats) {
-  thread_local std::array<std::vector<float>, 3> scratch;
+  thread_local std::array<std::vector<float>, 4> scratch;
   std::vector<float>& buffer = scratch.at(static_cast<std::size_t>(slot));
   if (buffer.size() < floats) buffer.resize(floats);
   return buffer.data();

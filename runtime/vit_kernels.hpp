@@ -116,9 +116,9 @@ const KernelSet& vit_kernels();
 // Every set this CPU runs, fastest first.
 std::span<const KernelSet* const> runnable_vit_kernels();
 
-// A thread's scratch: at least `floats` floats in slot 0, 1 or 2, kept
+// A thread's scratch: at least `floats` floats in slot 0, 1, 2 or 3, kept
 // (and grown, never shrunk) for the thread's next call. The kernels use
-// slots 0 and 1; slot 2 is the callers'.
+// slots 0 to 2; slot 3 is the callers'.
 float* kernel_scratch(int slot, std::size_t floats);
 
 }  // namespace pipevm::runtime

@@ -435,7 +435,7 @@ void vit_unit_backward_input(const VitShape& s, int unit, std::span<const float>
     // input), through the callers' slot of the kernels' scratch.
     const std::size_t floats = to_size(n) * to_size(s.patch_pixels());
     const MatrixMap d_patches =
-        as_matrix(std::span(kernel_scratch(2, floats), floats), n, s.patch_pixels());
+        as_matrix(std::span(kernel_scratch(3, floats), floats), n, s.patch_pixels());
     vit_linear_backward_input(d_patches, as_const(d_x),
                               w.matrix(p.patch_weight, d, s.patch_pixels()));
     images_from_patches(as_matrix(input_gradient, rows, s.image_side * s.image_side),

@@ -1,12 +1,15 @@
 // The GEMM-chain bound of a ViT epoch (issue 40): the products of one
 // micro-batch's training step alone (step_gemms.hpp), at their exact shapes
-// and in the step's order, on every implementation at hand, measured in
-// alternating rounds in one process. Per product and implementation, the
-// median time of a call site; per implementation, the chain's CPU time per
-// micro-batch; and the bound: the chain run in order with each product on
-// the implementation that was fastest at it, times the micro-batches of an
-// epoch. Two bounds: among OpenBLAS and Eigen (the libraries), and among
-// every implementation including pipevm's own kernels (vit_kernels.hpp).
+// and in the step's order, on every implementation at hand, the chain run
+// pass after pass by each implementation in alternating rounds in one
+// process. Per product site and implementation, the median time of the
+// site over the passes (wall time around the site: robust to the other work
+// on a shared machine, which preempts a pass now and then); per
+// implementation, their sum and, for information, the chain's CPU time per
+// pass. The bound is the sum over the sites of the fastest implementation's
+// median, times the micro-batches of an epoch: among OpenBLAS and Eigen (the
+// libraries: the issue's bound), and among every implementation including
+// pipevm's own kernels (vit_kernels.hpp; a stricter bound).
 //
 //   bench_vit_gemms [--rows 32] [--batch 128] [--samples 51000]
 //                   [--rounds 5] [--seconds 0.3]
@@ -15,9 +18,8 @@
 // links; its kernel set as OPENBLAS_CORETYPE or the CPU chose it), one call
 // per product and per sample and head in attention; Eigen 3.4 on strided
 // maps with tune_eigen_for_one_core()'s blocking; pipevm's kernels (the set
-// this CPU runs, or PIPEVM_KERNELS's). Times are CPU time of this process for
-// the chains and wall time per site (medians over many passes), so that
-// other work on a shared machine inflates them less.
+// this CPU runs, or PIPEVM_KERNELS's), one product call per sample and head
+// too (the step's attention fuses more around them).
 #include <cblas.h>
 
 #include <algorithm>
@@ -110,11 +112,11 @@ void run_site(GemmSite& site, const Implementation& implementation) {
   }
 }
 
-// Runs the chain (each site on choice[site]) for about `seconds` of CPU
-// time; returns CPU seconds per pass and adds each site's wall seconds per
-// pass to site_seconds.
-double run_chain(std::vector<GemmSite>& sites, const std::vector<const Implementation*>& choice,
-                 double seconds, std::vector<std::vector<double>>* site_seconds) {
+// Runs the chain on one implementation for about `seconds` of CPU time;
+// returns CPU seconds per pass and adds each site's wall seconds per pass to
+// site_seconds.
+double run_chain(std::vector<GemmSite>& sites, const Implementation& implementation, double seconds,
+                 std::vector<std::vector<double>>* site_seconds) {
   using Clock = std::chrono::steady_clock;
   const double start = cpu_seconds();
   long passes = 0;
@@ -122,7 +124,7 @@ double run_chain(std::vector<GemmSite>& sites, const std::vector<const Implement
   do {
     for (std::size_t s = 0; s < sites.size(); ++s) {
       const auto begin = Clock::now();
-      run_site(sites[s], *choice[s]);
+      run_site(sites[s], implementation);
       if (site_seconds != nullptr) {
         (*site_seconds)[s].push_back(std::chrono::duration<double>(Clock::now() - begin).count());
       }
@@ -154,32 +156,25 @@ int run(const Options& options) {
   std::vector<std::vector<double>> chain_seconds(count);
   for (int round = -1; round < options.rounds; ++round) {  // round -1 warms up
     for (std::size_t i = 0; i < count; ++i) {
-      const std::vector<const Implementation*> all(sites.size(), &implementations[i]);
-      const double per_pass =
-          run_chain(sites, all, options.seconds, round < 0 ? nullptr : &site_seconds[i]);
+      const double per_pass = run_chain(sites, implementations[i], options.seconds,
+                                        round < 0 ? nullptr : &site_seconds[i]);
       if (round >= 0) chain_seconds[i].push_back(per_pass);
     }
   }
-  // The fastest implementation of each site, among the libraries and among all.
-  std::vector<const Implementation*> best_library(sites.size()), best_any(sites.size());
+  // Per site, its median over the passes; the bounds take the fastest
+  // implementation of each site, among the libraries and among all.
+  std::vector<double> sum(count, 0.0);
+  double bound_library = 0.0, bound_all = 0.0;
   for (std::size_t s = 0; s < sites.size(); ++s) {
-    double library = 1e30, any = 1e30;
+    double library = 1e30, all = 1e30;
     for (std::size_t i = 0; i < count; ++i) {
       const double t = median(site_seconds[i][s]);
-      if (implementations[i].library && t < library) {
-        library = t;
-        best_library[s] = &implementations[i];
-      }
-      if (t < any) {
-        any = t;
-        best_any[s] = &implementations[i];
-      }
+      sum[i] += t;
+      if (implementations[i].library) library = std::min(library, t);
+      all = std::min(all, t);
     }
-  }
-  std::vector<double> bound_library, bound_any;
-  for (int round = 0; round < options.rounds; ++round) {
-    bound_library.push_back(run_chain(sites, best_library, options.seconds, nullptr));
-    bound_any.push_back(run_chain(sites, best_any, options.seconds, nullptr));
+    bound_library += library;
+    bound_all += all;
   }
 
   std::printf(
@@ -222,19 +217,21 @@ int run(const Options& options) {
     }
     std::printf("%s |\n", implementations[fastest].name.c_str());
   }
+  const double epoch = static_cast<double>(micro_batches);
   std::printf(
-      "\n| chain | ms per micro-batch (CPU) | GFLOP/s | s per epoch |\n|---|---|---|---|\n");
-  const auto row = [&](const std::string& label, const std::vector<double>& seconds) {
-    const double t = median(seconds);
-    std::printf("| %s | %.3f | %.1f | %.3f |\n", label.c_str(), t * 1e3, flops / t / 1e9,
-                t * static_cast<double>(micro_batches));
-  };
-  for (std::size_t i = 0; i < count; ++i) row(implementations[i].name, chain_seconds[i]);
-  row("bound: fastest library per product (OpenBLAS, Eigen)", bound_library);
-  row("bound: fastest per product (all)", bound_any);
-  std::printf("\nbound %.3f s/epoch (libraries), %.3f s/epoch (all)\n",
-              median(bound_library) * static_cast<double>(micro_batches),
-              median(bound_any) * static_cast<double>(micro_batches));
+      "\n| chain | sum of the products' medians, ms per micro-batch | GFLOP/s | s per "
+      "epoch | the chain in order, CPU ms per micro-batch |\n|---|---|---|---|---|\n");
+  for (std::size_t i = 0; i < count; ++i) {
+    std::printf("| %s | %.3f | %.1f | %.3f | %.3f |\n", implementations[i].name.c_str(),
+                sum[i] * 1e3, flops / sum[i] / 1e9, sum[i] * epoch, median(chain_seconds[i]) * 1e3);
+  }
+  std::printf(
+      "| bound: the fastest library per product (OpenBLAS, Eigen) | %.3f | %.1f | %.3f | |\n",
+      bound_library * 1e3, flops / bound_library / 1e9, bound_library * epoch);
+  std::printf("| bound: the fastest implementation per product | %.3f | %.1f | %.3f | |\n",
+              bound_all * 1e3, flops / bound_all / 1e9, bound_all * epoch);
+  std::printf("\nbound %.3f s/epoch (libraries), %.3f s/epoch (all)\n", bound_library * epoch,
+              bound_all * epoch);
   return 0;
 }
 
