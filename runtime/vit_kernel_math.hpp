@@ -121,6 +121,14 @@ template <class L>
 template <class L>
 [[gnu::noinline]] void softmax_rows(float* p, int ld, int rows, int cols) {
   constexpr float kMinusInfinity = -__builtin_inff();
+  if (cols <= kLanes) {  // a row in one vector: one load and one store
+    for (int r = 0; r < rows; ++r) {
+      const typename L::V x = L::load(p + r * ld, cols, kMinusInfinity);
+      const typename L::V e = exp<L>(L::sub(x, L::set(L::max(x))));
+      L::store(p + r * ld, L::div(e, L::set(L::sum(e))), cols);
+    }
+    return;
+  }
   for (int r = 0; r < rows; ++r) {
     float* row = p + r * ld;
     typename L::V largest = L::set(kMinusInfinity);
@@ -148,6 +156,15 @@ template <class L>
 template <class L>
 [[gnu::noinline]] void softmax_backward_rows(float* d_p, const float* p, int ld, int rows, int cols,
                                              float scale) {
+  if (cols <= kLanes) {  // a row in one vector: one load of each and one store
+    for (int r = 0; r < rows; ++r) {
+      const typename L::V d = L::load(d_p + r * ld, cols, 0.0f);
+      const typename L::V q = L::load(p + r * ld, cols, 0.0f);
+      const typename L::V dot = L::set(L::sum(L::mul(d, q)));
+      L::store(d_p + r * ld, L::mul(L::mul(L::set(scale), q), L::sub(d, dot)), cols);
+    }
+    return;
+  }
   for (int r = 0; r < rows; ++r) {
     float* d_row = d_p + r * ld;
     const float* p_row = p + r * ld;

@@ -221,8 +221,12 @@ template <class L, int kRows, int kVectors, bool kATransposed>
 void product_rows(const ProductArgs& args) {
   const RowMajorGemm& g = args.product;
   constexpr int kWidth = kLanes * kVectors;
-  // One vector wide and whole, b is read in place (attention's heads).
-  const bool in_place = kVectors == 1 && !g.b_transposed && g.n % kWidth == 0;
+  // One vector wide and whole, b is read in place (attention's heads), but
+  // where many tiles read it again, far apart (a weight gradient with at
+  // least 8 tiles' rows): packing costs a copy of b, in place every tile
+  // pays for its rows' lines.
+  const bool reread = kATransposed && g.m >= 8 * kRows;
+  const bool in_place = kVectors == 1 && !g.b_transposed && g.n % kWidth == 0 && !reread;
   const Panels b = in_place ? Panels{g.b, g.ldb, kWidth} : pack_panels<L>(g, kWidth);
   if constexpr (kATransposed) {
     for (int begin = 0; begin < g.k || begin == 0; begin += kTransposedSteps) {
