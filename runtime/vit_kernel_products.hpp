@@ -119,6 +119,14 @@ template <class L, int kRows, int kVectors, bool kATransposed, bool kBiasGradien
     const int rest = cols - kLanes * v;
     lanes[v] = rest < 0 ? 0 : rest > kLanes ? kLanes : rest;
   }
+  if (args.epilogue == Epilogue::times && steps.last) {
+    // The factor comes from memory (a stash): fetched while the tile computes.
+    for (int r = 0; r < kRows; ++r) {
+      for (int v = 0; v < kVectors; ++v) {
+        __builtin_prefetch(args.factor + (i0 + r) * args.ld_factor + j0 + kLanes * v);
+      }
+    }
+  }
   V acc[std::size_t{kRows}][std::size_t{kVectors}];
   for (int r = 0; r < kRows; ++r) {
     for (int v = 0; v < kVectors; ++v) {
