@@ -85,8 +85,9 @@ struct Steps {
   bool resume, last;
 };
 inline constexpr int kTransposedSteps = 128;
-// How far ahead such a tile fetches its next rows of a (a line each, far apart).
-inline constexpr int kPrefetchRows = 16;
+// How far ahead such a tile fetches its next rows of a and b (a line each,
+// far apart).
+inline constexpr int kPrefetchRows = 64;
 
 // The starting value of c's row i at columns j .. j + n (lanes past n: 0):
 // c itself when resuming.
@@ -119,11 +120,17 @@ template <class L, int kRows, int kVectors, bool kATransposed, bool kBiasGradien
     const int rest = cols - kLanes * v;
     lanes[v] = rest < 0 ? 0 : rest > kLanes ? kLanes : rest;
   }
-  if (args.epilogue == Epilogue::times && steps.last) {
-    // The factor comes from memory (a stash): fetched while the tile computes.
-    for (int r = 0; r < kRows; ++r) {
-      for (int v = 0; v < kVectors; ++v) {
-        __builtin_prefetch(args.factor + (i0 + r) * args.ld_factor + j0 + kLanes * v);
+  // What the tile writes (a stash, far away in memory) and the factor it
+  // reads are fetched while it computes: written lines first cost a read.
+  for (int r = 0; r < kRows; ++r) {
+    for (int v = 0; v < kVectors; ++v) {
+      const int at = j0 + kLanes * v;
+      if (g.beta == 0.0f && !steps.resume) __builtin_prefetch(g.c + (i0 + r) * g.ldc + at, 1);
+      if (!steps.last) continue;
+      if (args.epilogue == Epilogue::times) {
+        __builtin_prefetch(args.factor + (i0 + r) * args.ld_factor + at);
+      } else if (args.epilogue == Epilogue::gelu) {
+        __builtin_prefetch(args.activated + (i0 + r) * args.ld_activated + at, 1);
       }
     }
   }
@@ -139,7 +146,10 @@ template <class L, int kRows, int kVectors, bool kATransposed, bool kBiasGradien
   for (int p = steps.begin; p < steps.end; ++p) {
     const float* b_row = b.row(j0, kWidth, p);
     const float* a_row = a_tile + p * g.lda;  // a transposed
-    if constexpr (kATransposed) __builtin_prefetch(a_row + kPrefetchRows * g.lda);
+    if constexpr (kATransposed) {
+      __builtin_prefetch(a_row + kPrefetchRows * g.lda);
+      __builtin_prefetch(b.row(j0, kWidth, p + kPrefetchRows));
+    }
     V row[std::size_t{kVectors}];
     for (int v = 0; v < kVectors; ++v) row[v] = L::load(b_row + kLanes * v);
     for (int r = 0; r < kRows; ++r) {

@@ -28,7 +28,9 @@ struct Lanes {
   static V zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
   static V set(float x) { return {_mm256_set1_ps(x), _mm256_set1_ps(x)}; }
   static V load(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+  // Whole vectors without a mask (see vit_kernels_avx512.cpp).
   static V load(const float* p, int n, float fill) {
+    if (n >= 16) return load(p);
     const __m256i low = first(n, 0);
     const __m256i high = first(n, 1);
     const __m256 f = _mm256_set1_ps(fill);
@@ -40,6 +42,10 @@ struct Lanes {
     _mm256_storeu_ps(p + 8, v.high);
   }
   static void store(float* p, V v, int n) {
+    if (n >= 16) {
+      store(p, v);
+      return;
+    }
     _mm256_maskstore_ps(p, first(n, 0), v.low);
     _mm256_maskstore_ps(p + 8, first(n, 1), v.high);
   }

@@ -23,11 +23,20 @@ struct Lanes {
   static V zero() { return _mm512_setzero_ps(); }
   static V set(float x) { return _mm512_set1_ps(x); }
   static V load(const float* p) { return _mm512_loadu_ps(p); }
+  // Whole vectors without a mask: masked stores combine worse, and GCC
+  // treats a masked load as reading any memory.
   static V load(const float* p, int n, float fill) {
+    if (n >= 16) return _mm512_loadu_ps(p);
     return _mm512_mask_loadu_ps(_mm512_set1_ps(fill), first(n), p);
   }
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
-  static void store(float* p, V v, int n) { _mm512_mask_storeu_ps(p, first(n), v); }
+  static void store(float* p, V v, int n) {
+    if (n >= 16) {
+      _mm512_storeu_ps(p, v);
+    } else {
+      _mm512_mask_storeu_ps(p, first(n), v);
+    }
+  }
   static V add(V a, V b) { return _mm512_add_ps(a, b); }
   static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
