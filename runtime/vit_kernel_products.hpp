@@ -1,22 +1,23 @@
 // The ViT kernels' products and attention (vit_kernels.hpp), written once
 // over the 16-lane type L of vit_kernel_math.hpp.
 //
-// A product c = a' * b' is cut into column blocks of kTileVectors x 16
-// columns and, in each, tiles of kTileRows rows (then 4, 2, 1 for the
-// rest); when c has at most 16 columns, into one block one vector wide and
-// tiles of kNarrowRows rows. A tile keeps its
-// rows x columns of c in registers: it starts from what the epilogue adds
-// (c itself, an addend, a bias), then for each p in order of the shared
-// dimension broadcasts a(i, p) for each of its rows and adds it times row p
-// of b's block with one fused multiply-add. So every element of c is the
-// same chain of operations, whatever the tiling, the vector width or where
-// the buffers lie. b's block is read in place when b is not transposed and
-// the block is whole; otherwise it is packed first, transposed and padded
-// with zeros, into a panel of the thread's scratch. The epilogue stores the
-// tile, then applies the GELU (with its derivative) or a factor to it while
-// it is in the first-level cache. Attention loops over samples and heads with these
-// products on the heads' columns of qkv and with softmax_rows in between,
-// so a head costs no call into a library.
+// A product c = a' * b' is cut into tiles that keep rows x columns of c in
+// registers: kTileRows x (16 kTileVectors), or kNarrowRows x 16 where c has
+// at most 16 columns or a is transposed (a weight gradient), then 4, 2 and
+// 1 rows for the rest. A tile starts from what the epilogue adds (c itself,
+// an addend, a bias), then for each p in order of the shared dimension
+// broadcasts a(i, p) for each of its rows and adds it times row p of b's
+// panel with one fused multiply-add. So every element of c is the same
+// chain of operations, whatever the tiling, the vector width or where the
+// buffers lie. b is packed into contiguous panels in the thread's scratch
+// (transposed back if it is), but for attention's heads, read in place.
+// c goes in blocks of 64 rows, each block panel by panel; a weight
+// gradient goes in ranges of p, tile by tile, with its rows of a and b
+// fetched ahead. The epilogue stores the tile, then applies the GELU (with
+// its slope) or a factor to it while it is in the first-level cache.
+// Attention loops over samples and heads with these products on the
+// heads' columns of qkv and with softmax_rows in between, so a head costs
+// no call into a library.
 #pragma once
 
 #include "vit_kernel_math.hpp"
