@@ -536,7 +536,7 @@ void print_header(const RunState& run) {
       std::string(runtime::name(config.model.loss)).c_str(), config.optimizer.kind.c_str(),
       static_cast<double>(config.optimizer.lr), config.data.c_str(), run.data->train.samples,
       run.data->test.samples);
-  std::printf("pipevm run: GEMMs on %s; %s\n", runtime::gemm_backend().c_str(),
+  std::printf("pipevm run: GEMMs on %s; %s\n", runtime::products_backend(config.model).c_str(),
               describe_split(run.split, run.layer_costs, !run.flags.resume.empty()).c_str());
   for (const std::string& line : run.placement.lines) std::printf("%s\n", line.c_str());
   for (const std::string& warning : run.placement.warnings) {

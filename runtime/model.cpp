@@ -11,6 +11,7 @@
 #include "layers.hpp"
 #include "random.hpp"
 #include "tensor.hpp"
+#include "vit_kernels.hpp"
 
 namespace pipevm::runtime {
 namespace {
@@ -71,6 +72,11 @@ std::string describe(const ModelConfig& config) {
          std::to_string(v.tokens()) + " tokens), width " + std::to_string(v.width) + ", " +
          std::to_string(v.blocks) + " blocks, " + std::to_string(v.heads) + " heads, hidden " +
          std::to_string(v.hidden) + ", " + std::to_string(v.classes) + " classes";
+}
+
+std::string products_backend(const ModelConfig& config) {
+  if (config.kind == ModelKind::mlp) return gemm_backend();
+  return std::string("pipevm's ") + vit_kernels().name + " kernels";
 }
 
 std::size_t parameter_count(const ModelConfig& config, LayerRange layers) {

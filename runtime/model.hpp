@@ -77,6 +77,10 @@ void use_vit(ModelConfig& config, const VitShape& shape);
 // "784-128-10" for the MLP; "ViT 28x28 in 7x7 patches (16 tokens), width 64,
 // 4 blocks, 4 heads, hidden 256, 10 classes".
 std::string describe(const ModelConfig& config);
+// What runs the model's products, for the run header: the MLP's OpenBLAS
+// (gemm_backend()), or "pipevm's avx512 kernels" for the ViT (the set
+// vit_kernels() chose).
+std::string products_backend(const ModelConfig& config);
 // Floats of the layers in `layers` of the configured model; the offset of
 // layer i in the whole model's flat array is parameter_count(config, {0, i}).
 std::size_t parameter_count(const ModelConfig& config, LayerRange layers);

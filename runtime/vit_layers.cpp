@@ -1,39 +1,55 @@
-// The ViT's layers (see vit_layers.hpp). GEMMs, the per-head ones too, go to
-// OpenBLAS through gemm.hpp; softmax, normalisation and reductions are
-// scalar loops in a fixed order, so that the bits of a result never depend
-// on where the heap put a buffer (layers.cpp says how vectorised Eigen
-// reductions made them depend on it).
+// The ViT's layers (see vit_layers.hpp): Eigen views in, the ViT's kernels
+// (vit_kernels.hpp) underneath. Each kernel gives the same bits wherever the
+// heap put a buffer; the few loops left here (patches, positions, pooling)
+// are element by element in a fixed order for the same reason (layers.cpp
+// says how vectorised Eigen reductions made bits depend on addresses).
 #include "vit_layers.hpp"
 
 #include <cassert>
-#include <cmath>
-#include <vector>
-
-#include "gemm.hpp"
-#include "layers.hpp"
 
 namespace pipevm::runtime {
 
 namespace {
 
-int blas_int(Eigen::Index value) {
+int to_int(Eigen::Index value) {
   return static_cast<int>(value);
 }
 
-// Calls visit(image row index, pixel index, patch row index, column in
-// the patch) for every pixel of every image.
-template <typename Visit>
-void for_each_patch_pixel(int images, int side, int patch, Visit visit) {
+// Calls copy(image, first pixel in the image, patch row index, first column
+// in the patch) for every run of `patch` pixels that one image row has in one
+// patch.
+template <typename Copy>
+void for_each_patch_run(int images, int side, int patch, Copy copy) {
   const int per_side = side / patch;
   const int tokens = per_side * per_side;
   for (int image = 0; image < images; ++image) {
     for (int y = 0; y < side; ++y) {
-      for (int x = 0; x < side; ++x) {
-        const int token = (y / patch) * per_side + x / patch;
-        visit(image, y * side + x, image * tokens + token, (y % patch) * patch + x % patch);
-      }
+      const int token_row = image * tokens + (y / patch) * per_side;
+      const int column = (y % patch) * patch;
+      for (int px = 0; px < per_side; ++px)
+        copy(image, y * side + px * patch, token_row + px, column);
     }
   }
+}
+
+// out = left * right (right transposed: right^T), all row-major and whole.
+RowMajorGemm product(MatrixMap out, ConstMatrixMap left, ConstMatrixMap right,
+                     bool right_transposed) {
+  const Eigen::Index shared = right_transposed ? right.cols() : right.rows();
+  assert(out.rows() == left.rows() && left.cols() == shared &&
+         out.cols() == (right_transposed ? right.rows() : right.cols()));
+  return {
+      false,       right_transposed,    to_int(out.rows()), to_int(out.cols()),   to_int(shared),
+      left.data(), to_int(left.cols()), right.data(),       to_int(right.cols()), 0.0f,
+      out.data(),  to_int(out.cols())};
+}
+
+RowMajorGemm times_transposed(MatrixMap out, ConstMatrixMap in, ConstMatrixMap weight) {
+  return product(out, in, weight, true);
+}
+
+RowMajorGemm times(MatrixMap out, ConstMatrixMap left, ConstMatrixMap right) {
+  return product(out, left, right, false);
 }
 
 }  // namespace
@@ -42,221 +58,143 @@ void patches_from_images(MatrixMap patches, ConstMatrixMap images, int side, int
   assert(side % patch == 0 && images.cols() == side * side);
   assert(patches.cols() == patch * patch &&
          patches.rows() == images.rows() * (side / patch) * (side / patch));
-  for_each_patch_pixel(blas_int(images.rows()), side, patch,
-                       [&](int image, int pixel, int row, int column) {
-                         patches(row, column) = images(image, pixel);
-                       });
+  for_each_patch_run(to_int(images.rows()), side, patch,
+                     [&](int image, int pixel, int row, int column) {
+                       for (int i = 0; i < patch; ++i) {
+                         patches(row, column + i) = images(image, pixel + i);
+                       }
+                     });
 }
 
 void images_from_patches(MatrixMap d_images, ConstMatrixMap d_patches, int side, int patch) {
   assert(d_images.cols() == side * side && d_patches.cols() == patch * patch);
-  for_each_patch_pixel(blas_int(d_images.rows()), side, patch,
-                       [&](int image, int pixel, int row, int column) {
-                         d_images(image, pixel) = d_patches(row, column);
-                       });
+  for_each_patch_run(to_int(d_images.rows()), side, patch,
+                     [&](int image, int pixel, int row, int column) {
+                       for (int i = 0; i < patch; ++i) {
+                         d_images(image, pixel + i) = d_patches(row, column + i);
+                       }
+                     });
 }
 
 void patch_embedding_forward(MatrixMap tokens, ConstMatrixMap patches, ConstMatrixMap weight,
                              ConstRowVectorMap bias, ConstMatrixMap positions) {
   assert(tokens.rows() % positions.rows() == 0 && tokens.cols() == positions.cols());
-  linear_forward(tokens, patches, weight, bias);
-  for (Eigen::Index row = 0; row < tokens.rows(); ++row) {
-    tokens.row(row) += positions.row(row % positions.rows());
-  }
+  ProductArgs args{times_transposed(tokens, patches, weight)};
+  args.bias = bias.data();
+  args.addend = positions.data();
+  args.ld_addend = to_int(positions.cols());
+  args.addend_period = to_int(positions.rows());
+  vit_kernels().product(args);
 }
 
 void patch_embedding_backward_weight(MatrixMap d_weight, RowVectorMap d_bias, MatrixMap d_positions,
                                      ConstMatrixMap d_tokens, ConstMatrixMap patches) {
   assert(d_tokens.rows() % d_positions.rows() == 0 && d_tokens.cols() == d_positions.cols());
-  linear_backward_weight(d_weight, d_bias, d_tokens, patches);
+  vit_linear_backward_weight(d_weight, d_bias, d_tokens, patches);
   for (Eigen::Index row = 0; row < d_tokens.rows(); ++row) {
     d_positions.row(row % d_positions.rows()) += d_tokens.row(row);
   }
 }
 
-void linear_forward_add(MatrixMap out, ConstMatrixMap in, ConstMatrixMap weight,
+void vit_linear_forward(MatrixMap out, ConstMatrixMap in, ConstMatrixMap weight,
                         ConstRowVectorMap bias) {
-  assert(out.rows() == in.rows() && out.cols() == weight.rows() && in.cols() == weight.cols());
-  out.rowwise() += bias;
-  run_gemm({false, true, blas_int(out.rows()), blas_int(out.cols()), blas_int(in.cols()), in.data(),
-            blas_int(in.cols()), weight.data(), blas_int(weight.cols()), 1.0f, out.data(),
-            blas_int(out.cols())});
+  ProductArgs args{times_transposed(out, in, weight)};
+  args.bias = bias.data();
+  vit_kernels().product(args);
+}
+
+void vit_linear_forward_residual(MatrixMap out, ConstMatrixMap in, ConstMatrixMap weight,
+                                 ConstRowVectorMap bias, ConstMatrixMap residual) {
+  assert(residual.rows() == out.rows() && residual.cols() == out.cols());
+  ProductArgs args{times_transposed(out, in, weight)};
+  args.bias = bias.data();
+  if (residual.data() == out.data()) {
+    args.product.beta = 1.0f;
+  } else {
+    args.addend = residual.data();
+    args.ld_addend = to_int(residual.cols());
+  }
+  vit_kernels().product(args);
+}
+
+void vit_linear_gelu_forward(MatrixMap slope, MatrixMap out, ConstMatrixMap in,
+                             ConstMatrixMap weight, ConstRowVectorMap bias) {
+  assert(out.rows() == slope.rows() && out.cols() == slope.cols());
+  ProductArgs args{times_transposed(slope, in, weight)};
+  args.bias = bias.data();
+  args.epilogue = Epilogue::gelu;
+  args.activated = out.data();
+  args.ld_activated = to_int(out.cols());
+  vit_kernels().product(args);
+}
+
+void vit_linear_backward_input(MatrixMap d_in, ConstMatrixMap d_out, ConstMatrixMap weight) {
+  vit_kernels().product(ProductArgs{times(d_in, d_out, weight)});
+}
+
+void vit_linear_gelu_backward_input(MatrixMap d_pre, ConstMatrixMap d_out, ConstMatrixMap weight,
+                                    ConstMatrixMap slope) {
+  assert(slope.rows() == d_pre.rows() && slope.cols() == d_pre.cols());
+  ProductArgs args{times(d_pre, d_out, weight)};
+  args.epilogue = Epilogue::times;
+  args.factor = slope.data();
+  args.ld_factor = to_int(slope.cols());
+  vit_kernels().product(args);
+}
+
+void vit_linear_backward_weight(MatrixMap d_weight, RowVectorMap d_bias, ConstMatrixMap d_out,
+                                ConstMatrixMap in) {
+  assert(d_weight.rows() == d_out.cols() && d_weight.cols() == in.cols() &&
+         d_out.rows() == in.rows() && d_bias.size() == d_weight.rows());
+  ProductArgs args{{true, false, to_int(d_weight.rows()), to_int(d_weight.cols()),
+                    to_int(in.rows()), d_out.data(), to_int(d_out.cols()), in.data(),
+                    to_int(in.cols()), 1.0f, d_weight.data(), to_int(d_weight.cols())}};
+  args.bias_gradient = d_bias.data();
+  vit_kernels().product(args);
 }
 
 void layernorm_forward(MatrixMap out, MatrixMap normalized, std::span<float> inverse_std,
                        ConstMatrixMap in, ConstRowVectorMap gamma, ConstRowVectorMap beta) {
   assert(static_cast<Eigen::Index>(inverse_std.size()) >= in.rows());
-  const Eigen::Index width = in.cols();
-  for (Eigen::Index r = 0; r < in.rows(); ++r) {
-    double sum = 0.0;
-    for (Eigen::Index c = 0; c < width; ++c) sum += static_cast<double>(in(r, c));
-    const double mean = sum / static_cast<double>(width);
-    double squares = 0.0;
-    for (Eigen::Index c = 0; c < width; ++c) {
-      const double centred = static_cast<double>(in(r, c)) - mean;
-      squares += centred * centred;
-    }
-    const double variance = squares / static_cast<double>(width);
-    const auto scale =
-        static_cast<float>(1.0 / std::sqrt(variance + static_cast<double>(kLayerNormEpsilon)));
-    inverse_std[static_cast<std::size_t>(r)] = scale;
-    for (Eigen::Index c = 0; c < width; ++c) {
-      const float x_hat = static_cast<float>(static_cast<double>(in(r, c)) - mean) * scale;
-      normalized(r, c) = x_hat;
-      out(r, c) = x_hat * gamma(c) + beta(c);
-    }
-  }
+  assert(out.rows() == in.rows() && normalized.rows() == in.rows() && gamma.size() == in.cols());
+  vit_kernels().layernorm_forward({to_int(in.rows()), to_int(in.cols()), in.data(), out.data(),
+                                   normalized.data(), inverse_std.data(), gamma.data(),
+                                   beta.data()});
 }
 
-void layernorm_backward_input(MatrixMap d_in, ConstMatrixMap d_out, ConstMatrixMap normalized,
-                              std::span<const float> inverse_std, ConstRowVectorMap gamma) {
-  const Eigen::Index width = d_out.cols();
-  for (Eigen::Index r = 0; r < d_out.rows(); ++r) {
-    // With g = d_out * gamma: d_in = inverse_std * (g - mean(g) - x_hat * mean(g * x_hat)).
-    double sum = 0.0;
-    double sum_times_x_hat = 0.0;
-    for (Eigen::Index c = 0; c < width; ++c) {
-      const double g = static_cast<double>(d_out(r, c)) * static_cast<double>(gamma(c));
-      sum += g;
-      sum_times_x_hat += g * static_cast<double>(normalized(r, c));
-    }
-    const auto mean = static_cast<float>(sum / static_cast<double>(width));
-    const auto mean_times_x_hat = static_cast<float>(sum_times_x_hat / static_cast<double>(width));
-    const float scale = inverse_std[static_cast<std::size_t>(r)];
-    for (Eigen::Index c = 0; c < width; ++c) {
-      d_in(r, c) += scale * (d_out(r, c) * gamma(c) - mean - normalized(r, c) * mean_times_x_hat);
-    }
-  }
+void layernorm_backward(MatrixMap d_in, RowVectorMap d_gamma, RowVectorMap d_beta,
+                        ConstMatrixMap d_out, ConstMatrixMap normalized,
+                        std::span<const float> inverse_std, ConstRowVectorMap gamma,
+                        std::span<const float> residual) {
+  assert(d_in.rows() == d_out.rows() && d_in.cols() == d_out.cols() && d_in.data() != d_out.data());
+  assert(residual.empty() || residual.size() >= static_cast<std::size_t>(d_in.size()));
+  vit_kernels().layernorm_backward({to_int(d_out.rows()), to_int(d_out.cols()), d_out.data(),
+                                    normalized.data(), inverse_std.data(), gamma.data(),
+                                    residual.empty() ? nullptr : residual.data(), d_in.data(),
+                                    d_gamma.data(), d_beta.data()});
 }
-
-void layernorm_backward_weight(RowVectorMap d_gamma, RowVectorMap d_beta, ConstMatrixMap d_out,
-                               ConstMatrixMap normalized) {
-  for (Eigen::Index r = 0; r < d_out.rows(); ++r) {
-    for (Eigen::Index c = 0; c < d_out.cols(); ++c) {
-      d_gamma(c) += d_out(r, c) * normalized(r, c);
-      d_beta(c) += d_out(r, c);
-    }
-  }
-}
-
-namespace {
-
-// Where one sample's one head lives in the token matrices.
-struct HeadView {
-  int tokens, head_width, width;
-  Eigen::Index first_row;  // the sample's first token
-  int head;
-  const float* query(const float* qkv) const { return at(qkv, 3 * width, head * head_width); }
-  const float* key(const float* qkv) const { return at(qkv, 3 * width, width + head * head_width); }
-  const float* value(const float* qkv) const {
-    return at(qkv, 3 * width, 2 * width + head * head_width);
-  }
-  template <typename Float>
-  Float* at(Float* matrix, int row_stride, int column) const {
-    return matrix + first_row * row_stride + column;
-  }
-};
-
-}  // namespace
 
 void attention_forward(MatrixMap context, std::span<float> probabilities, ConstMatrixMap qkv,
                        int tokens, int heads) {
-  const int width = blas_int(context.cols());
+  const int width = to_int(context.cols());
+  const int samples = to_int(qkv.rows()) / tokens;
   assert(width % heads == 0 && qkv.cols() == 3 * width && context.rows() == qkv.rows());
-  const int head_width = width / heads;
-  const int samples = blas_int(qkv.rows()) / tokens;
-  const std::size_t square = static_cast<std::size_t>(tokens) * static_cast<std::size_t>(tokens);
-  assert(probabilities.size() >= static_cast<std::size_t>(samples * heads) * square);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_width));
-  for (int sample = 0; sample < samples; ++sample) {
-    for (int head = 0; head < heads; ++head) {
-      const HeadView view{tokens, head_width, width, Eigen::Index{sample} * tokens, head};
-      float* p = probabilities.data() + static_cast<std::size_t>(sample * heads + head) * square;
-      run_gemm({false, true, tokens, tokens, head_width, view.query(qkv.data()), 3 * width,
-                view.key(qkv.data()), 3 * width, 0.0f, p, tokens});
-      for (int i = 0; i < tokens; ++i) {
-        float* row = p + static_cast<std::ptrdiff_t>(i) * tokens;
-        float maximum = row[0] * scale;
-        for (int j = 0; j < tokens; ++j) {
-          row[j] *= scale;
-          maximum = std::max(maximum, row[j]);
-        }
-        float sum = 0.0f;
-        for (int j = 0; j < tokens; ++j) {
-          row[j] = std::exp(row[j] - maximum);
-          sum += row[j];
-        }
-        for (int j = 0; j < tokens; ++j) row[j] /= sum;
-      }
-      run_gemm({false, false, tokens, head_width, tokens, p, tokens, view.value(qkv.data()),
-                3 * width, 0.0f, view.at(context.data(), width, head * head_width), width});
-    }
-  }
+  assert(probabilities.size() >=
+         static_cast<std::size_t>(samples) * heads * tokens * static_cast<std::size_t>(tokens));
+  AttentionArgs args{samples, tokens, heads, width, qkv.data(), probabilities.data()};
+  args.context = context.data();
+  vit_kernels().attention_forward(args);
 }
 
 void attention_backward(MatrixMap d_qkv, ConstMatrixMap d_context, ConstMatrixMap qkv,
                         std::span<const float> probabilities, int tokens, int heads) {
-  const int width = blas_int(d_context.cols());
+  const int width = to_int(d_context.cols());
   assert(d_qkv.cols() == 3 * width && d_qkv.rows() == qkv.rows());
-  const int head_width = width / heads;
-  const int samples = blas_int(qkv.rows()) / tokens;
-  const std::size_t square = static_cast<std::size_t>(tokens) * static_cast<std::size_t>(tokens);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_width));
-  std::vector<float> d_scores(square);
-  for (int sample = 0; sample < samples; ++sample) {
-    for (int head = 0; head < heads; ++head) {
-      const HeadView view{tokens, head_width, width, Eigen::Index{sample} * tokens, head};
-      const float* p =
-          probabilities.data() + static_cast<std::size_t>(sample * heads + head) * square;
-      const float* d_ctx = view.at(d_context.data(), width, head * head_width);
-      float* d_q = view.at(d_qkv.data(), 3 * width, head * head_width);
-      float* d_k = view.at(d_qkv.data(), 3 * width, width + head * head_width);
-      float* d_v = view.at(d_qkv.data(), 3 * width, 2 * width + head * head_width);
-      // d_v = p^T d_ctx; d_p = d_ctx v^T.
-      run_gemm(
-          {true, false, tokens, head_width, tokens, p, tokens, d_ctx, width, 0.0f, d_v, 3 * width});
-      run_gemm({false, true, tokens, tokens, head_width, d_ctx, width, view.value(qkv.data()),
-                3 * width, 0.0f, d_scores.data(), tokens});
-      // Through the softmax, row by row, and the scale: d_s = scale * p * (d_p - <d_p, p>).
-      for (int i = 0; i < tokens; ++i) {
-        float* d_row = d_scores.data() + static_cast<std::ptrdiff_t>(i) * tokens;
-        const float* p_row = p + static_cast<std::ptrdiff_t>(i) * tokens;
-        float inner = 0.0f;
-        for (int j = 0; j < tokens; ++j) inner += d_row[j] * p_row[j];
-        for (int j = 0; j < tokens; ++j) d_row[j] = scale * p_row[j] * (d_row[j] - inner);
-      }
-      // d_q = d_s k; d_k = d_s^T q.
-      run_gemm({false, false, tokens, head_width, tokens, d_scores.data(), tokens,
-                view.key(qkv.data()), 3 * width, 0.0f, d_q, 3 * width});
-      run_gemm({true, false, tokens, head_width, tokens, d_scores.data(), tokens,
-                view.query(qkv.data()), 3 * width, 0.0f, d_k, 3 * width});
-    }
-  }
-}
-
-namespace {
-constexpr float kInverseSqrt2 = 0.70710678118654752f;
-constexpr float kInverseSqrt2Pi = 0.39894228040143268f;
-}  // namespace
-
-void gelu_forward(MatrixMap out, ConstMatrixMap in) {
-  for (Eigen::Index r = 0; r < in.rows(); ++r) {
-    for (Eigen::Index c = 0; c < in.cols(); ++c) {
-      const float x = in(r, c);
-      out(r, c) = 0.5f * x * (1.0f + std::erf(x * kInverseSqrt2));
-    }
-  }
-}
-
-void gelu_backward(MatrixMap d_in, ConstMatrixMap d_out, ConstMatrixMap in, ConstMatrixMap out) {
-  for (Eigen::Index r = 0; r < in.rows(); ++r) {
-    for (Eigen::Index c = 0; c < in.cols(); ++c) {
-      const float x = in(r, c);
-      const float cdf = x != 0.0f ? out(r, c) / x : 0.5f;
-      const float density = kInverseSqrt2Pi * std::exp(-0.5f * x * x);
-      d_in(r, c) = d_out(r, c) * (cdf + x * density);
-    }
-  }
+  AttentionArgs args{to_int(qkv.rows()) / tokens, tokens, heads, width, qkv.data()};
+  args.saved_probabilities = probabilities.data();
+  args.d_context = d_context.data();
+  args.d_qkv = d_qkv.data();
+  vit_kernels().attention_backward(args);
 }
 
 void mean_over_tokens_forward(MatrixMap out, ConstMatrixMap in, int tokens) {

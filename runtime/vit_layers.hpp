@@ -4,14 +4,18 @@
 // three parts: forward, backward_input (the gradient the layer below needs)
 // and backward_weight (weight gradients, accumulated with +=, as
 // micro-batches sum into them). Layers without weights (attention's scores
-// and softmax, GELU, pooling) do all their backward in one function. The
-// linear layer itself is layers.hpp's. Leaves out dropout, masks and any
-// model composition (vit_model.hpp).
+// and softmax, pooling) do all their backward in one function. Every
+// product and every row sweep runs on the ViT's kernels (vit_kernels.hpp),
+// with what can ride along fused in: a linear layer's bias, the residual it
+// adds to, the GELU after it and the GELU's derivative on the way back, a
+// LayerNorm's scale and shift gradients and the residual's gradient.
+// Leaves out dropout, masks and any model composition (vit_model.hpp).
 #pragma once
 
 #include <span>
 
 #include "tensor.hpp"
+#include "vit_kernels.hpp"
 
 namespace pipevm::runtime {
 
@@ -31,25 +35,42 @@ void patch_embedding_forward(MatrixMap tokens, ConstMatrixMap patches, ConstMatr
 void patch_embedding_backward_weight(MatrixMap d_weight, RowVectorMap d_bias, MatrixMap d_positions,
                                      ConstMatrixMap d_tokens, ConstMatrixMap patches);
 
-// --- residual linear -------------------------------------------------------
-// out += in * weight^T + bias: a linear layer whose output adds into a
-// residual stream that `out` already holds (its backward is layers.hpp's).
-void linear_forward_add(MatrixMap out, ConstMatrixMap in, ConstMatrixMap weight,
+// --- linear layers (weight [out, in], as PyTorch's) -------------------------
+// out = in * weight^T + bias.
+void vit_linear_forward(MatrixMap out, ConstMatrixMap in, ConstMatrixMap weight,
                         ConstRowVectorMap bias);
+// out = residual + in * weight^T + bias: a linear layer whose output adds
+// into the residual stream (residual may be out itself).
+void vit_linear_forward_residual(MatrixMap out, ConstMatrixMap in, ConstMatrixMap weight,
+                                 ConstRowVectorMap bias, ConstMatrixMap residual);
+// out = GELU(pre) (exact, erf form, as PyTorch's nn.GELU()) and slope =
+// GELU'(pre), pre = in * weight^T + bias, in one pass over the product:
+// the slope is all the GELU's backward needs.
+void vit_linear_gelu_forward(MatrixMap slope, MatrixMap out, ConstMatrixMap in,
+                             ConstMatrixMap weight, ConstRowVectorMap bias);
+// d_in = d_out * weight.
+void vit_linear_backward_input(MatrixMap d_in, ConstMatrixMap d_out, ConstMatrixMap weight);
+// d_pre = (d_out * weight) * slope, element by element: back through a
+// linear layer and the GELU before it, whose slope the forward left.
+void vit_linear_gelu_backward_input(MatrixMap d_pre, ConstMatrixMap d_out, ConstMatrixMap weight,
+                                    ConstMatrixMap slope);
+// d_weight += d_out^T * in; d_bias += column sums of d_out, in row order.
+void vit_linear_backward_weight(MatrixMap d_weight, RowVectorMap d_bias, ConstMatrixMap d_out,
+                                ConstMatrixMap in);
 
-// --- layer normalisation (over each row, eps 1e-5 as PyTorch's) --------------
-inline constexpr float kLayerNormEpsilon = 1e-5f;
+// --- layer normalisation (over each row, eps kLayerNormEpsilon as PyTorch's)
 // normalized = (in - mean) * inverse_std, out = normalized * gamma + beta;
-// inverse_std holds one value per row. out may be in (each element is read
-// before it is written).
+// inverse_std holds one value per row. out may be in.
 void layernorm_forward(MatrixMap out, MatrixMap normalized, std::span<float> inverse_std,
                        ConstMatrixMap in, ConstRowVectorMap gamma, ConstRowVectorMap beta);
-// d_in += the gradient through the normalisation (d_in must not alias d_out).
-void layernorm_backward_input(MatrixMap d_in, ConstMatrixMap d_out, ConstMatrixMap normalized,
-                              std::span<const float> inverse_std, ConstRowVectorMap gamma);
-// d_gamma += column sums of d_out * normalized; d_beta += column sums of d_out.
-void layernorm_backward_weight(RowVectorMap d_gamma, RowVectorMap d_beta, ConstMatrixMap d_out,
-                               ConstMatrixMap normalized);
+// d_in = residual (when not empty: the gradient the residual path brings,
+// rows x width; it may be d_in's own memory) + the gradient through the
+// normalisation; d_gamma and d_beta = the column sums of d_out * normalized
+// and of d_out (written, not added). d_in must not alias d_out.
+void layernorm_backward(MatrixMap d_in, RowVectorMap d_gamma, RowVectorMap d_beta,
+                        ConstMatrixMap d_out, ConstMatrixMap normalized,
+                        std::span<const float> inverse_std, ConstRowVectorMap gamma,
+                        std::span<const float> residual);
 
 // --- multi-head self-attention (scores, softmax, weighted values) -----------
 // qkv is (rows * tokens) x (3 * width): queries, keys, values side by side,
@@ -62,13 +83,6 @@ void attention_forward(MatrixMap context, std::span<float> probabilities, ConstM
 // d_qkv = the gradient of q, k and v from d_context (written, not added).
 void attention_backward(MatrixMap d_qkv, ConstMatrixMap d_context, ConstMatrixMap qkv,
                         std::span<const float> probabilities, int tokens, int heads);
-
-// --- GELU, exact (erf), as PyTorch's nn.GELU() default -----------------------
-void gelu_forward(MatrixMap out, ConstMatrixMap in);
-// d_in = d_out * GELU'(in), from the forward's input and output: GELU(x) =
-// x Phi(x) gives Phi(x) as out / x, which spares a second erf per element
-// (the dearest part of the GELU). d_in may be d_out (in place).
-void gelu_backward(MatrixMap d_in, ConstMatrixMap d_out, ConstMatrixMap in, ConstMatrixMap out);
 
 // --- mean over each sample's tokens ----------------------------------------
 // out (rows x width) = the mean of each sample's `tokens` rows of in.

@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 
-#include "layers.hpp"
 #include "random.hpp"
 #include "tensor.hpp"
 #include "vit_layers.hpp"
@@ -24,7 +26,9 @@ bool is_last_unit(const VitShape& shape, int unit) {
   return unit == shape.blocks - 1;
 }
 
-// Offsets of a unit's tensors in its flat parameters (unset: not in the unit).
+// Offsets of a unit's tensors in its flat parameters (unset: not in the
+// unit), and, when `named`, the tensors with their names and shapes. A
+// pass asks for the offsets only, which allocates nothing.
 struct UnitParameters {
   std::size_t patch_weight = 0, patch_bias = 0, positions = 0;
   std::size_t ln1_gamma = 0, ln1_beta = 0, qkv_weight = 0, qkv_bias = 0;
@@ -33,46 +37,55 @@ struct UnitParameters {
   std::size_t norm_gamma = 0, norm_beta = 0, head_weight = 0, head_bias = 0;
   std::vector<VitTensor> tensors;
   std::size_t count = 0;
+  bool named = false;
+  int block = 0;
 
-  std::size_t add(std::string name, std::vector<std::int64_t> dims) {
+  // A tensor of the unit's block ("blocks.N." + name) or of the model.
+  std::size_t add(std::string_view name, std::initializer_list<std::int64_t> dims,
+                  bool in_block = true) {
     std::size_t size = 1;
     for (const std::int64_t d : dims) size *= static_cast<std::size_t>(d);
-    tensors.push_back(VitTensor{std::move(name), std::move(dims), count, size});
+    const std::size_t offset = count;
+    if (named) {
+      std::string full = in_block ? "blocks." + std::to_string(block) + "." : std::string();
+      tensors.push_back(VitTensor{full.append(name), dims, offset, size});
+    }
     count += size;
-    return tensors.back().offset;
+    return offset;
   }
 };
 
-UnitParameters unit_parameters(const VitShape& s, int unit) {
+UnitParameters unit_parameters(const VitShape& s, int unit, bool named = false) {
   check_vit_shape(s);
   if (unit < 0 || unit >= s.blocks) {
     throw std::out_of_range("the ViT has no unit " + std::to_string(unit));
   }
   const std::int64_t d = s.width, h = s.hidden;
   UnitParameters p;
+  p.named = named;
+  p.block = unit;
   if (unit == 0) {
-    p.patch_weight = p.add("embed.patch.weight", {d, s.patch_pixels()});
-    p.patch_bias = p.add("embed.patch.bias", {d});
-    p.positions = p.add("embed.positions", {s.tokens(), d});
+    p.patch_weight = p.add("embed.patch.weight", {d, s.patch_pixels()}, false);
+    p.patch_bias = p.add("embed.patch.bias", {d}, false);
+    p.positions = p.add("embed.positions", {s.tokens(), d}, false);
   }
-  const std::string block = "blocks." + std::to_string(unit) + ".";
-  p.ln1_gamma = p.add(block + "ln1.weight", {d});
-  p.ln1_beta = p.add(block + "ln1.bias", {d});
-  p.qkv_weight = p.add(block + "qkv.weight", {3 * d, d});
-  p.qkv_bias = p.add(block + "qkv.bias", {3 * d});
-  p.proj_weight = p.add(block + "proj.weight", {d, d});
-  p.proj_bias = p.add(block + "proj.bias", {d});
-  p.ln2_gamma = p.add(block + "ln2.weight", {d});
-  p.ln2_beta = p.add(block + "ln2.bias", {d});
-  p.fc1_weight = p.add(block + "fc1.weight", {h, d});
-  p.fc1_bias = p.add(block + "fc1.bias", {h});
-  p.fc2_weight = p.add(block + "fc2.weight", {d, h});
-  p.fc2_bias = p.add(block + "fc2.bias", {d});
+  p.ln1_gamma = p.add("ln1.weight", {d});
+  p.ln1_beta = p.add("ln1.bias", {d});
+  p.qkv_weight = p.add("qkv.weight", {3 * d, d});
+  p.qkv_bias = p.add("qkv.bias", {3 * d});
+  p.proj_weight = p.add("proj.weight", {d, d});
+  p.proj_bias = p.add("proj.bias", {d});
+  p.ln2_gamma = p.add("ln2.weight", {d});
+  p.ln2_beta = p.add("ln2.bias", {d});
+  p.fc1_weight = p.add("fc1.weight", {h, d});
+  p.fc1_bias = p.add("fc1.bias", {h});
+  p.fc2_weight = p.add("fc2.weight", {d, h});
+  p.fc2_bias = p.add("fc2.bias", {d});
   if (is_last_unit(s, unit)) {
-    p.norm_gamma = p.add("norm.weight", {d});
-    p.norm_beta = p.add("norm.bias", {d});
-    p.head_weight = p.add("head.weight", {s.classes, d});
-    p.head_bias = p.add("head.bias", {s.classes});
+    p.norm_gamma = p.add("norm.weight", {d}, false);
+    p.norm_beta = p.add("norm.bias", {d}, false);
+    p.head_weight = p.add("head.weight", {s.classes, d}, false);
+    p.head_bias = p.add("head.bias", {s.classes}, false);
   }
   return p;
 }
@@ -83,7 +96,7 @@ struct UnitStash {
   // forward -> backward-input; on the last unit, `block_out` holds the
   // block's output and then, normalised in place, the final LayerNorm's.
   std::size_t inverse_std1 = 0, normalized1 = 0, qkv = 0, probabilities = 0, inverse_std2 = 0,
-              normalized2 = 0, fc1_out = 0, block_out = 0, inverse_std_norm = 0,
+              normalized2 = 0, gelu_slope = 0, block_out = 0, inverse_std_norm = 0,
               normalized_norm = 0;
   // forward -> backward-weight: the linear layers' inputs
   std::size_t patches = 0, ln1_out = 0, context = 0, ln2_out = 0, gelu_out = 0, pooled = 0;
@@ -111,7 +124,7 @@ UnitStash unit_stash(const VitShape& s, int unit) {
   u.probabilities = add(in, to_size(s.heads) * t * t);
   u.inverse_std2 = add(in, t);
   u.normalized2 = add(in, t * d);
-  u.fc1_out = add(in, t * h);
+  u.gelu_slope = add(in, t * h);
   if (last) {
     u.block_out = add(in, t * d);
     u.inverse_std_norm = add(in, t);
@@ -203,15 +216,17 @@ void check_layernorm_stash(const UnitStash& u, std::span<const float> stash,
   }
 }
 
-// A LayerNorm's scale and shift gradients of the micro-batch into their
-// place (`offset`) in the per-micro-batch stash: written, summed from zero.
-void layernorm_gradients_of_micro_batch(std::span<float> stash, std::size_t offset, int width,
-                                        ConstMatrixMap d_out, ConstMatrixMap normalized) {
-  RowVectorMap scale = as_row_vector(stash.subspan(offset, to_size(width)));
-  RowVectorMap shift = as_row_vector(stash.subspan(offset + to_size(width), to_size(width)));
-  scale.setZero();
-  shift.setZero();
-  layernorm_backward_weight(scale, shift, d_out, normalized);
+// A LayerNorm's backward: d_in = residual (when not empty) + the gradient
+// through it; its scale and shift gradients of the micro-batch into their
+// place (`offset`) in the per-micro-batch stash.
+void layernorm_backward_into(MatrixMap d_in, std::span<float> stash, std::size_t offset,
+                             ConstMatrixMap d_out, ConstMatrixMap normalized,
+                             std::span<const float> inverse_std, ConstRowVectorMap gamma,
+                             std::span<const float> residual) {
+  const std::size_t width = static_cast<std::size_t>(d_out.cols());
+  layernorm_backward(d_in, as_row_vector(stash.subspan(offset, width)),
+                     as_row_vector(stash.subspan(offset + width, width)), d_out, normalized,
+                     inverse_std, gamma, residual);
 }
 
 // Adds a LayerNorm's stashed gradients into its scale's (at `gamma`) and
@@ -253,7 +268,7 @@ std::vector<int> vit_layer_widths(const VitShape& s) {
 }
 
 std::vector<VitTensor> vit_unit_tensors(const VitShape& s, int unit) {
-  return unit_parameters(s, unit).tensors;
+  return unit_parameters(s, unit, true).tensors;
 }
 
 std::size_t vit_unit_parameter_count(const VitShape& s, int unit) {
@@ -262,7 +277,7 @@ std::size_t vit_unit_parameter_count(const VitShape& s, int unit) {
 
 void initialize_vit_unit(std::span<float> parameters, const VitShape& s, std::uint64_t seed,
                          int unit) {
-  const UnitParameters p = unit_parameters(s, unit);
+  const UnitParameters p = unit_parameters(s, unit, true);
   check_parameters(s, unit, parameters.size(), "initialize_vit_unit");
   SplitMix64 random(seed, static_cast<std::uint64_t>(unit));
   for (const VitTensor& tensor : p.tensors) {
@@ -315,23 +330,24 @@ void vit_unit_forward(const VitShape& s, int unit, std::span<const float> parame
                     floats_of(in_stash, rows, u.inverse_std1, to_size(t)), x,
                     w.vector(p.ln1_gamma, d), w.vector(p.ln1_beta, d));
   const MatrixMap qkv = region(in_stash, rows, u.qkv, t, 3 * d);
-  linear_forward(qkv, as_const(ln1_out), w.matrix(p.qkv_weight, 3 * d, d),
-                 w.vector(p.qkv_bias, 3 * d));
+  vit_linear_forward(qkv, as_const(ln1_out), w.matrix(p.qkv_weight, 3 * d, d),
+                     w.vector(p.qkv_bias, 3 * d));
   const MatrixMap context = region(w_stash, rows, u.context, t, d);
   attention_forward(context, floats_of(in_stash, rows, u.probabilities, to_size(s.heads * t * t)),
                     as_const(qkv), t, s.heads);
-  if (unit != 0) y = x;
-  linear_forward_add(y, as_const(context), w.matrix(p.proj_weight, d, d), w.vector(p.proj_bias, d));
+  // The residual stream: y = x + the projection (on unit 0, y is x).
+  vit_linear_forward_residual(y, as_const(context), w.matrix(p.proj_weight, d, d),
+                              w.vector(p.proj_bias, d), x);
 
   const MatrixMap ln2_out = region(w_stash, rows, u.ln2_out, t, d);
   layernorm_forward(ln2_out, region(in_stash, rows, u.normalized2, t, d),
                     floats_of(in_stash, rows, u.inverse_std2, to_size(t)), as_const(y),
                     w.vector(p.ln2_gamma, d), w.vector(p.ln2_beta, d));
-  const MatrixMap fc1_out = region(in_stash, rows, u.fc1_out, t, h);
-  linear_forward(fc1_out, as_const(ln2_out), w.matrix(p.fc1_weight, h, d), w.vector(p.fc1_bias, h));
   const MatrixMap gelu_out = region(w_stash, rows, u.gelu_out, t, h);
-  gelu_forward(gelu_out, as_const(fc1_out));
-  linear_forward_add(y, as_const(gelu_out), w.matrix(p.fc2_weight, d, h), w.vector(p.fc2_bias, d));
+  vit_linear_gelu_forward(region(in_stash, rows, u.gelu_slope, t, h), gelu_out, as_const(ln2_out),
+                          w.matrix(p.fc1_weight, h, d), w.vector(p.fc1_bias, h));
+  vit_linear_forward_residual(y, as_const(gelu_out), w.matrix(p.fc2_weight, d, h),
+                              w.vector(p.fc2_bias, d), as_const(y));
 
   if (is_last_unit(s, unit)) {
     // Normalised in place: the backward reads only the normalised values.
@@ -340,8 +356,8 @@ void vit_unit_forward(const VitShape& s, int unit, std::span<const float> parame
                       w.vector(p.norm_gamma, d), w.vector(p.norm_beta, d));
     const MatrixMap pooled = region(w_stash, rows, u.pooled, 1, d);
     mean_over_tokens_forward(pooled, as_const(y), t);
-    linear_forward(as_matrix(b.output, rows, s.classes), as_const(pooled),
-                   w.matrix(p.head_weight, s.classes, d), w.vector(p.head_bias, s.classes));
+    vit_linear_forward(as_matrix(b.output, rows, s.classes), as_const(pooled),
+                       w.matrix(p.head_weight, s.classes, d), w.vector(p.head_bias, s.classes));
   }
 }
 
@@ -363,71 +379,67 @@ void vit_unit_backward_input(const VitShape& s, int unit, std::span<const float>
     // block output's gradient (made after it), the gradient at the final
     // LayerNorm's output the normalised output (read by nothing any more).
     const MatrixMap d_pooled = region(g_stash, rows, u.d_block_out, 1, d);
-    linear_backward_input(d_pooled, as_matrix(output_gradient, rows, s.classes),
-                          w.matrix(p.head_weight, s.classes, d));
+    vit_linear_backward_input(d_pooled, as_matrix(output_gradient, rows, s.classes),
+                              w.matrix(p.head_weight, s.classes, d));
     const MatrixMap d_norm_out = region(in_stash, rows, u.block_out, t, d);
     mean_over_tokens_backward(d_norm_out, as_const(d_pooled), t);
-    const ConstMatrixMap normalized_norm =
-        as_const(region(in_stash, rows, u.normalized_norm, t, d));
-    layernorm_gradients_of_micro_batch(ln_stash, u.d_norm, d, as_const(d_norm_out),
-                                       normalized_norm);
-    MatrixMap d_block_out = region(g_stash, rows, u.d_block_out, t, d);
-    d_block_out.setZero();
-    layernorm_backward_input(d_block_out, as_const(d_norm_out), normalized_norm,
-                             floats_of(in_stash, rows, u.inverse_std_norm, to_size(t)),
-                             w.vector(p.norm_gamma, d));
+    const MatrixMap d_block_out = region(g_stash, rows, u.d_block_out, t, d);
+    layernorm_backward_into(d_block_out, ln_stash, u.d_norm, as_const(d_norm_out),
+                            as_const(region(in_stash, rows, u.normalized_norm, t, d)),
+                            floats_of(in_stash, rows, u.inverse_std_norm, to_size(t)),
+                            w.vector(p.norm_gamma, d), {});
     d_y_data = d_block_out.data();
   }
   const ConstMatrixMap d_y(d_y_data, n, d);
+  const std::span<const float> d_y_floats(d_y_data, to_size(n) * to_size(d));
 
-  // MLP half: fc2, GELU (in place), fc1, LayerNorm 2, plus the residual.
-  // The gradient at LayerNorm 2's output borrows fc1's output, read for the
-  // last time by the GELU (check_vit_shape: hidden >= width).
+  // MLP half: fc2 and the GELU, fc1, LayerNorm 2 plus the residual. The
+  // gradient at LayerNorm 2's output borrows the GELU's slope, read for the
+  // last time just before (check_vit_shape: hidden >= width).
   const MatrixMap d_fc1_out = region(g_stash, rows, u.d_fc1_out, t, h);
-  linear_backward_input(d_fc1_out, d_y, w.matrix(p.fc2_weight, d, h));
-  gelu_backward(d_fc1_out, as_const(d_fc1_out), as_const(region(in_stash, rows, u.fc1_out, t, h)),
-                as_const(region(b.forward_for_weight, rows, u.gelu_out, t, h)));
-  const MatrixMap d_ln2_out = region(in_stash, rows, u.fc1_out, t, d);
-  linear_backward_input(d_ln2_out, as_const(d_fc1_out), w.matrix(p.fc1_weight, h, d));
-  const ConstMatrixMap normalized2 = as_const(region(in_stash, rows, u.normalized2, t, d));
-  layernorm_gradients_of_micro_batch(ln_stash, u.d_ln2, d, as_const(d_ln2_out), normalized2);
-  MatrixMap d_residual = region(g_stash, rows, u.d_residual, t, d);
-  d_residual = d_y;
-  layernorm_backward_input(d_residual, as_const(d_ln2_out), normalized2,
-                           floats_of(in_stash, rows, u.inverse_std2, to_size(t)),
-                           w.vector(p.ln2_gamma, d));
+  vit_linear_gelu_backward_input(d_fc1_out, d_y, w.matrix(p.fc2_weight, d, h),
+                                 as_const(region(in_stash, rows, u.gelu_slope, t, h)));
+  const MatrixMap d_ln2_out = region(in_stash, rows, u.gelu_slope, t, d);
+  vit_linear_backward_input(d_ln2_out, as_const(d_fc1_out), w.matrix(p.fc1_weight, h, d));
+  const MatrixMap d_residual = region(g_stash, rows, u.d_residual, t, d);
+  layernorm_backward_into(d_residual, ln_stash, u.d_ln2, as_const(d_ln2_out),
+                          as_const(region(in_stash, rows, u.normalized2, t, d)),
+                          floats_of(in_stash, rows, u.inverse_std2, to_size(t)),
+                          w.vector(p.ln2_gamma, d), d_y_floats);
 
-  // Attention half: the projection's input gradient borrows fc1's output in
-  // turn, the gradient at LayerNorm 1's output borrows q k v once attention
+  // Attention half: the projection's input gradient borrows the slope's
+  // place in turn, the gradient at LayerNorm 1's output borrows q k v once attention
   // has read them; then LayerNorm 1 plus the residual.
-  const MatrixMap d_context = region(in_stash, rows, u.fc1_out, t, d);
-  linear_backward_input(d_context, as_const(d_residual), w.matrix(p.proj_weight, d, d));
+  const MatrixMap d_context = region(in_stash, rows, u.gelu_slope, t, d);
+  vit_linear_backward_input(d_context, as_const(d_residual), w.matrix(p.proj_weight, d, d));
   const MatrixMap d_qkv = region(g_stash, rows, u.d_qkv, t, 3 * d);
   attention_backward(d_qkv, as_const(d_context), as_const(region(in_stash, rows, u.qkv, t, 3 * d)),
                      floats_of(in_stash, rows, u.probabilities, to_size(s.heads * t * t)), t,
                      s.heads);
   const MatrixMap d_ln1_out = region(in_stash, rows, u.qkv, t, d);
-  linear_backward_input(d_ln1_out, as_const(d_qkv), w.matrix(p.qkv_weight, 3 * d, d));
-  const ConstMatrixMap normalized1 = as_const(region(in_stash, rows, u.normalized1, t, d));
-  layernorm_gradients_of_micro_batch(ln_stash, u.d_ln1, d, as_const(d_ln1_out), normalized1);
+  vit_linear_backward_input(d_ln1_out, as_const(d_qkv), w.matrix(p.qkv_weight, 3 * d, d));
   const bool first = unit == 0;
   if (!first && input_gradient.empty()) {
     throw std::invalid_argument("vit_unit_backward_input: no room for the input gradient");
   }
-  MatrixMap d_x = first ? region(g_stash, rows, u.d_tokens, t, d) : as_matrix(input_gradient, n, d);
-  d_x = as_const(d_residual);
-  layernorm_backward_input(d_x, as_const(d_ln1_out), normalized1,
-                           floats_of(in_stash, rows, u.inverse_std1, to_size(t)),
-                           w.vector(p.ln1_gamma, d));
+  const MatrixMap d_x =
+      first ? region(g_stash, rows, u.d_tokens, t, d) : as_matrix(input_gradient, n, d);
+  layernorm_backward_into(d_x, ln_stash, u.d_ln1, as_const(d_ln1_out),
+                          as_const(region(in_stash, rows, u.normalized1, t, d)),
+                          floats_of(in_stash, rows, u.inverse_std1, to_size(t)),
+                          w.vector(p.ln1_gamma, d),
+                          std::span<const float>(d_residual.data(), to_size(n) * to_size(d)));
 
   if (first && !input_gradient.empty()) {
-    // The pixels' gradient, which only a hold asks for (nothing trains the input).
-    std::vector<float> d_patches(to_size(n) * to_size(s.patch_pixels()));
-    const MatrixMap d_patch_matrix = as_matrix(std::span(d_patches), n, s.patch_pixels());
-    linear_backward_input(d_patch_matrix, as_const(d_x),
-                          w.matrix(p.patch_weight, d, s.patch_pixels()));
+    // The pixels' gradient, which only a hold asks for (nothing trains the
+    // input), through the callers' slot of the kernels' scratch.
+    const std::size_t floats = to_size(n) * to_size(s.patch_pixels());
+    const MatrixMap d_patches =
+        as_matrix(std::span(kernel_scratch(3, floats), floats), n, s.patch_pixels());
+    vit_linear_backward_input(d_patches, as_const(d_x),
+                              w.matrix(p.patch_weight, d, s.patch_pixels()));
     images_from_patches(as_matrix(input_gradient, rows, s.image_side * s.image_side),
-                        as_const(d_patch_matrix), s.image_side, s.patch);
+                        as_const(d_patches), s.image_side, s.patch);
   }
 }
 
@@ -443,25 +455,25 @@ void vit_unit_backward_weight(const VitShape& s, int unit, std::span<float> grad
 
   const float* d_y_data = output_gradient.data();
   if (is_last_unit(s, unit)) {
-    linear_backward_weight(g.matrix(p.head_weight, s.classes, d), g.vector(p.head_bias, s.classes),
-                           as_matrix(output_gradient, rows, s.classes),
-                           region(w_stash, rows, u.pooled, 1, d));
+    vit_linear_backward_weight(
+        g.matrix(p.head_weight, s.classes, d), g.vector(p.head_bias, s.classes),
+        as_matrix(output_gradient, rows, s.classes), region(w_stash, rows, u.pooled, 1, d));
     add_layernorm_gradients(g, p.norm_gamma, p.norm_beta, ln_stash, u.d_norm, d);
     d_y_data = region(g_stash, rows, u.d_block_out, t, d).data();
   }
   const ConstMatrixMap d_y(d_y_data, n, d);
-  linear_backward_weight(g.matrix(p.fc2_weight, d, h), g.vector(p.fc2_bias, d), d_y,
-                         region(w_stash, rows, u.gelu_out, t, h));
-  linear_backward_weight(g.matrix(p.fc1_weight, h, d), g.vector(p.fc1_bias, h),
-                         region(g_stash, rows, u.d_fc1_out, t, h),
-                         region(w_stash, rows, u.ln2_out, t, d));
+  vit_linear_backward_weight(g.matrix(p.fc2_weight, d, h), g.vector(p.fc2_bias, d), d_y,
+                             region(w_stash, rows, u.gelu_out, t, h));
+  vit_linear_backward_weight(g.matrix(p.fc1_weight, h, d), g.vector(p.fc1_bias, h),
+                             region(g_stash, rows, u.d_fc1_out, t, h),
+                             region(w_stash, rows, u.ln2_out, t, d));
   add_layernorm_gradients(g, p.ln2_gamma, p.ln2_beta, ln_stash, u.d_ln2, d);
-  linear_backward_weight(g.matrix(p.proj_weight, d, d), g.vector(p.proj_bias, d),
-                         region(g_stash, rows, u.d_residual, t, d),
-                         region(w_stash, rows, u.context, t, d));
-  linear_backward_weight(g.matrix(p.qkv_weight, 3 * d, d), g.vector(p.qkv_bias, 3 * d),
-                         region(g_stash, rows, u.d_qkv, t, 3 * d),
-                         region(w_stash, rows, u.ln1_out, t, d));
+  vit_linear_backward_weight(g.matrix(p.proj_weight, d, d), g.vector(p.proj_bias, d),
+                             region(g_stash, rows, u.d_residual, t, d),
+                             region(w_stash, rows, u.context, t, d));
+  vit_linear_backward_weight(g.matrix(p.qkv_weight, 3 * d, d), g.vector(p.qkv_bias, 3 * d),
+                             region(g_stash, rows, u.d_qkv, t, 3 * d),
+                             region(w_stash, rows, u.ln1_out, t, d));
   add_layernorm_gradients(g, p.ln1_gamma, p.ln1_beta, ln_stash, u.d_ln1, d);
   if (unit == 0) {
     patch_embedding_backward_weight(g.matrix(p.patch_weight, d, s.patch_pixels()),

@@ -1,6 +1,6 @@
 // No heap allocation in the steady state: once reserved, a training step
-// (batches, forward, loss, both backward halves, optimizer) allocates
-// nothing. This executable replaces malloc and its relatives with counting
+// (batches, forward, loss, both backward halves, optimizer) of the MLP or
+// of the ViT allocates nothing. This executable replaces malloc and its relatives with counting
 // wrappers around glibc's own, so Eigen's internal buffers count too.
 #include <gtest/gtest.h>
 
@@ -12,6 +12,7 @@
 #include "data.hpp"
 #include "model.hpp"
 #include "optimizer.hpp"
+#include "sequential.hpp"
 #include "tensor.hpp"
 
 // Sanitizers interpose malloc themselves; counting on top of them would
@@ -131,6 +132,23 @@ TEST(allocation, free_training_step_on_two_pieces) {
   step(0);
   EXPECT_EQ(allocations.load() - before, 0);
   EXPECT_EQ(layers_done, 4 * kMicroBatches * 7);
+}
+
+TEST(allocation, free_vit_training_step) {
+  if (!PIPEVM_COUNTS_ALLOCATIONS) GTEST_SKIP() << "a sanitizer owns malloc";
+  ModelConfig config;
+  use_vit(config, VitShape{});
+  constexpr int kRows = 4;
+  constexpr int kMicroBatches = 2;
+  const DataSplit data = synthetic(64, 0, 784, 10, 1);
+  Batcher batcher(data.train, 1, kRows * kMicroBatches, 1, kMicroBatches);
+  SequentialTrainer trainer(config, OptimizerConfig{}, kRows * kMicroBatches, kMicroBatches);
+  batcher.start_epoch(0);
+  trainer.train_batch(batcher, 0);
+  const long before = allocations.load();
+  trainer.train_batch(batcher, 1);
+  trainer.train_batch(batcher, 2);
+  EXPECT_EQ(allocations.load() - before, 0);
 }
 
 }  // namespace

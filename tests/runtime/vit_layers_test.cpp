@@ -1,6 +1,8 @@
 // The ViT's layer functions (runtime/vit_layers.hpp): every backward against
 // central finite differences of sum(output * probe) on small shapes, weight
-// gradients also for accumulating (+=), and the patch layout by hand.
+// gradients also for accumulating (+=), what the fused passes add (bias,
+// residual, the GELU and its slope, LayerNorm's gradients), and the patch
+// layout by hand.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -74,26 +76,80 @@ TEST(vit, patch_embedding_weight_gradients_match_finite_differences_and_accumula
   expect_gradient(d_positions, positions, objective);
 }
 
-TEST(vit, linear_forward_add_adds_to_the_residual) {
-  constexpr int kRows = 3, kIn = 4, kOut = 2;
+// out[r][o] = start[r][o] + bias[o] + in[r] . weight[o], in double.
+std::vector<double> expected_linear(const std::vector<float>& start, const std::vector<float>& in,
+                                    const std::vector<float>& weight,
+                                    const std::vector<float>& bias, int rows, int inputs,
+                                    int outputs) {
+  std::vector<double> out(static_cast<std::size_t>(rows * outputs));
+  for (int r = 0; r < rows; ++r) {
+    for (int o = 0; o < outputs; ++o) {
+      double sum = static_cast<double>(start[static_cast<std::size_t>(r * outputs + o)]) +
+                   static_cast<double>(bias[static_cast<std::size_t>(o)]);
+      for (int i = 0; i < inputs; ++i) {
+        sum += static_cast<double>(in[static_cast<std::size_t>(r * inputs + i)]) *
+               static_cast<double>(weight[static_cast<std::size_t>(o * inputs + i)]);
+      }
+      out[static_cast<std::size_t>(r * outputs + o)] = sum;
+    }
+  }
+  return out;
+}
+
+TEST(vit, linear_forward_adds_bias_and_residual_in_place_or_apart) {
+  constexpr int kRows = 5, kIn = 19, kOut = 37;
   const std::vector<float> in = random_values(kRows * kIn, 1);
   const std::vector<float> weight = random_values(kOut * kIn, 2);
   const std::vector<float> bias = random_values(kOut, 3);
   const std::vector<float> residual = random_values(kRows * kOut, 4);
-  std::vector<float> out = residual;
-  linear_forward_add(view(out, kRows, kOut), cview(in, kRows, kIn), cview(weight, kOut, kIn),
-                     as_row_vector(std::span<const float>(bias)));
-  for (int r = 0; r < kRows; ++r) {
-    for (int o = 0; o < kOut; ++o) {
-      double expected = static_cast<double>(residual[static_cast<std::size_t>(r * kOut + o)] +
-                                            bias[static_cast<std::size_t>(o)]);
-      for (int i = 0; i < kIn; ++i) {
-        expected += static_cast<double>(in[static_cast<std::size_t>(r * kIn + i)] *
-                                        weight[static_cast<std::size_t>(o * kIn + i)]);
-      }
-      EXPECT_NEAR(out[static_cast<std::size_t>(r * kOut + o)], expected, 1e-5);
-    }
+  const std::vector<double> expected =
+      expected_linear(residual, in, weight, bias, kRows, kIn, kOut);
+  std::vector<float> in_place = residual;
+  vit_linear_forward_residual(view(in_place, kRows, kOut), cview(in, kRows, kIn),
+                              cview(weight, kOut, kIn), as_row_vector(std::span<const float>(bias)),
+                              cview(in_place, kRows, kOut));
+  std::vector<float> apart(kRows * kOut, 7.0f);  // written: the 7s must vanish
+  vit_linear_forward_residual(view(apart, kRows, kOut), cview(in, kRows, kIn),
+                              cview(weight, kOut, kIn), as_row_vector(std::span<const float>(bias)),
+                              cview(residual, kRows, kOut));
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_NEAR(in_place[i], expected[i], 1e-5) << i;
+    EXPECT_EQ(apart[i], in_place[i]) << i;
   }
+  std::vector<float> plain(kRows * kOut, 7.0f);
+  vit_linear_forward(view(plain, kRows, kOut), cview(in, kRows, kIn), cview(weight, kOut, kIn),
+                     as_row_vector(std::span<const float>(bias)));
+  const std::vector<double> without =
+      expected_linear(std::vector<float>(plain.size(), 0.0f), in, weight, bias, kRows, kIn, kOut);
+  for (std::size_t i = 0; i < without.size(); ++i) EXPECT_NEAR(plain[i], without[i], 1e-5) << i;
+}
+
+TEST(vit, linear_backward_matches_finite_differences_and_accumulates_the_bias_gradient) {
+  constexpr int kRows = 7, kIn = 5, kOut = 18;
+  std::vector<float> in = random_values(kRows * kIn, 1);
+  std::vector<float> weight = random_values(kOut * kIn, 2);
+  std::vector<float> bias = random_values(kOut, 3);
+  const std::vector<float> probe = random_values(kRows * kOut, 4);
+  std::vector<float> out(kRows * kOut);
+  const auto objective = [&] {
+    vit_linear_forward(view(out, kRows, kOut), cview(in, kRows, kIn), cview(weight, kOut, kIn),
+                       as_row_vector(std::span<const float>(bias)));
+    return dot(out, probe);
+  };
+  std::vector<float> d_in(in.size(), 9.0f);  // written
+  vit_linear_backward_input(view(d_in, kRows, kIn), cview(probe, kRows, kOut),
+                            cview(weight, kOut, kIn));
+  std::vector<float> d_weight(weight.size(), 0.0f);
+  std::vector<float> d_bias(bias.size(), 0.0f);
+  for (int pass = 0; pass < 2; ++pass) {
+    vit_linear_backward_weight(view(d_weight, kOut, kIn), as_row_vector(std::span(d_bias)),
+                               cview(probe, kRows, kOut), cview(in, kRows, kIn));
+  }
+  for (float& value : d_weight) value /= 2.0f;
+  for (float& value : d_bias) value /= 2.0f;
+  expect_gradient(d_in, in, objective);
+  expect_gradient(d_weight, weight, objective);
+  expect_gradient(d_bias, bias, objective);
 }
 
 struct LayerNormCase {
@@ -129,28 +185,28 @@ TEST(vit, layernorm_normalises_each_row) {
   }
 }
 
-TEST(vit, layernorm_backward_input_matches_finite_differences_and_adds) {
+TEST(vit, layernorm_backward_matches_finite_differences_and_adds_the_residual) {
   LayerNormCase c;
   c.objective();
-  std::vector<float> d_in(c.in.size(), 1.0f);  // added to: the 1s must stay
-  layernorm_backward_input(view(d_in, c.kRows, c.kWidth), cview(c.probe, c.kRows, c.kWidth),
-                           cview(c.normalized, c.kRows, c.kWidth),
-                           std::span<const float>(c.inverse_std),
-                           as_row_vector(std::span<const float>(c.gamma)));
+  const std::vector<float> residual(c.in.size(), 1.0f);  // the 1s must come through
+  std::vector<float> d_in(c.in.size(), 5.0f);            // written
+  std::vector<float> d_gamma(c.gamma.size(), 3.0f);      // written, not added
+  std::vector<float> d_beta(c.beta.size(), 3.0f);
+  layernorm_backward(view(d_in, c.kRows, c.kWidth), as_row_vector(std::span(d_gamma)),
+                     as_row_vector(std::span(d_beta)), cview(c.probe, c.kRows, c.kWidth),
+                     cview(c.normalized, c.kRows, c.kWidth), std::span<const float>(c.inverse_std),
+                     as_row_vector(std::span<const float>(c.gamma)), residual);
   for (float& value : d_in) value -= 1.0f;
   expect_gradient(d_in, c.in, [&] { return c.objective(); });
-}
-
-TEST(vit, layernorm_backward_weight_matches_finite_differences) {
-  LayerNormCase c;
-  c.objective();
-  std::vector<float> d_gamma(c.gamma.size(), 0.0f);
-  std::vector<float> d_beta(c.beta.size(), 0.0f);
-  layernorm_backward_weight(as_row_vector(std::span(d_gamma)), as_row_vector(std::span(d_beta)),
-                            cview(c.probe, c.kRows, c.kWidth),
-                            cview(c.normalized, c.kRows, c.kWidth));
   expect_gradient(d_gamma, c.gamma, [&] { return c.objective(); });
   expect_gradient(d_beta, c.beta, [&] { return c.objective(); });
+  // The residual may be d_in's own memory.
+  std::vector<float> in_place(c.in.size(), 1.0f);
+  layernorm_backward(view(in_place, c.kRows, c.kWidth), as_row_vector(std::span(d_gamma)),
+                     as_row_vector(std::span(d_beta)), cview(c.probe, c.kRows, c.kWidth),
+                     cview(c.normalized, c.kRows, c.kWidth), std::span<const float>(c.inverse_std),
+                     as_row_vector(std::span<const float>(c.gamma)), in_place);
+  for (std::size_t i = 0; i < d_in.size(); ++i) EXPECT_EQ(in_place[i] - 1.0f, d_in[i]) << i;
 }
 
 TEST(vit, attention_probabilities_sum_to_one_and_backward_matches_finite_differences) {
@@ -179,25 +235,46 @@ TEST(vit, attention_probabilities_sum_to_one_and_backward_matches_finite_differe
   expect_gradient(d_qkv, qkv, objective);
 }
 
-TEST(vit, gelu_is_the_erf_form_and_backward_matches_finite_differences) {
-  constexpr int kRows = 2, kCols = 5;
-  std::vector<float> in = random_values(kRows * kCols, 1, -3.0f, 3.0f);
-  std::vector<float> probe = random_values(kRows * kCols, 2);
-  std::vector<float> out(in.size());
+TEST(vit, gelu_after_a_linear_layer_is_the_erf_form_and_its_slope_its_derivative) {
+  // One input, weight 1, bias 0: the linear layer passes x through.
+  const std::vector<float> x = {-9.0f, -4.0f, -1.5f, -0.3f, 0.0f, 1e-3f, 0.7f, 1.0f, 2.5f, 6.0f};
+  const int rows = static_cast<int>(x.size());
+  const std::vector<float> one = {1.0f};
+  const std::vector<float> zero = {0.0f};
+  std::vector<float> out(x.size()), slope(x.size());
+  vit_linear_gelu_forward(view(slope, rows, 1), view(out, rows, 1), cview(x, rows, 1),
+                          cview(one, 1, 1), as_row_vector(std::span<const float>(zero)));
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double v = x[i];
+    const double phi = 0.5 * (1.0 + std::erf(v / std::sqrt(2.0)));
+    const double density = std::exp(-0.5 * v * v) / std::sqrt(2.0 * 3.14159265358979323846);
+    EXPECT_NEAR(out[i], v * phi, 3e-7 * (1.0 + std::abs(v))) << v;
+    EXPECT_NEAR(slope[i], phi + v * density, 3e-7) << v;
+  }
+  EXPECT_NEAR(out[7], 0.8413447f, 1e-6);  // 1 * Phi(1); the tanh form gives 0.8411920
+  // Backward through a linear layer (2 -> 3) and the GELU before it.
+  constexpr int kRows = 4, kIn = 3, kOut = 2;
+  std::vector<float> pre = random_values(kRows * kIn, 1, -3.0f, 3.0f);
+  const std::vector<float> weight = random_values(kOut * kIn, 2);
+  const std::vector<float> probe = random_values(kRows * kOut, 3);
+  std::vector<float> activated(pre.size()), pre_slope(pre.size()), top(kRows * kOut);
+  const std::vector<float> identity = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+  const std::vector<float> no_bias(kIn, 0.0f);
+  const std::vector<float> no_bias_out(kOut, 0.0f);
   const auto objective = [&] {
-    gelu_forward(view(out, kRows, kCols), cview(in, kRows, kCols));
-    return dot(out, probe);
+    vit_linear_gelu_forward(view(pre_slope, kRows, kIn), view(activated, kRows, kIn),
+                            cview(pre, kRows, kIn), cview(identity, kIn, kIn),
+                            as_row_vector(std::span<const float>(no_bias)));
+    vit_linear_forward(view(top, kRows, kOut), cview(activated, kRows, kIn),
+                       cview(weight, kOut, kIn),
+                       as_row_vector(std::span<const float>(no_bias_out)));
+    return dot(top, probe);
   };
-  std::vector<float> one = {1.0f};
-  std::vector<float> gelu_one = {0.0f};
-  gelu_forward(view(gelu_one, 1, 1), cview(one, 1, 1));
-  EXPECT_NEAR(gelu_one[0], 0.8413447f, 1e-6);  // 1 * Phi(1); the tanh form gives 0.8411920
   objective();
-  const std::vector<float> forward_out = out;
-  std::vector<float> d_in = probe;  // in place
-  gelu_backward(view(d_in, kRows, kCols), cview(d_in, kRows, kCols), cview(in, kRows, kCols),
-                cview(forward_out, kRows, kCols));
-  expect_gradient(d_in, in, objective);
+  std::vector<float> d_pre(pre.size(), 4.0f);  // written
+  vit_linear_gelu_backward_input(view(d_pre, kRows, kIn), cview(probe, kRows, kOut),
+                                 cview(weight, kOut, kIn), cview(pre_slope, kRows, kIn));
+  expect_gradient(d_pre, pre, objective);
 }
 
 TEST(vit, mean_over_tokens_backward_matches_finite_differences) {
