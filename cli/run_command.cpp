@@ -21,7 +21,7 @@
 // train_epochs, write_recordings, finish_model. Outputs (--save, --trace,
 // --profile, the checkpoint directory) are checked before the schedule is
 // compiled or data loaded; checkpoints and resuming are in run_outputs.hpp.
-// Not here: the VM (interpreter/vm.hpp), the epoch loop (vm_training.hpp).
+// Not here: the VM (interpreter/vm.hpp), the epoch loop (train/trainer.hpp).
 #include <unistd.h>
 
 #include <algorithm>
@@ -50,7 +50,7 @@
 #include "shared_cpus.hpp"
 #include "tensor.hpp"
 #include "trace_recorder.hpp"
-#include "vm_training.hpp"
+#include "trainer.hpp"
 
 namespace pipevm::cli {
 

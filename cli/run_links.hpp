@@ -3,7 +3,7 @@
 // run's largest activation, gathered to world rank 0 and fitted per link
 // class (ranks of one host, ranks on different hosts) into the cost keys
 // send and bandwidth (cross-host-send, cross-host-bandwidth).
-// Not here: writing the cost file (interpreter/trace_recorder.hpp).
+// Not here: writing the cost file (train/trace_recorder.hpp).
 #pragma once
 
 #include <string>

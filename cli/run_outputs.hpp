@@ -3,7 +3,7 @@
 // and checks its checkpoint (read_resume), and Checkpoints writes one every
 // epoch or every N steps during training.
 // Not here: the formats of the files (runtime/checkpoint.hpp,
-// runtime/safetensors.hpp), the epoch loop (interpreter/vm_training.hpp).
+// runtime/safetensors.hpp), the epoch loop (train/trainer.hpp).
 #pragma once
 
 #include <optional>
@@ -16,7 +16,7 @@
 #include "model.hpp"
 #include "program.hpp"
 #include "run_config.hpp"
-#include "vm_training.hpp"
+#include "trainer.hpp"
 
 namespace pipevm::cli {
 

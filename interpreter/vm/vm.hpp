@@ -9,7 +9,7 @@
 // a diagnostic kind and the instruction's index (to_diagnostic gives it its
 // source position); an optional observer sees every instruction's start and
 // end time. Once the first step has run, a step allocates nothing.
-// Not here: the epoch loop, evaluation and saving (vm_training.hpp).
+// Not here: the epoch loop, evaluation and saving (train/trainer.hpp).
 #pragma once
 
 #include <cstddef>

@@ -5,10 +5,10 @@
 // medians of all recorded steps, and the message costs measured at
 // start-up when given, for `pipevm simulate --costs`).
 //
-// Header-only because it joins two targets that do not otherwise depend on
-// each other: the simulator's writers (pipevm::simulate) and the VM and its
-// Comm (pipevm::vm); the command line links both. Ranks' clocks are each
-// process's steady clock: comparable on one machine, not across machines.
+// It joins two targets that do not otherwise depend on each other: the
+// simulator's writers (pipevm::simulate) and the VM and its Comm
+// (pipevm::vm); pipevm::train links both. Ranks' clocks are each process's
+// steady clock: comparable on one machine, not across machines.
 #pragma once
 
 #include <algorithm>

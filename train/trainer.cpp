@@ -1,5 +1,5 @@
 // The epoch loop, evaluation on world rank 0 and the replica digest.
-#include "vm_training.hpp"
+#include "trainer.hpp"
 
 #include <algorithm>
 #include <chrono>
