@@ -11,13 +11,11 @@
 //   simulate    simulate_run.hpp    a Program under costs -> figures, timeline, SVG, trace
 //   expand      expand_text.hpp     a Program -> flat schedule text, host crossings
 //   tables      pipeline_order.hpp  PyTorch's pipeline_order -> table; lowering
-//   bytes       model_bytes.hpp     the model whose bytes are counted
 #pragma once
 
 #include "check_findings.hpp"
 #include "check_run.hpp"
 #include "expand_text.hpp"
-#include "model_bytes.hpp"
 #include "pipeline_order.hpp"
 #include "schedule_input.hpp"
 #include "simulate_run.hpp"

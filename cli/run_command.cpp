@@ -8,7 +8,7 @@
 // --timeout seconds (the watchdog, runtime/mpi_comm.hpp) is such a failure.
 //
 // Which MPI process plays which program rank is --layout's choice
-// (runtime/rank_layout.hpp): from here on `rank` is the program rank; rank 0
+// (config/rank_layout.hpp): from here on `rank` is the program rank; rank 0
 // prints where every rank runs when the ranks span hosts.
 //
 // Output on rank 0: a header, one line per epoch (mean training loss, test
@@ -42,7 +42,8 @@
 #include "mpi_comm.hpp"
 #include "options.hpp"
 #include "rank_layout.hpp"
-#include "run_config.hpp"
+#include "run_overrides.hpp"
+#include "topology_file.hpp"
 #include "run_links.hpp"
 #include "run_outputs.hpp"
 #include "safetensors.hpp"
@@ -64,26 +65,8 @@ constexpr int kExitUsage = 2;
 struct RunFlags {
   std::string file;
   std::string config_file;
-  RunConfig flags;  // values of the flags that were given
-  CLI::Option* dp = nullptr;
-  CLI::Option* micro_batches = nullptr;
-  CLI::Option* batch_size = nullptr;
-  CLI::Option* epochs = nullptr;
-  CLI::Option* lr = nullptr;
-  CLI::Option* optimizer = nullptr;
-  CLI::Option* seed = nullptr;
-  CLI::Option* data = nullptr;
-  CLI::Option* chunks = nullptr;
-  CLI::Option* loss = nullptr;
-  CLI::Option* model = nullptr;
-  CLI::Option* save = nullptr;
-  CLI::Option* checkpoint = nullptr;
-  CLI::Option* checkpoint_every = nullptr;
-  CLI::Option* layout = nullptr;
-  CLI::Option* timeout = nullptr;
+  config::RunOverrides overrides;  // the flags that were given
   std::string resume;  // a checkpoint directory to continue from
-  std::string loss_name;
-  std::string model_widths;
   bool no_progress = false;
   std::string wait = "spin";       // how MPI waits: spin or sleep
   std::string split = "measured";  // how the model is cut into pieces: measured or flops
@@ -94,54 +77,8 @@ struct RunFlags {
   std::string topology;            // gossip: a built-in name or FILE.yaml
 };
 
-bool given(const CLI::Option* option) {
-  return option != nullptr && option->count() > 0;
-}
-
-// Precedence: flags, then the configuration file, then the schedule's own
-// `check` line (micro-batches, chunks, dp), then the defaults.
-RunConfig resolve_config(const RunFlags& f) {
-  RunConfig config;
-  if (const std::optional<Config> declared = api::declared_configuration_of(f.file)) {
-    config.micro_batches = declared->micro_batches;
-    config.chunks = declared->chunks;
-    config.dp = declared->dp;
-  }
-  if (!f.config_file.empty()) apply_yaml_file(f.config_file, config);
-  if (given(f.dp)) config.dp = f.flags.dp;
-  if (given(f.micro_batches)) config.micro_batches = f.flags.micro_batches;
-  if (given(f.batch_size)) config.batch_size = f.flags.batch_size;
-  if (given(f.epochs)) config.epochs = f.flags.epochs;
-  if (given(f.lr)) config.optimizer.lr = f.flags.optimizer.lr;
-  if (given(f.optimizer)) config.optimizer.kind = f.flags.optimizer.kind;
-  if (given(f.seed)) config.seed = f.flags.seed;
-  if (given(f.data)) config.data = f.flags.data;
-  if (given(f.chunks)) config.chunks = f.flags.chunks;
-  if (given(f.loss)) config.model.loss = parse_loss(f.loss_name);
-  if (given(f.model)) {
-    if (runtime::model_kind_from_name(f.model_widths)) {
-      set_model_kind(f.model_widths, config.model);
-    } else {
-      set_model_kind("mlp", config.model);
-      config.model.sizes = parse_widths(f.model_widths);
-    }
-  }
-  if (given(f.save)) config.save = f.flags.save;
-  if (given(f.checkpoint)) config.checkpoint = f.flags.checkpoint;
-  if (given(f.checkpoint_every)) config.checkpoint_every = f.flags.checkpoint_every;
-  if (given(f.layout)) config.layout = f.flags.layout;
-  if (given(f.timeout)) config.timeout = f.flags.timeout;
-  if (given(f.checkpoint_every) && config.checkpoint.empty()) {
-    throw ConfigError(
-        "--checkpoint-every needs a directory (--checkpoint DIR, or "
-        "checkpoint.directory in the configuration)");
-  }
-  validate(config);
-  return config;
-}
-
 // The data this rank needs, or the reason it cannot have it.
-runtime::DataSplit load_data(const RunConfig& config, runtime::DataParts parts) {
+runtime::DataSplit load_data(const config::RunConfig& config, runtime::DataParts parts) {
   runtime::DataSplit data;
   if (config.data == "synthetic") {
     data = runtime::synthetic(config.synthetic_train, config.synthetic_test,
@@ -244,9 +181,9 @@ struct Placement {
   std::vector<std::string> warnings;  // rank 0's: hosts of one machine bound to one CPU
 };
 
-Placement place_ranks(runtime::MpiSession& session, runtime::RankLayout layout, int stages) {
+Placement place_ranks(runtime::MpiSession& session, config::RankLayout layout, int stages) {
   const std::vector<std::string> by_mpi_rank = session.host_names();
-  const std::vector<int> program = runtime::program_ranks(by_mpi_rank, layout, stages);
+  const std::vector<int> program = config::program_ranks(by_mpi_rank, layout, stages);
   Placement placement;
   placement.rank = program[static_cast<std::size_t>(session.world_rank())];
   placement.hosts.resize(by_mpi_rank.size());
@@ -259,8 +196,8 @@ Placement place_ranks(runtime::MpiSession& session, runtime::RankLayout layout, 
   const bool one_host =
       std::all_of(by_mpi_rank.begin(), by_mpi_rank.end(),
                   [&](const std::string& host) { return host == by_mpi_rank[0]; });
-  if (!one_host || layout != runtime::RankLayout::mpi) {
-    placement.lines = runtime::describe_placement(placement.hosts, mpi_rank_of, layout, stages);
+  if (!one_host || layout != config::RankLayout::mpi) {
+    placement.lines = config::describe_placement(placement.hosts, mpi_rank_of, layout, stages);
   }
   if (!one_host) {
     std::vector<runtime::RankCpus> cpus;
@@ -286,7 +223,7 @@ struct RunState {
   int& world_rank;  // the MPI rank, then the program rank once placed
   const bool root;  // rank 0 in both numberings
 
-  RunConfig config;
+  config::RunConfig config;
   int stages = 1;
   Placement placement;
   Config shape;
@@ -324,11 +261,12 @@ using Stop = std::optional<int>;
 // The configuration (YAML, then flags) and the stages the world leaves.
 Stop load_config(RunState& run) {
   try {
-    run.config = resolve_config(run.flags);
-  } catch (const ConfigError& error) {
+    run.config = config::resolve_run_config(api::declared_configuration_of(run.flags.file),
+                                            run.flags.config_file, run.flags.overrides);
+  } catch (const config::ConfigError& error) {
     return run.everyone_fails(kExitUsage, error.what());
   }
-  const RunConfig& config = run.config;
+  const config::RunConfig& config = run.config;
   const int world = run.session.world_size();
   if (world % config.dp != 0) {
     return run.everyone_fails(
@@ -351,7 +289,7 @@ Stop load_config(RunState& run) {
 // fail to write.
 Stop place_and_check_outputs(RunState& run) {
   run.session.set_timeout(run.config.timeout);
-  const runtime::RankLayout layout = *runtime::rank_layout_from_name(run.config.layout);
+  const config::RankLayout layout = *config::rank_layout_from_name(run.config.layout);
   run.placement = place_ranks(run.session, layout, run.stages);
   run.world_rank = run.placement.rank;
   const RunOutputs outputs{run.config.save,       run.flags.trace,  run.flags.profile,
@@ -365,7 +303,7 @@ Stop place_and_check_outputs(RunState& run) {
 Stop compile_schedule(RunState& run) {
   Diagnostics& diagnostics = run.diagnostics;
   run.source = read_source(run.flags.file, diagnostics);
-  if (std::string error; !topology_option(run.flags.topology, run.expand_options, error)) {
+  if (std::string error; !config::topology_option(run.flags.topology, run.expand_options, error)) {
     return run.everyone_fails(kExitUsage, error);
   }
   run.expand_options.layer_widths = run.config.model.sizes;
@@ -392,7 +330,7 @@ Stop compile_schedule(RunState& run) {
 // cut, so the trained weights do not depend on it. The schedule is
 // compiled again when its `layer L` operands named another cut.
 Stop cut_model(RunState& run) {
-  const RunConfig& config = run.config;
+  const config::RunConfig& config = run.config;
   const int layers = runtime::layer_count(config.model.sizes);
   if (!run.flags.resume.empty()) {
     std::string resume_error;
@@ -484,7 +422,7 @@ Stop load_rank_data(RunState& run) {
 // The communicator and the trainer, from the checkpoint's state when
 // resuming, and the checkpoints to write.
 Stop resume_or_init(RunState& run) {
-  const RunConfig& config = run.config;
+  const config::RunConfig& config = run.config;
   runtime::tune_eigen_for_one_core();
   TrainingOptions options;
   options.machine.model = config.model;
@@ -527,7 +465,7 @@ Stop resume_or_init(RunState& run) {
 // Rank 0's header: the run, the cut, the hosts, checkpoints and resuming.
 void print_header(const RunState& run) {
   if (!run.root) return;
-  const RunConfig& config = run.config;
+  const config::RunConfig& config = run.config;
   std::printf(
       "pipevm run: %s, %d stage(s) x %d dp, %d micro-batches of %d, model %s (%s), %s lr %g, "
       "data %s (%d train, %d test)\n",
@@ -558,7 +496,7 @@ void print_header(const RunState& run) {
 
 // The epochs, a line each on rank 0; a failure inside brings every rank down.
 void train_epochs(RunState& run, TraceRecorder* recorder) {
-  const RunConfig& config = run.config;
+  const config::RunConfig& config = run.config;
   Trainer& trainer = *run.trainer;
   ProgressBar bar(run.root && !run.flags.no_progress && isatty(1) != 0);
   const auto start = std::chrono::steady_clock::now();
@@ -626,7 +564,7 @@ bool write_recordings(RunState& run, TraceRecorder* recorder) {
 // The trained model: gossip's final average, the replicas compared, the
 // digest and latest checkpoint printed, the weights saved.
 int finish_model(RunState& run, bool recorded) {
-  const RunConfig& config = run.config;
+  const config::RunConfig& config = run.config;
   Trainer& trainer = *run.trainer;
   if (run.program->topology) trainer.finish_gossip();
   const bool replicas_agree = trainer.replicas_agree();
@@ -713,36 +651,28 @@ Command add_run_command(CLI::App& root) {
   command.app = app;
   app->add_option("file", flags->file, "The schedule (.pipe)")->required();
   app->add_option("--config", flags->config_file, "YAML configuration (see examples/)");
-  RunConfig& f = flags->flags;
-  flags->dp = app->add_option("--dp", f.dp, "Data-parallel replicas (default 1)");
-  flags->micro_batches =
-      app->add_option("--micro-batches", f.micro_batches, "Micro-batches per batch (default 4)");
-  flags->batch_size =
-      app->add_option("--batch-size", f.batch_size, "Global batch size (default 128)");
-  flags->epochs = app->add_option("--epochs", f.epochs, "Epochs (default 5)");
-  flags->lr = app->add_option("--lr", f.optimizer.lr, "Learning rate (default 0.001)");
-  flags->optimizer = app->add_option("--optimizer", f.optimizer.kind, "adam or sgd (default adam)");
-  flags->seed = app->add_option("--seed", f.seed, "Shuffling seed (default 0)");
-  flags->data =
-      app->add_option("--data", f.data, "fashion-mnist, synthetic or a directory of IDX files");
-  flags->chunks = app->add_option("--chunks", f.chunks, "Model chunks per rank (default 1)");
-  flags->loss = app->add_option("--loss", flags->loss_name, "cross-entropy or softmax-mse");
-  flags->model =
-      app->add_option("--model", flags->model_widths,
-                      "vit, mlp, or the MLP's layer widths, input first (default "
-                      "784,128,127,126,125,124,123,10; Fashion-MNIST needs 784 in and 10 out)");
-  flags->save = app->add_option("--save", f.save, "Write the trained model (.safetensors)")
-                    ->type_name("FILE");
-  flags->checkpoint =
-      app->add_option("--checkpoint", f.checkpoint,
-                      "Write a checkpoint into DIR after every epoch (created when missing; it "
-                      "keeps the latest complete one); resume it with --resume DIR")
-          ->type_name("DIR");
-  flags->checkpoint_every =
-      app->add_option("--checkpoint-every", f.checkpoint_every,
-                      "Checkpoint every N steps (counted across epochs) instead of after every "
-                      "epoch")
-          ->type_name("N");
+  config::RunOverrides& f = flags->overrides;
+  app->add_option("--dp", f.dp, "Data-parallel replicas (default 1)");
+  app->add_option("--micro-batches", f.micro_batches, "Micro-batches per batch (default 4)");
+  app->add_option("--batch-size", f.batch_size, "Global batch size (default 128)");
+  app->add_option("--epochs", f.epochs, "Epochs (default 5)");
+  app->add_option("--lr", f.lr, "Learning rate (default 0.001)");
+  app->add_option("--optimizer", f.optimizer, "adam or sgd (default adam)");
+  app->add_option("--seed", f.seed, "Shuffling seed (default 0)");
+  app->add_option("--data", f.data, "fashion-mnist, synthetic or a directory of IDX files");
+  app->add_option("--chunks", f.chunks, "Model chunks per rank (default 1)");
+  app->add_option("--loss", f.loss, "cross-entropy or softmax-mse");
+  app->add_option("--model", f.model,
+                  "vit, mlp, or the MLP's layer widths, input first (default "
+                  "784,128,127,126,125,124,123,10; Fashion-MNIST needs 784 in and 10 out)");
+  app->add_option("--save", f.save, "Write the trained model (.safetensors)")->type_name("FILE");
+  app->add_option("--checkpoint", f.checkpoint,
+                  "Write a checkpoint into DIR after every epoch (created when missing; it "
+                  "keeps the latest complete one); resume it with --resume DIR")
+      ->type_name("DIR");
+  app->add_option("--checkpoint-every", f.checkpoint_every,
+                  "Checkpoint every N steps (counted across epochs) instead of after every epoch")
+      ->type_name("N");
   app->add_option("--resume", flags->resume,
                   "Continue from the checkpoint in DIR (made by the same schedule, world, model "
                   "and training configuration; --epochs may differ): the final weights are the "
@@ -768,19 +698,17 @@ Command add_run_command(CLI::App& root) {
                   "rank the peak bytes of its buffers by category, as the runtime counted them "
                   "(the per_rank of simulate --format json; docs/running.md)")
       ->type_name("FILE");
-  flags->layout =
-      app->add_option("--layout", f.layout,
-                      "Which parallel dimension stays inside a host: pp-inner (a replica's "
-                      "stages share a host; the all-reduce crosses hosts), dp-inner (a stage's "
-                      "replicas share a host; pipeline messages cross hosts) or mpi (MPI rank = "
-                      "program rank, as mpirun placed them; default)")
-          ->check(CLI::IsMember({"mpi", "pp-inner", "dp-inner"}));
-  flags->timeout =
-      app->add_option("--timeout", f.timeout,
-                      "The watchdog: a wait for another rank that makes no progress for SECONDS "
-                      "is an error naming the instruction and the peer, and every rank stops "
-                      "(default 300; 0: wait for ever)")
-          ->type_name("SECONDS");
+  app->add_option("--layout", f.layout,
+                  "Which parallel dimension stays inside a host: pp-inner (a replica's "
+                  "stages share a host; the all-reduce crosses hosts), dp-inner (a stage's "
+                  "replicas share a host; pipeline messages cross hosts) or mpi (MPI rank = "
+                  "program rank, as mpirun placed them; default)")
+      ->check(CLI::IsMember({"mpi", "pp-inner", "dp-inner"}));
+  app->add_option("--timeout", f.timeout,
+                  "The watchdog: a wait for another rank that makes no progress for SECONDS "
+                  "is an error naming the instruction and the peer, and every rank stops "
+                  "(default 300; 0: wait for ever)")
+      ->type_name("SECONDS");
   app->add_option("--mpi-wait", flags->wait,
                   "How a rank waits for messages: spin (inside MPI; default, fastest on a "
                   "machine that is otherwise idle) or sleep (test, then nap: leaves the core "

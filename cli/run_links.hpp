@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "comm.hpp"
-#include "costs.hpp"
+#include "cost_fit.hpp"
 #include "model_shape.hpp"
 
 namespace pipevm::cli {

@@ -175,7 +175,7 @@ std::vector<runtime::LayerRange> recorded_split(const std::string& directory, in
   return split;
 }
 
-runtime::RunIdentity run_identity(const RunConfig& config, const Program& program,
+runtime::RunIdentity run_identity(const config::RunConfig& config, const Program& program,
                                   const std::vector<runtime::LayerRange>& split) {
   std::uint64_t digest = runtime::kFnv1aBasis;
   for (int rank = 0; rank < program.ranks(); ++rank) {

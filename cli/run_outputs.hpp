@@ -39,7 +39,7 @@ std::string check_outputs(const RunOutputs& outputs, bool root);
 // What a run is, for the manifest: the schedule (name, digest of every
 // rank's program), the world, the model and the training configuration, but
 // not the epoch count (a resumed run may train longer).
-runtime::RunIdentity run_identity(const RunConfig& config, const Program& program,
+runtime::RunIdentity run_identity(const config::RunConfig& config, const Program& program,
                                   const std::vector<runtime::LayerRange>& split);
 
 // The cut of the model recorded in the checkpoint in `directory`

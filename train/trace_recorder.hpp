@@ -21,7 +21,8 @@
 #include <vector>
 
 #include "comm.hpp"
-#include "costs.hpp"
+#include "cost_files.hpp"
+#include "cost_fit.hpp"
 #include "simulate.hpp"
 #include "trace.hpp"
 #include "vm.hpp"
@@ -66,7 +67,7 @@ class TraceRecorder final : public VmObserver {
       std::ofstream out(profile_path);
       Costs costs = costs_from_measurements(program, all);
       set_link_costs(costs, links_);
-      write_costs_yaml(out, costs,
+      config::write_costs_yaml(out, costs,
                        "measured by pipevm run: medians over " + std::to_string(recorded_steps()) +
                            " step(s) of " + program.name);
       if (!out) {

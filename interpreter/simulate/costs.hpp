@@ -1,15 +1,14 @@
 // The simulator's cost model: how long each instruction takes, and how long a
-// message takes to travel. Costs come from command-line flags
-// (`--cost fwd=1,bwd=2`), from a YAML file of the same keys, or from a real
-// run's measurements (costs_from_measurements, which `pipevm run --profile`
-// writes with write_costs_yaml). What the simulator does with these numbers
-// lives in simulate.hpp; this file only knows durations.
+// message takes to travel, under keys users write (`--cost fwd=1,bwd=2`,
+// cost files). What the simulator does with these numbers lives in
+// simulate.hpp; reading and writing the keys as flags and YAML is
+// config/cost_files.hpp's, fitting them to a real run's measurements
+// cost_fit.hpp's. This file only knows durations.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <iosfwd>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -121,8 +120,15 @@ struct CostKey {
   std::string_view doc;    // one line for docs and --help
   bool per_stage = false;  // may differ by stage (Costs::stages)
 };
-// Every key, in the order they are documented and written.
+// Every key, in the order they are documented and written: `transfer`
+// (the name of a TransferModel) first, then the numbers.
 const std::vector<CostKey>& cost_keys();
+inline constexpr std::string_view kTransferCostKey = "transfer";
+// The numeric key of that name; null for `transfer` and unknown names.
+const CostKey* find_cost_key(std::string_view name);
+// A numeric key's value in `costs`; nullopt for an optional key left unset
+// (bwd, fwd-bwd, ring-send, the eager limits), `transfer` and unknown names.
+std::optional<double> cost_value(const Costs& costs, std::string_view key);
 
 // The textbook default when the user gives no cost: F = 1, B = 2 split as
 // BwdInput = BwdWeight = 1 (the zero-bubble papers' F = B = W), free messages.
@@ -132,73 +138,7 @@ Costs default_costs();
 // `chunks` too); false
 // (with `error` set) for an unknown key or a negative or non-finite value.
 bool set_cost(Costs& costs, std::string_view key, double value, std::string& error);
-// Sets one key from its text: `transfer` from a model's name, every other
-// key from a number (set_cost).
-bool set_cost_text(Costs& costs, std::string_view key, std::string_view text, std::string& error);
-// Applies "fwd=1,bwd=2,send=0.1" on top of `costs`.
-bool parse_cost_flags(std::string_view text, Costs& costs, std::string& error);
-// Applies a YAML mapping of the same keys (e.g. `fwd: 1`, `transfer: eager`) read from `path`;
-// `stages:`, a list of mappings of per-stage keys (stage 0 first), replaces
-// `stages`, each entry starting from the file's other keys; an entry's
-// `chunks:`, a list of mappings of the same keys (chunk 0 first), gives
-// its `chunks`, each starting from the stage's values. An error names the
-// position: "path:line:col: message" (parse_costs_yaml: "line:col: message").
-bool read_costs_yaml(const std::string& path, Costs& costs, std::string& error);
-bool parse_costs_yaml(std::string_view yaml_text, Costs& costs, std::string& error);
-// Writes every key that is set (a YAML mapping, with a comment header), and
-// `stages:` when there are entries, with each entry's `chunks:`.
-void write_costs_yaml(std::ostream& out, const Costs& costs, std::string_view comment = {});
 // "fwd=1 bwd=2 ..." with the non-zero keys only, for headers of reports.
 std::string describe(const Costs& costs);
-
-// One message size timed between two ranks (run --profile's start-up
-// ping-pong, runtime/link_probe.hpp): bytes and one-way microseconds.
-struct MessageTiming {
-  double bytes = 0;
-  double microseconds = 0;
-};
-// Latency (microseconds) and bandwidth (bytes per microsecond) of one link
-// class, as the cost keys send and bandwidth (or cross-host-send and
-// cross-host-bandwidth) take them.
-struct LinkFit {
-  double latency = 0;
-  double bandwidth = 0;  // 0: no measurable time per byte (the keys' "infinite")
-};
-// The least-squares line time = latency + bytes / bandwidth through the
-// timings: its slope gives the bandwidth, its intercept the latency (never
-// below 0). Timings of one size only, or a slope <= 0 (noise larger than
-// the bytes' time), give bandwidth 0 and the median time as latency.
-LinkFit fit_link(const std::vector<MessageTiming>& timings);
-
-// The fits of both link classes, each where a pair of its class was timed.
-struct MeasuredLinks {
-  std::optional<LinkFit> same_host;
-  std::optional<LinkFit> across_hosts;
-};
-// send and bandwidth from `same_host`, cross-host-send and
-// cross-host-bandwidth from `across_hosts`; an unset class changes nothing.
-void set_link_costs(Costs& costs, const MeasuredLinks& links);
-
-// One instruction a rank really executed: the VM's observer reports these.
-struct MeasuredInstruction {
-  int rank = 0;
-  std::size_t index = 0;  // position in the rank's stream (Program::rank(rank))
-  std::int64_t start_ns = 0;
-  std::int64_t end_ns = 0;
-};
-
-// The median duration of each cost kind of compute, data and optimizer
-// instruction and of AllReduce in a real run, in microseconds (a
-// BwdAllReduce counts for neither: its reduction overlaps its compute; a
-// collective counts once per occurrence, its shortest over a stage's
-// replicas: the others' durations are mostly waiting for that one);
-// with more than one stage, also per stage (`stages`); with more than one
-// chunk per rank, also per chunk of each stage (`chunks` of every stage's
-// entry, a chunk's kinds that never ran keeping the stage's medians; an
-// overlapped pair counts for its first half's chunk).
-// Message costs are left 0: a blocking receive's duration is mostly waiting
-// for its sender, not transfer (run --profile measures them apart, fit_link).
-Costs costs_from_measurements(const Program& program,
-                              const std::vector<MeasuredInstruction>& measured);
 
 }  // namespace pipevm

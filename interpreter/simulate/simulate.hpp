@@ -177,6 +177,14 @@ void summarize(const Program& program, Simulation& simulation);
 std::vector<MessageFlow> pair_messages(const Program& program,
                                        std::vector<std::size_t>* unmatched = nullptr);
 
+// One instruction a rank really executed: the VM's observer reports these.
+struct MeasuredInstruction {
+  int rank = 0;
+  std::size_t index = 0;  // position in the rank's stream (Program::rank(rank))
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+};
+
 // The timeline of a real run: instruction `index` of `rank` ran from start_ns
 // to end_ns (nanoseconds from any common origin; the earliest becomes 0).
 // Times become microseconds; flows pair as in pair_messages.

@@ -5,7 +5,7 @@
 #include <numeric>
 #include <stdexcept>
 
-namespace pipevm::runtime {
+namespace pipevm::config {
 
 namespace {
 
@@ -128,4 +128,4 @@ std::vector<std::string> describe_placement(const std::vector<std::string>& host
   return lines;
 }
 
-}  // namespace pipevm::runtime
+}  // namespace pipevm::config

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-namespace pipevm::runtime {
+namespace pipevm::config {
 
 enum class RankLayout {
   mpi,       // program rank = MPI rank: mpirun's mapping decides (the default)
@@ -45,4 +45,4 @@ std::vector<std::string> describe_placement(const std::vector<std::string>& host
                                             const std::vector<int>& mpi_rank_of, RankLayout layout,
                                             int stages);
 
-}  // namespace pipevm::runtime
+}  // namespace pipevm::config

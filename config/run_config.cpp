@@ -11,11 +11,10 @@
 #include <sstream>
 #include <string_view>
 
+#include "rank_layout.hpp"
 #include "read_file.hpp"
 
-#include "rank_layout.hpp"
-
-namespace pipevm::cli {
+namespace pipevm::config {
 
 namespace {
 
@@ -78,16 +77,16 @@ class Section {
 
 }  // namespace
 
-void set_model_kind(const std::string& kind, runtime::ModelConfig& model) {
-  const std::optional<runtime::ModelKind> parsed = runtime::model_kind_from_name(kind);
+void set_model_kind(const std::string& kind, ModelConfig& model) {
+  const std::optional<ModelKind> parsed = model_kind_from_name(kind);
   if (!parsed) throw ConfigError("unknown model kind '" + kind + "' (expected mlp or vit)");
-  if (*parsed == runtime::ModelKind::mlp) {
-    if (model.kind == runtime::ModelKind::vit) model.sizes = pipevm::default_layer_widths();
-    model.kind = runtime::ModelKind::mlp;
+  if (*parsed == ModelKind::mlp) {
+    if (model.kind == ModelKind::vit) model.sizes = default_layer_widths();
+    model.kind = ModelKind::mlp;
     return;
   }
   try {
-    runtime::use_vit(model, model.vit);
+    use_vit(model, model.vit);
   } catch (const std::invalid_argument& error) {
     throw ConfigError(std::string("the ViT's sizes: ") + error.what());
   }
@@ -113,10 +112,10 @@ std::vector<int> parse_widths(const std::string& text) {
   return widths;
 }
 
-runtime::Loss parse_loss(const std::string& text) {
+Loss parse_loss(const std::string& text) {
   std::string normalized = text;
   std::replace(normalized.begin(), normalized.end(), '-', '_');
-  const std::optional<runtime::Loss> loss = runtime::loss_from_name(normalized);
+  const std::optional<Loss> loss = loss_from_name(normalized);
   if (!loss) {
     throw ConfigError("unknown loss '" + text + "' (expected cross-entropy or softmax-mse)");
   }
@@ -138,9 +137,9 @@ void apply_yaml_text(const std::string& text, const std::string& name, RunConfig
     const YAML::Node& node = entry.second;
     if (section == "model") {
       Section s(node, section, name);
-      std::string loss = std::string(runtime::name(config.model.loss));
-      std::string kind = std::string(runtime::name(config.model.kind));
-      runtime::VitShape& vit = config.model.vit;
+      std::string loss = std::string(pipevm::name(config.model.loss));
+      std::string kind = std::string(pipevm::name(config.model.kind));
+      VitShape& vit = config.model.vit;
       s.read("kind", kind);
       s.read("sizes", config.model.sizes);
       s.read("image_side", vit.image_side);
@@ -255,7 +254,7 @@ void validate(const RunConfig& config, ConfigUse use) {
   if (config.optimizer.kind != "adam" && config.optimizer.kind != "sgd") {
     throw ConfigError("unknown optimizer '" + config.optimizer.kind + "' (expected adam or sgd)");
   }
-  if (!runtime::rank_layout_from_name(config.layout)) {
+  if (!rank_layout_from_name(config.layout)) {
     throw ConfigError("unknown layout '" + config.layout +
                       "' (expected mpi, pp-inner or dp-inner)");
   }
@@ -272,4 +271,18 @@ void validate(const RunConfig& config, ConfigUse use) {
   }
 }
 
-}  // namespace pipevm::cli
+RunConfig read_run_config(const std::string& path, ConfigUse use) {
+  RunConfig config;
+  if (!path.empty()) apply_yaml_file(path, config);
+  validate(config, use);
+  return config;
+}
+
+RunConfig read_run_config_text(const std::string& text, const std::string& name, ConfigUse use) {
+  RunConfig config;
+  apply_yaml_text(text, name, config);
+  validate(config, use);
+  return config;
+}
+
+}  // namespace pipevm::config

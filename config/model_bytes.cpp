@@ -1,5 +1,5 @@
-// A model's bytes for one configuration, and memory limits as users write
-// them (model_bytes.hpp).
+// A model's bytes for one configuration, what a run configuration's model
+// counts, and memory limits as users write them (model_bytes.hpp).
 #include "model_bytes.hpp"
 
 #include <algorithm>
@@ -7,7 +7,7 @@
 #include <exception>
 #include <utility>
 
-namespace pipevm::api {
+namespace pipevm::config {
 
 MemoryShape memory_shape(const ModelBytes& model, const Config& config) {
   MemoryShape shape;
@@ -49,4 +49,30 @@ bool parse_memory_limit(const std::string& text, double& activations, std::uint6
   return false;
 }
 
-}  // namespace pipevm::api
+ModelBytes model_bytes(const RunConfig& run) {
+  ModelBytes model;
+  model.layer_widths = run.model.sizes;
+  model.element_bytes = run.element_bytes;
+  model.bias = run.bias;
+  model.batch_size = run.batch_size;
+  if (run.optimizer.kind == "adam") {
+    model.optimizer_states = 2;
+  } else {
+    model.optimizer_states = run.optimizer.momentum != 0.0F ? 1 : 0;
+  }
+  if (run.model.kind == ModelKind::vit) {
+    for (int unit = 0; unit < run.model.vit.blocks; ++unit) {
+      model.layer_parameter_counts.push_back(vit_unit_parameter_count(run.model.vit, unit));
+      const VitStashSizes stash = vit_stash_sizes(run.model.vit, unit);
+      model.layer_stashes.push_back({stash.forward_for_input, stash.forward_for_weight,
+                                     stash.gradients_for_weight, stash.layernorm_gradients});
+    }
+  }
+  return model;
+}
+
+void expand_for_model(const RunConfig& run, ExpandOptions& options) {
+  options.layer_widths = run.model.sizes;
+}
+
+}  // namespace pipevm::config

@@ -1,20 +1,23 @@
-// The model whose bytes check and simulate count, as far as the bytes go:
-// layer widths, element size, biases, the global batch and the optimizer's
-// state per parameter. The command line fills it from a `pipevm run` YAML
-// file (cli/memory_config.hpp), Python from keyword arguments. Not here:
-// the stages, micro-batches and replicas, which come with each
-// configuration.
+// The model whose bytes check, simulate and synthesize count, as far as the
+// bytes go: layer widths, element size, biases, the global batch and the
+// optimizer's state per parameter, and the ViT's per-block parameters and
+// stashes (core/vit_shape.hpp). Read from a run configuration (the same
+// YAML as `pipevm run`: model_bytes(RunConfig)) by the command line and
+// the Python module alike. Not here: the stages, micro-batches and
+// replicas, which come with each configuration.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "compile.hpp"
 #include "memory_bytes.hpp"
 #include "model_shape.hpp"
 #include "program.hpp"
+#include "run_config.hpp"
 
-namespace pipevm::api {
+namespace pipevm::config {
 
 struct ModelBytes {
   std::vector<int> layer_widths = default_layer_widths();
@@ -38,4 +41,11 @@ MemoryShape memory_shape(const ModelBytes& model, const Config& config);
 // GB, TB) into `bytes`. False on anything else, negative or not finite.
 bool parse_memory_limit(const std::string& text, double& activations, std::uint64_t& bytes);
 
-}  // namespace pipevm::api
+// What of `run` the memory figures count.
+ModelBytes model_bytes(const RunConfig& run);
+
+// Expansion of the configuration's model: its layer widths give the
+// built-in names layers, layer_begin and layer_end.
+void expand_for_model(const RunConfig& run, ExpandOptions& options);
+
+}  // namespace pipevm::config

@@ -13,17 +13,20 @@
 //   checkpoint: {directory: DIR, every_steps: N}   (0: every epoch)
 //   costs:    {fwd: 1, allreduce: 0.3, ...}  (simulate's cost keys; run ignores them)
 //
-// Not here: validation against the world size or the schedule (run_command.cpp).
+// Functions throw ConfigError; none prints. Not here: which of flags, file
+// and schedule wins (run_overrides.hpp), validation against the world size
+// or the schedule (train/), what the memory figures take of it
+// (model_bytes.hpp).
 #pragma once
 
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
-#include "model.hpp"
-#include "optimizer.hpp"
+#include "model_config.hpp"
 
-namespace pipevm::cli {
+namespace pipevm::config {
 
 // A configuration file that cannot be used; the message names file:line:col.
 class ConfigError : public std::runtime_error {
@@ -31,7 +34,7 @@ class ConfigError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// One key of the `costs` section, checked by simulate (interpreter/costs.hpp).
+// One key of the `costs` section, checked where costs are composed (cost_inputs.hpp).
 struct CostSetting {
   std::string key;
   double value = 0;
@@ -39,7 +42,7 @@ struct CostSetting {
 };
 
 struct RunConfig {
-  runtime::ModelConfig model;
+  ModelConfig model;
   int element_bytes = 4;  // bytes per number in memory figures; the runtime computes in float
   bool bias = true;       // layers with biases; memory figures only (run needs them)
   std::vector<CostSetting> costs;      // the `costs` section, in file order
@@ -49,11 +52,11 @@ struct RunConfig {
   int epochs = 5;  // the default run reaches ~86% test accuracy on Fashion-MNIST
   int batch_size = 128;
   int micro_batches = 4;
-  runtime::OptimizerConfig optimizer;  // Adam, lr 1e-3
+  OptimizerConfig optimizer;  // Adam, lr 1e-3
   std::uint64_t seed = 0;              // shuffling of the training set
   int dp = 1;
   int chunks = 1;
-  std::string layout = "mpi";  // which dimension stays inside a host (runtime/rank_layout.hpp)
+  std::string layout = "mpi";  // which dimension stays inside a host (rank_layout.hpp)
   double timeout = 300.0;      // the watchdog: seconds a wait may last; 0: for ever
   std::string save;            // --save FILE.safetensors
   std::string checkpoint;      // a directory: checkpoints are written there
@@ -66,14 +69,14 @@ void apply_yaml_file(const std::string& path, RunConfig& config);
 void apply_yaml_text(const std::string& text, const std::string& name, RunConfig& config);
 
 // A loss given as cross-entropy, cross_entropy, softmax-mse or softmax_mse.
-runtime::Loss parse_loss(const std::string& text);
+Loss parse_loss(const std::string& text);
 
-// Layer widths written as on the command line, input first: "784,256,10".
-// Throws ConfigError naming the bad part.
 // Makes `model` the MLP (its widths stay, or return to the default after a
 // ViT) or the ViT of model.vit's sizes. Throws ConfigError for another kind
 // or sizes that make no ViT.
-void set_model_kind(const std::string& kind, runtime::ModelConfig& model);
+void set_model_kind(const std::string& kind, ModelConfig& model);
+// Layer widths written as on the command line, input first: "784,256,10".
+// Throws ConfigError naming the bad part.
 std::vector<int> parse_widths(const std::string& text);
 
 // What a configuration is read for: running, or counting the memory and
@@ -84,4 +87,10 @@ enum class ConfigUse { run, figures };
 // Throws ConfigError when a value is out of its range (sizes, counts, lr...).
 void validate(const RunConfig& config, ConfigUse use = ConfigUse::run);
 
-}  // namespace pipevm::cli
+// The defaults with the YAML file at `path` on top (the defaults alone when
+// `path` is empty), validated for `use`. Throws ConfigError.
+RunConfig read_run_config(const std::string& path, ConfigUse use);
+// The same from text (`name` appears in messages).
+RunConfig read_run_config_text(const std::string& text, const std::string& name, ConfigUse use);
+
+}  // namespace pipevm::config

@@ -1,16 +1,11 @@
-// --topology on check, simulate and run: a built-in topology's name, or a
-// YAML file of rounds of groups of data-parallel ranks:
-//   rounds:
-//     - [[0, 1], [2, 3]]
-//     - [[1, 2], [3, 0]]
-// Whether the rounds are valid (each a partition, together connected) is
-// the checker's to say (check_gossip.cpp); here only the file's shape.
+// Gossip topologies given by name or file (topology_file.hpp).
+#include "topology_file.hpp"
+
 #include <yaml-cpp/yaml.h>
 
-#include "options.hpp"
 #include "read_file.hpp"
 
-namespace pipevm::cli {
+namespace pipevm::config {
 
 namespace {
 bool names_file(const std::string& value) {
@@ -74,4 +69,4 @@ bool topology_option(const std::string& value, ExpandOptions& options, std::stri
   return true;
 }
 
-}  // namespace pipevm::cli
+}  // namespace pipevm::config
