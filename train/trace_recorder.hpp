@@ -11,20 +11,15 @@
 // steady clock: comparable on one machine, not across machines.
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
-#include <fstream>
-#include <span>
 #include <string>
 #include <vector>
 
 #include "comm.hpp"
-#include "cost_files.hpp"
 #include "cost_fit.hpp"
+#include "program.hpp"
 #include "simulate.hpp"
-#include "trace.hpp"
 #include "vm.hpp"
 
 namespace pipevm {
@@ -44,8 +39,8 @@ class TraceRecorder final : public VmObserver {
     (step_ == first_step_ ? first_ : later_).push_back({rank, index, start_ns, end_ns});
   }
 
-  // Message costs measured apart (cli/run_links.hpp), written into the
-  // profile beside the compute medians.
+  // Message costs measured apart (link_costs.hpp), written into the profile
+  // beside the compute medians.
   void set_measured_links(const MeasuredLinks& links) { links_ = links; }
 
   // World-wide: every rank calls it. World rank 0 writes the trace of the
@@ -53,44 +48,10 @@ class TraceRecorder final : public VmObserver {
   // step to `profile_path` (either may be empty). False, with `error`, when a
   // file cannot be written (on rank 0 only).
   bool write(runtime::Comm& comm, const Program& program, const std::string& trace_path,
-             const std::string& profile_path, std::string& error) {
-    std::vector<MeasuredInstruction> first = gather(comm, first_);
-    std::vector<MeasuredInstruction> all = gather(comm, later_);
-    if (comm.world_rank() != 0) return true;
-    all.insert(all.end(), first.begin(), first.end());
-    if (!trace_path.empty() &&
-        !write_chrome_trace(trace_path, program, timeline_from_measurements(program, first),
-                            error)) {
-      return false;
-    }
-    if (!profile_path.empty()) {
-      std::ofstream out(profile_path);
-      Costs costs = costs_from_measurements(program, all);
-      set_link_costs(costs, links_);
-      config::write_costs_yaml(out, costs,
-                       "measured by pipevm run: medians over " + std::to_string(recorded_steps()) +
-                           " step(s) of " + program.name);
-      if (!out) {
-        error = "cannot write cost profile '" + profile_path + "'";
-        return false;
-      }
-    }
-    return true;
-  }
+             const std::string& profile_path, std::string& error);
 
  private:
-  int recorded_steps() const { return std::max(0, std::min(step_ + 1, last_step_) - first_step_); }
-
-  static std::vector<MeasuredInstruction> gather(runtime::Comm& comm,
-                                                 const std::vector<MeasuredInstruction>& mine) {
-    std::vector<std::size_t> counts;
-    const std::vector<std::byte> bytes =
-        comm.gather_to_root(std::as_bytes(std::span<const MeasuredInstruction>(mine)), counts);
-    std::vector<MeasuredInstruction> all(bytes.size() / sizeof(MeasuredInstruction));
-    if (!all.empty())
-      std::memcpy(all.data(), bytes.data(), all.size() * sizeof(MeasuredInstruction));
-    return all;
-  }
+  int recorded_steps() const;
 
   int first_step_;
   int last_step_;

@@ -1,9 +1,10 @@
-// What `pipevm run` writes besides its log, and when: every output is
-// checked before anything long starts (check_outputs), a resumed run reads
-// and checks its checkpoint (read_resume), and Checkpoints writes one every
-// epoch or every N steps during training.
-// Not here: the formats of the files (runtime/checkpoint.hpp,
-// runtime/safetensors.hpp), the epoch loop (train/trainer.hpp).
+// Checkpoints of a run: what a run is (its identity, which a checkpoint
+// must match to be resumed), where its model was cut, reading this rank's
+// piece to resume from, and writing one every epoch or every N steps.
+// resume_or_init (resume_steps.cpp) is where a run resumes; a run under
+// another layout would read its pieces here. Not here: the files' format
+// (runtime/checkpoint.hpp), checking the directory is writable
+// (run_outputs.hpp).
 #pragma once
 
 #include <optional>
@@ -13,28 +14,12 @@
 
 #include "checkpoint.hpp"
 #include "comm.hpp"
-#include "model.hpp"
 #include "program.hpp"
 #include "run_config.hpp"
+#include "run_log.hpp"
 #include "trainer.hpp"
 
-namespace pipevm::cli {
-
-struct RunOutputs {
-  std::string save;        // written by world rank 0
-  std::string trace;       // written by world rank 0
-  std::string profile;     // written by world rank 0
-  std::string checkpoint;  // every rank writes its piece there
-  std::string resume;      // every rank reads its piece there
-  std::string report;      // written by world rank 0
-};
-
-// What keeps this rank from writing its outputs, one line per problem
-// ("--save PATH: reason"); empty when nothing does. World rank 0 checks
-// --save, --trace, --profile and --report; every rank checks the checkpoint directory
-// (creating it when missing), which must not hold a checkpoint unless the run
-// resumes from it.
-std::string check_outputs(const RunOutputs& outputs, bool root);
+namespace pipevm::train {
 
 // What a run is, for the manifest: the schedule (name, digest of every
 // rank's program), the world, the model and the training configuration, but
@@ -58,14 +43,16 @@ Resumed read_resume(const std::string& directory, const runtime::RunIdentity& id
 
 // Writes the checkpoints of a run when they are due: after every epoch, or
 // after every `every_steps` steps (counted from the run's first step, across
-// epochs). A checkpoint that fails is a warning; training goes on and the
-// previous checkpoint stays the latest.
+// epochs). A checkpoint that fails is a warning (on the log); training goes
+// on and the previous checkpoint stays the latest.
 class Checkpoints {
  public:
-  Checkpoints(std::string directory, int every_steps, runtime::RunIdentity identity)
+  Checkpoints(std::string directory, int every_steps, runtime::RunIdentity identity,
+              const RunLog& log)
       : directory_(std::move(directory)),
         every_steps_(every_steps),
-        identity_(std::move(identity)) {}
+        identity_(std::move(identity)),
+        log_(log) {}
 
   // World-wide, after each step of an epoch (`done` of `total`).
   void after_step(Trainer& trainer, runtime::Comm& comm, int done, int total);
@@ -82,20 +69,11 @@ class Checkpoints {
   std::string directory_;
   int every_steps_;
   runtime::RunIdentity identity_;
+  const RunLog& log_;
   std::optional<runtime::CheckpointPosition> latest_;
 };
-
-// World-wide: writes `path` on world rank 0, a JSON object with the
-// schedule and its configuration, per epoch the training loss and accuracy,
-// the test accuracy and the seconds of training, and per rank the peak of
-// its buffers by category as the runtime's ledger counted them (the
-// per_rank objects of `pipevm simulate --format json`, plus "total").
-// False, with `error` set on rank 0, when the file cannot be written.
-bool write_run_report(const std::string& path, runtime::Comm& comm, const Program& program,
-                      const Machine& machine, const std::vector<EpochReport>& epochs,
-                      std::string& error);
 
 // "epoch 2, step 5/16 (37 steps)" — where a checkpoint stands, for the log.
 std::string describe(const runtime::CheckpointPosition& position);
 
-}  // namespace pipevm::cli
+}  // namespace pipevm::train

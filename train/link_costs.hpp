@@ -3,7 +3,7 @@
 // run's largest activation, gathered to world rank 0 and fitted per link
 // class (ranks of one host, ranks on different hosts) into the cost keys
 // send and bandwidth (cross-host-send, cross-host-bandwidth).
-// Not here: writing the cost file (train/trace_recorder.hpp).
+// Not here: writing the cost file (trace_recorder.hpp).
 #pragma once
 
 #include <string>
@@ -13,7 +13,7 @@
 #include "cost_fit.hpp"
 #include "model_shape.hpp"
 
-namespace pipevm::cli {
+namespace pipevm::train {
 
 // World-wide (every rank calls it). `hosts` holds each program rank's host,
 // `widths` the model's layer widths, `split` its pieces and `rows` a
@@ -23,4 +23,4 @@ MeasuredLinks measure_links(runtime::Comm& comm, const std::vector<std::string>&
                             const std::vector<int>& widths,
                             const std::vector<LayerRange>& split, int rows);
 
-}  // namespace pipevm::cli
+}  // namespace pipevm::train

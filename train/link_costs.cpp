@@ -1,5 +1,5 @@
-// The start-up measurement of run_links.hpp.
-#include "run_links.hpp"
+// The start-up measurement of link_costs.hpp.
+#include "link_costs.hpp"
 
 #include <algorithm>
 #include <array>
@@ -8,7 +8,7 @@
 
 #include "link_probe.hpp"
 
-namespace pipevm::cli {
+namespace pipevm::train {
 
 namespace {
 
@@ -56,4 +56,4 @@ MeasuredLinks measure_links(runtime::Comm& comm, const std::vector<std::string>&
   return links;
 }
 
-}  // namespace pipevm::cli
+}  // namespace pipevm::train
