@@ -2,8 +2,8 @@
 // functions that return values and never print or exit. The command line
 // (cli/) parses arguments and prints what these return; the Python module
 // (python/) converts it to Python objects. Neither holds logic the other
-// lacks. Not here: running a schedule on MPI ranks (interpreter/vm.hpp,
-// cli/run_command.cpp), which needs mpiexec.
+// lacks. Not here: running a schedule on MPI ranks (interpreter/vm/vm.hpp,
+// train/run.hpp), which needs mpiexec.
 //
 //   check       check_run.hpp       a schedule for its configurations -> FileReport
 //   findings    check_findings.hpp  diagnostics folded into findings

@@ -1,5 +1,5 @@
 // Fuzz target `costs`: any bytes as a cost file (`pipevm simulate --costs
-// FILE`, interpreter/costs.hpp) and, the same bytes, as `--cost` flags.
+// FILE`, config/cost_files.hpp) and, the same bytes, as `--cost` flags.
 // Asserts:
 //   - refusing is returning false with a message: no exception escapes;
 //   - every accepted cost is finite and not negative;

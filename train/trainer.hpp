@@ -13,7 +13,7 @@
 // gradients, optimizer state and the epoch's sums so far. The data position
 // is (epoch, step): the Batcher draws each epoch's order from the seed and
 // the epoch alone, so no generator state needs keeping.
-// Not here: configuration files, printing, MPI start-up (cli/run_command.cpp).
+// Not here: configuration files, printing, MPI start-up (run.hpp and its steps).
 #pragma once
 
 #include <cstdint>

@@ -15,7 +15,7 @@
 //
 // Not here: contention (concurrent messages share nothing), other collective
 // algorithms (tree, hierarchical), where the hosts come from (the command
-// line's --hosts, --hostfile and --layout, runtime/rank_layout.hpp).
+// line's --hosts, --hostfile and --layout, config/rank_layout.hpp).
 #pragma once
 
 #include <cstddef>
