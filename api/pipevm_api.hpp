@@ -11,6 +11,7 @@
 //   simulate    simulate_run.hpp    a Program under costs -> figures, timeline, SVG, trace
 //   expand      expand_text.hpp     a Program -> flat schedule text, host crossings
 //   tables      pipeline_order.hpp  PyTorch's pipeline_order -> table; lowering
+//   costs       trace_costs.hpp     a torch.profiler trace -> per-stage cost medians
 #pragma once
 
 #include "check_findings.hpp"
@@ -19,3 +20,4 @@
 #include "pipeline_order.hpp"
 #include "schedule_input.hpp"
 #include "simulate_run.hpp"
+#include "trace_costs.hpp"

@@ -21,6 +21,7 @@ Command add_expand_command(CLI::App& root);
 Command add_check_command(CLI::App& root);
 Command add_simulate_command(CLI::App& root);
 Command add_synthesize_command(CLI::App& root);
+Command add_costs_command(CLI::App& root);
 Command add_run_command(CLI::App& root);
 Command add_lsp_command(CLI::App& root);
 

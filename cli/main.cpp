@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   app.fallthrough(false);
 
   const std::vector<Command> commands = {add_expand_command(app), add_check_command(app),
-                                         add_simulate_command(app), add_synthesize_command(app),
+                                         add_simulate_command(app), add_synthesize_command(app), add_costs_command(app),
                                          add_run_command(app),
                                          add_lsp_command(app)};
 

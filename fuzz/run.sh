@@ -9,7 +9,8 @@
 #   fuzz/run.sh -l [-b BUILD_DIR]                          (the targets' names, one a line)
 #
 # The targets are those of fuzz/CMakeLists.txt, as the build lists them:
-# pipe, run_config, costs, safetensors, checkpoint, torch_csv, lsp, topology.
+# pipe, run_config, costs, safetensors, checkpoint, torch_csv, torch_trace, lsp,
+# topology.
 #
 # New inputs the fuzzer finds interesting go to BUILD/fuzz/work/NAME, not
 # into the checked-in corpus; docs/fuzzing.md says how to minimize and keep

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "median.hpp"
+
 namespace pipevm::runtime {
 
 namespace {
@@ -11,12 +13,6 @@ namespace {
 // Any tag will do: the probe ends before the first step sends anything.
 constexpr int kProbeTag = 0;
 constexpr int kUntimedRoundTrips = 2;
-
-double median_of(std::vector<double> values) {
-  const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
-  std::nth_element(values.begin(), middle, values.end());
-  return *middle;
-}
 
 // The lower stage's side: sends, waits for the echo; one-way = half a round trip.
 double time_round_trips(Comm& comm, int peer_stage, std::span<float> buffer, int round_trips) {
@@ -29,7 +25,7 @@ double time_round_trips(Comm& comm, int peer_stage, std::span<float> buffer, int
         std::chrono::steady_clock::now() - start;
     if (trip >= kUntimedRoundTrips) one_way.push_back(trip_time.count() / 2);
   }
-  return median_of(std::move(one_way));
+  return median(std::move(one_way));
 }
 
 void echo_round_trips(Comm& comm, int peer_stage, std::span<float> buffer, int round_trips) {

@@ -7,21 +7,9 @@
 #include <limits>
 #include <map>
 
+#include "median.hpp"
+
 namespace pipevm {
-
-namespace {
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
-  std::nth_element(values.begin(), middle, values.end());
-  if (values.size() % 2 == 1) return *middle;
-  const double upper = *middle;
-  const double lower = *std::max_element(values.begin(), middle);
-  return (lower + upper) / 2;
-}
-
-}  // namespace
 
 LinkFit fit_link(const std::vector<MessageTiming>& timings) {
   LinkFit fit;

@@ -44,12 +44,14 @@ from ._pipevm import (
     simulate,
     synthesize,
 )
+from ._torch_profile import LayerCost, TorchProfile, profile_torch
 
 __all__ = [
     "CheckResult",
     "Configuration",
     "Expansion",
     "Finding",
+    "LayerCost",
     "Note",
     "RankBytes",
     "RankFigures",
@@ -58,12 +60,14 @@ __all__ = [
     "StageFigures",
     "StageMemory",
     "Synthesis",
+    "TorchProfile",
     "__version__",
     "check",
     "check_pipeline_order",
     "expand",
     "lower",
     "lower_pipeline_order",
+    "profile_torch",
     "simulate",
     "synthesize",
 ]

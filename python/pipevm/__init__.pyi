@@ -273,3 +273,35 @@ def lower(
 ) -> Synthesis:
     """Keeps a schedule's compute order and places its communication, as `pipevm synthesize
     --lower`. Raises ScheduleError when it cannot be read or placed."""
+
+class LayerCost:
+    """One piece of a PyTorch model as profile_torch measured it: microseconds and bytes."""
+    name: str
+    fwd: float
+    bwd_input: float
+    bwd_weight: float
+    activation_bytes: int
+    weight_activation_bytes: int
+    parameter_bytes: int
+    output_bytes: int
+
+class TorchProfile:
+    """Per-layer costs of a PyTorch model; write(path) writes them as a cost file's `layers:`."""
+    layers: list[LayerCost]
+    device: str
+    repeats: int
+    def to_yaml(self) -> str: ...
+    def write(self, path: Union[str, os.PathLike[str]]) -> None: ...
+
+def profile_torch(
+    layers: Sequence[Any],
+    example: Any,
+    repeats: int = 20,
+    warmup: int = 3,
+    names: Optional[Sequence[str]] = None,
+) -> TorchProfile:
+    """Times each torch.nn.Module of `layers` (the model's pieces in order) on `example` (one
+    micro-batch; each piece gets the previous one's output): forward, input-gradient and
+    weight-gradient halves, medians of `repeats` runs after `warmup`; and counts the bytes its
+    forward saves, what the weight half needs, its parameters and its output. torch is
+    imported only here."""
