@@ -21,8 +21,8 @@ bool compose_costs(const CostInputs& inputs, const std::vector<CostSetting>& con
         !parse_cost_flags(inputs.flags, costs, error)) {
       return false;
     }
-    for (const auto& [key, value] : inputs.values.value_or(
-             std::vector<std::pair<std::string, double>>{})) {
+    for (const auto& [key, value] :
+         inputs.values.value_or(std::vector<std::pair<std::string, double>>{})) {
       if (!set_cost(costs, key, value, error)) return false;
     }
   }

@@ -15,7 +15,7 @@
 namespace pipevm::config {
 
 struct HostRequest {
-  int hosts = 0;  // N hosts of equal size (h1..hN); 0: not given
+  int hosts = 0;         // N hosts of equal size (h1..hN); 0: not given
   std::string hostfile;  // an Open MPI hostfile (`name slots=K` per line); empty: not given
   std::string layout = "mpi";
 };

@@ -53,7 +53,7 @@ struct RunConfig {
   int batch_size = 128;
   int micro_batches = 4;
   OptimizerConfig optimizer;  // Adam, lr 1e-3
-  std::uint64_t seed = 0;              // shuffling of the training set
+  std::uint64_t seed = 0;     // shuffling of the training set
   int dp = 1;
   int chunks = 1;
   std::string layout = "mpi";  // which dimension stays inside a host (rank_layout.hpp)

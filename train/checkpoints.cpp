@@ -59,10 +59,9 @@ std::vector<runtime::LayerRange> recorded_split(const std::string& directory, in
     at = parsed.ptr < end ? parsed.ptr + 1 : end;
   }
   if (split.empty() || split.back().end != layers) {
-    throw runtime::CheckpointError("--resume " + directory +
-                                   ": the manifest does not say how the model of " +
-                                   std::to_string(layers) + " layers was cut (model.split '" +
-                                   key + "')");
+    throw runtime::CheckpointError(
+        "--resume " + directory + ": the manifest does not say how the model of " +
+        std::to_string(layers) + " layers was cut (model.split '" + key + "')");
   }
   return split;
 }
@@ -130,9 +129,9 @@ void Checkpoints::write(Trainer& trainer, runtime::Comm& comm) {
       runtime::write_checkpoint(comm, directory_, position, identity_, trainer.checkpoint());
   if (result.committed) latest_ = position;
   if (!result.error.empty()) {
-    log_.warning((comm.world_rank() == 0 ? "" : "rank " + std::to_string(comm.world_rank()) + ": ") +
-                 "no checkpoint at " + describe(position) + " in " + directory_ + ": " +
-                 result.error);
+    log_.warning(
+        (comm.world_rank() == 0 ? "" : "rank " + std::to_string(comm.world_rank()) + ": ") +
+        "no checkpoint at " + describe(position) + " in " + directory_ + ": " + result.error);
   }
 }
 

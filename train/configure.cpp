@@ -46,7 +46,8 @@ Placement place_ranks(runtime::MpiSession& session, config::RankLayout layout, i
 
 }  // namespace
 
-// The configuration (YAML, then flags) and the stages the world leaves.
+// The configuration (the schedule's declared one, the YAML file, then the
+// flags: config/run_overrides.hpp) and the stages the world leaves.
 Stop load_config(RunState& run) {
   try {
     run.config = config::resolve_run_config(api::declared_configuration_of(run.request.file),

@@ -16,7 +16,9 @@ namespace pipevm::train {
 void print_header(const RunState& run) {
   if (!run.root) return;
   const config::RunConfig& config = run.config;
-  std::fprintf(run.log.out(), 
+  std::FILE* out = run.log.out();
+  std::fprintf(
+      out,
       "pipevm run: %s, %d stage(s) x %d dp, %d micro-batches of %d, model %s (%s), %s lr %g, "
       "data %s (%d train, %d test)\n",
       run.program->name.c_str(), run.stages, config.dp, config.micro_batches,
@@ -24,9 +26,9 @@ void print_header(const RunState& run) {
       std::string(runtime::name(config.model.loss)).c_str(), config.optimizer.kind.c_str(),
       static_cast<double>(config.optimizer.lr), config.data.c_str(), run.data->train.samples,
       run.data->test.samples);
-  std::fprintf(run.log.out(), "pipevm run: GEMMs on %s; %s\n", runtime::gemm_backend().c_str(),
-              describe_split(run.split, run.layer_costs, !run.request.resume.empty()).c_str());
-  for (const std::string& line : run.placement.lines) std::fprintf(run.log.out(), "%s\n", line.c_str());
+  std::fprintf(out, "pipevm run: GEMMs on %s; %s\n", runtime::gemm_backend().c_str(),
+               describe_split(run.split, run.layer_costs, !run.request.resume.empty()).c_str());
+  for (const std::string& line : run.placement.lines) std::fprintf(out, "%s\n", line.c_str());
   for (const std::string& warning : run.placement.warnings) {
     run.log.warning(warning + " [" + std::string(code(DiagnosticKind::SharedCpu)) + "]");
   }
@@ -34,13 +36,13 @@ void print_header(const RunState& run) {
     const std::string when = config.checkpoint_every > 0
                                  ? "every " + std::to_string(config.checkpoint_every) + " steps"
                                  : "after every epoch";
-    std::fprintf(run.log.out(), "checkpoints into %s %s\n", config.checkpoint.c_str(), when.c_str());
+    std::fprintf(out, "checkpoints into %s %s\n", config.checkpoint.c_str(), when.c_str());
   }
   if (!run.request.resume.empty()) {
-    std::fprintf(run.log.out(), "resumed from %s at %s\n", run.request.resume.c_str(),
-                describe(run.trainer->position()).c_str());
+    std::fprintf(out, "resumed from %s at %s\n", run.request.resume.c_str(),
+                 describe(run.trainer->position()).c_str());
   }
-  std::fflush(run.log.out());
+  std::fflush(out);
 }
 
 // The recorder of --trace and --profile (null without them). A message's
@@ -79,8 +81,9 @@ void train_epochs(RunState& run, TraceRecorder* recorder) {
       if (run.checkpoints) run.checkpoints->after_epoch(trainer, *run.comm);
       if (!run.root) continue;
       run.epochs.push_back(report);
-      run.log.epoch(report, config.epochs,
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      run.log.epoch(
+          report, config.epochs,
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
   } catch (const VmError& error) {
     std::ostringstream message;
@@ -126,11 +129,13 @@ int finish_model(RunState& run, bool recorded) {
     return run.everyone_fails(kExitFailed, "the data-parallel replicas hold different weights");
   }
   if (!run.root) return recorded ? 0 : kExitFailed;
-  std::fprintf(run.log.out(), "model digest fnv1a64 %016" PRIx64 " (%zu parameters%s)\n", fnv1a(model),
-              model.size(), config.dp > 1 ? ", data-parallel replicas identical" : "");
+  std::fprintf(run.log.out(), "model digest fnv1a64 %016" PRIx64 " (%zu parameters%s)\n",
+               fnv1a(model), model.size(),
+               config.dp > 1 ? ", data-parallel replicas identical" : "");
   if (run.checkpoints && run.checkpoints->latest()) {
-    std::fprintf(run.log.out(), "latest checkpoint %s at %s\n", run.checkpoints->directory().c_str(),
-                describe(*run.checkpoints->latest()).c_str());
+    std::fprintf(run.log.out(), "latest checkpoint %s at %s\n",
+                 run.checkpoints->directory().c_str(),
+                 describe(*run.checkpoints->latest()).c_str());
   }
   if (!config.save.empty()) {
     try {

@@ -20,8 +20,8 @@ constexpr std::size_t kLatencyFloats = 2;
 std::vector<runtime::ProbeTiming> gather_timings(runtime::Comm& comm,
                                                  const std::vector<runtime::ProbeTiming>& mine) {
   std::vector<std::size_t> counts;
-  const std::vector<std::byte> bytes = comm.gather_to_root(
-      std::as_bytes(std::span<const runtime::ProbeTiming>(mine)), counts);
+  const std::vector<std::byte> bytes =
+      comm.gather_to_root(std::as_bytes(std::span<const runtime::ProbeTiming>(mine)), counts);
   std::vector<runtime::ProbeTiming> all(bytes.size() / sizeof(runtime::ProbeTiming));
   if (!all.empty()) std::memcpy(all.data(), bytes.data(), all.size() * sizeof(all[0]));
   return all;
@@ -30,8 +30,8 @@ std::vector<runtime::ProbeTiming> gather_timings(runtime::Comm& comm,
 }  // namespace
 
 MeasuredLinks measure_links(runtime::Comm& comm, const std::vector<std::string>& hosts,
-                            const std::vector<int>& widths,
-                            const std::vector<LayerRange>& split, int rows) {
+                            const std::vector<int>& widths, const std::vector<LayerRange>& split,
+                            int rows) {
   // An activation and its gradient have the width of the cut they cross.
   std::size_t largest_cut = 0;
   for (std::size_t piece = 0; piece + 1 < split.size(); ++piece) {

@@ -20,7 +20,7 @@ namespace pipevm::train {
 // micro-batch's rows. Meaningful on world rank 0; a class without a pair
 // stays unset (one stage: nothing to measure).
 MeasuredLinks measure_links(runtime::Comm& comm, const std::vector<std::string>& hosts,
-                            const std::vector<int>& widths,
-                            const std::vector<LayerRange>& split, int rows);
+                            const std::vector<int>& widths, const std::vector<LayerRange>& split,
+                            int rows);
 
 }  // namespace pipevm::train

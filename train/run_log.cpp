@@ -30,8 +30,8 @@ void RunLog::epoch(const EpochReport& report, int epochs, double elapsed_seconds
   std::fprintf(out_,
                "epoch %d/%d  loss %.4f  test accuracy %s  %.0f samples/s  %.3f s/epoch  elapsed "
                "%.1f s\n",
-               report.epoch + 1, epochs, report.train_loss, test.c_str(),
-               report.samples_per_second, report.train_seconds, elapsed_seconds);
+               report.epoch + 1, epochs, report.train_loss, test.c_str(), report.samples_per_second,
+               report.train_seconds, elapsed_seconds);
   std::fflush(out_);
 }
 

@@ -15,7 +15,8 @@ namespace pipevm::train {
 Stop compile_schedule(RunState& run) {
   Diagnostics& diagnostics = run.diagnostics;
   run.source = read_source(run.request.file, diagnostics);
-  if (std::string error; !config::topology_option(run.request.topology, run.expand_options, error)) {
+  if (std::string error;
+      !config::topology_option(run.request.topology, run.expand_options, error)) {
     return run.everyone_fails(kExitUsage, error);
   }
   run.expand_options.layer_widths = run.config.model.sizes;
