@@ -24,7 +24,7 @@ struct SweepRequest {
   std::optional<ValueRange> stages, micro_batches, dp, chunks;
   bool skip_unsupported = false;
   bool p2p_posted_order = false;
-  ModelBytes model;      // whose bytes per rank are counted (--config; memory_bytes.hpp)
+  config::ModelBytes model;  // whose bytes per rank are counted (--config; memory_bytes.hpp)
   ExpandOptions expand;  // a topology given on the command line (--topology)
   bool table = false;    // the file is a PyTorch table whatever its name
   std::uint64_t max_configurations = 100'000;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "costs.hpp"
+#include "host_placement.hpp"
 #include "link.hpp"
 #include "links.hpp"
 #include "model_shape.hpp"
@@ -18,12 +19,8 @@
 
 namespace pipevm::api {
 
-// Where the ranks run (cli/hosts_options.hpp fills it from --hosts or --hostfile).
-struct HostPlacement {
-  std::vector<std::string> names;  // host names in order of first use
-  std::vector<int> host_of_rank;   // by program rank, into names; empty: no hosts given
-  std::vector<std::string> lines;  // the placement as `run` prints it
-};
+// Where the ranks run (config/host_placement.hpp, from --hosts or --hostfile).
+using config::HostPlacement;
 
 // Where the ranks run and who each message and collective talks to: the
 // link pass's pairs and slots under the placement. Keeps references to

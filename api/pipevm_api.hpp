@@ -2,8 +2,8 @@
 // functions that return values and never print or exit. The command line
 // (cli/) parses arguments and prints what these return; the Python module
 // (python/) converts it to Python objects. Neither holds logic the other
-// lacks. Not here: running a schedule on MPI ranks (interpreter/vm.hpp,
-// cli/run_command.cpp), which needs mpiexec.
+// lacks. Not here: running a schedule on MPI ranks (interpreter/vm/vm.hpp,
+// train/run.hpp), which needs mpiexec.
 //
 //   check       check_run.hpp       a schedule for its configurations -> FileReport
 //   findings    check_findings.hpp  diagnostics folded into findings
@@ -11,14 +11,12 @@
 //   simulate    simulate_run.hpp    a Program under costs -> figures, timeline, SVG, trace
 //   expand      expand_text.hpp     a Program -> flat schedule text, host crossings
 //   tables      pipeline_order.hpp  PyTorch's pipeline_order -> table; lowering
-//   bytes       model_bytes.hpp     the model whose bytes are counted
 //   costs       trace_costs.hpp     a torch.profiler trace -> per-stage cost medians
 #pragma once
 
 #include "check_findings.hpp"
 #include "check_run.hpp"
 #include "expand_text.hpp"
-#include "model_bytes.hpp"
 #include "pipeline_order.hpp"
 #include "schedule_input.hpp"
 #include "simulate_run.hpp"

@@ -21,7 +21,7 @@ namespace pipevm::api {
 
 struct SimulateRequest {
   Costs costs = default_costs();
-  ModelBytes model;               // the layer widths and the bytes per rank
+  config::ModelBytes model;       // the layer widths and the bytes per rank
   int message_batch_size = 0;     // the batch the messages carry (--batch-size); 0: model's
   std::vector<int> host_of_rank;  // empty: every rank on one host
   SimulateOptions options;        // posted order (--p2p-order posted)

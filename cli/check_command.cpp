@@ -21,9 +21,11 @@
 #include "check_run.hpp"
 #include "check_sarif.hpp"
 #include "commands.hpp"
-#include "memory_config.hpp"
+#include "cost_options.hpp"
+#include "model_bytes.hpp"
 #include "options.hpp"
 #include "read_file.hpp"
+#include "topology_file.hpp"
 
 namespace pipevm::cli {
 
@@ -102,16 +104,17 @@ int run_check(const CheckArguments& args) {
   request.dp = given(args.dp);
   request.chunks = given(args.chunks);
   request.skip_unsupported = args.skip_unsupported;
-  request.p2p_posted_order = args.p2p_order == "posted";
-  if (std::string error; !topology_option(args.topology, request.expand, error)) {
+  request.p2p_posted_order = *config::posted_order(args.p2p_order);
+  if (std::string error; !config::topology_option(args.topology, request.expand, error)) {
     std::cerr << "pipevm check: " << error << "\n";
     return 2;
   }
   try {
-    const RunConfig run = read_memory_config(args.config_file);
-    request.model = model_bytes(run);
-    expand_for_model(run, request.expand);
-  } catch (const ConfigError& error) {
+    const config::RunConfig run =
+        config::read_run_config(args.config_file, config::ConfigUse::figures);
+    request.model = config::model_bytes(run);
+    config::expand_for_model(run, request.expand);
+  } catch (const config::ConfigError& error) {
     std::cerr << "pipevm check: " << error.what() << '\n';
     return 2;
   }
@@ -241,11 +244,7 @@ Command add_check_command(CLI::App& root) {
       ->check(CLI::IsMember({"text", "gcc", "json", "sarif"}))
       ->capture_default_str();
   add_memory_config_option(app, args->config_file);
-  app.add_option("--p2p-order", args->p2p_order,
-                 "independent: each send and receive progresses on its own (MPI); posted: a "
-                 "rank's sends and receives run one at a time in the order posted (NCCL)")
-      ->check(CLI::IsMember({"independent", "posted"}))
-      ->capture_default_str();
+  add_p2p_order_option(app, args->p2p_order);
   app.add_option("--stdin-filename", args->stdin_name, "The name standard input's findings carry")
       ->capture_default_str();
   app.add_option("--topology", args->topology, kTopologyHelp);

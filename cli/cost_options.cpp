@@ -2,30 +2,42 @@
 #include "cost_options.hpp"
 
 #include <algorithm>
-#include <iostream>
+#include <vector>
 
 namespace pipevm::cli {
 
-bool costs_of(std::string_view command, const std::string& cost_file,
-              const std::string& cost_flags, const RunConfig& run, Costs& costs) {
-  if (cost_file.empty() && cost_flags.empty() && run.costs.empty()) {
-    costs = default_costs();
-    return true;
-  }
-  costs = Costs{};
-  std::string error;
-  for (const CostSetting& setting : run.costs) {
-    if (!set_cost(costs, setting.key, setting.value, error)) {
-      std::cerr << "pipevm " << command << ": " << setting.where << ": costs: " << error << '\n';
-      return false;
-    }
-  }
-  if ((!cost_file.empty() && !read_costs_yaml(cost_file, costs, error)) ||
-      !parse_cost_flags(cost_flags, costs, error)) {
-    std::cerr << "pipevm " << command << ": " << error << '\n';
-    return false;
-  }
-  return true;
+namespace {
+
+template <std::size_t N>
+CLI::IsMember one_of(const std::array<std::string_view, N>& names) {
+  return CLI::IsMember(std::vector<std::string>(names.begin(), names.end()));
+}
+
+}  // namespace
+
+void add_p2p_order_option(CLI::App& app, std::string& p2p_order) {
+  app.add_option("--p2p-order", p2p_order,
+                 "independent (or any): each send and receive progresses on its own (MPI); "
+                 "posted: a rank's sends and receives run one at a time in the order posted "
+                 "(NCCL)")
+      ->check(one_of(config::kP2pOrders))
+      ->capture_default_str();
+}
+
+void add_cost_options(CLI::App& app, config::CostInputs& inputs, std::string& p2p_order) {
+  app.add_option("--cost", inputs.flags,
+                 "Costs as key=value pairs, e.g. fwd=1,bwd=2,send=0.1; over --costs and the "
+                 "costs of --config");
+  app.add_option("--costs", inputs.file,
+                 "A YAML file of costs (key: value; compute per stage under stages:, per chunk "
+                 "under a stage's chunks:, as run --profile writes it); over the costs of "
+                 "--config");
+  app.add_option("--transfer", inputs.transfer,
+                 "When a message moves: auto (default) as the runtime's MPI, eager up to the "
+                 "eager limits and rendezvous above; eager: it leaves when sent; rendezvous: "
+                 "when both sides have posted (the cost key `transfer`)")
+      ->check(one_of(config::kTransferModels));
+  add_p2p_order_option(app, p2p_order);
 }
 
 std::string cost_keys_help() {

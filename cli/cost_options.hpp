@@ -1,20 +1,21 @@
-// The cost model a subcommand is given: a run configuration's `costs`
-// section, then `--costs FILE` (YAML, as `pipevm run --profile` writes it),
-// then `--cost k=v,...` on top; the textbook default when none gives any.
-// Shared by simulate and synthesize.
+// The options of every command that takes costs (simulate, synthesize), one
+// definition for all: --cost, --costs, --transfer and --p2p-order (which
+// check takes too). What they mean, and which wins, is
+// config/cost_inputs.hpp's.
 #pragma once
 
 #include <string>
-#include <string_view>
 
-#include "costs.hpp"
-#include "run_config.hpp"
+#include <CLI/CLI.hpp>
+
+#include "cost_inputs.hpp"
 
 namespace pipevm::cli {
 
-// False after printing "pipevm COMMAND: reason" to stderr.
-bool costs_of(std::string_view command, const std::string& cost_file,
-              const std::string& cost_flags, const RunConfig& run, Costs& costs);
+// Adds --cost, --costs, --transfer and --p2p-order to `app`.
+void add_cost_options(CLI::App& app, config::CostInputs& inputs, std::string& p2p_order);
+// Adds --p2p-order alone (check).
+void add_p2p_order_option(CLI::App& app, std::string& p2p_order);
 
 // The --help text listing every cost key.
 std::string cost_keys_help();

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "commands.hpp"
+#include "cost_files.hpp"
 #include "read_file.hpp"
 #include "trace_costs.hpp"
 
@@ -47,7 +48,7 @@ int run_costs(const CostsArguments& args) {
     return 2;
   }
   std::ostringstream yaml;
-  write_costs_yaml(yaml, costs->costs, costs->comment);
+  config::write_costs_yaml(yaml, costs->costs, costs->comment);
   if (args.output.empty()) {
     std::cout << yaml.str();
     return 0;

@@ -16,7 +16,7 @@
 #include "compile.hpp"
 #include "expand_text.hpp"
 #include "hosts_options.hpp"
-#include "memory_config.hpp"
+#include "model_bytes.hpp"
 #include "options.hpp"
 #include "torch_csv.hpp"
 
@@ -31,7 +31,7 @@ struct ExpandArguments {
   std::string format = "text";
   bool with_comms = false;
   std::uint64_t max_instructions = ExpandOptions{}.max_instructions;
-  HostArguments hosts;
+  config::HostRequest hosts;
   std::string config_file;  // --config: the model `layer` operands name
 };
 
@@ -128,8 +128,9 @@ int run_expand(const CLI::App& app, const ExpandArguments& args) {
   options.only_rank = args.rank;
   options.max_instructions = args.max_instructions;
   try {
-    expand_for_model(read_memory_config(args.config_file), options);
-  } catch (const ConfigError& error) {
+    config::expand_for_model(
+        config::read_run_config(args.config_file, config::ConfigUse::figures), options);
+  } catch (const config::ConfigError& error) {
     std::cerr << "pipevm expand: " << error.what() << '\n';
     return 2;
   }
@@ -142,9 +143,9 @@ int run_expand(const CLI::App& app, const ExpandArguments& args) {
               << program.ranks() << "\n";
     return 2;
   }
-  HostPlacement placement;
+  config::HostPlacement placement;
   std::string error;
-  if (!place_on_hosts(args.hosts, program.config, placement, error)) {
+  if (!config::place_on_hosts(args.hosts, program.config, placement, error)) {
     std::cerr << "pipevm expand: " << error << '\n';
     return 2;
   }

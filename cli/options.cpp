@@ -20,6 +20,15 @@ void add_config_options(CLI::App& app, Config& config, bool required) {
       ->capture_default_str();
 }
 
+void add_memory_config_option(CLI::App& app, std::string& path) {
+  app.add_option("--config", path,
+                 "A `pipevm run` YAML file: the model (sizes, element_bytes, bias) whose layers "
+                 "`layer L` operands name, the batch size and optimizer that the memory figures "
+                 "(per_rank[].peak_bytes) count, the costs of simulate and the message and "
+                 "all-reduce bytes of simulate --hosts")
+      ->check(CLI::ExistingFile);
+}
+
 api::ConfigRequest config_request(const CLI::App& app, const Config& config) {
   api::ConfigRequest request;
   if (app.count("--stages") > 0) request.stages = config.stages;

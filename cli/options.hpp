@@ -1,11 +1,11 @@
-// The configuration options every subcommand that expands a schedule shares:
-// --stages P --micro-batches M [--dp D] [--chunks V]. Values out of range are
-// usage errors (CLI11 reports them; the process exits with 2).
+// The options every subcommand that expands a schedule shares: --stages P
+// --micro-batches M [--dp D] [--chunks V], --config FILE and --topology.
+// Values out of range are usage errors (CLI11 reports them; the process
+// exits with 2). What the values mean is pipevm::config's and api's.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
-#include <optional>
 #include <string>
 
 #include "compile.hpp"
@@ -28,19 +28,15 @@ void add_config_options(CLI::App& app, Config& config, bool required = true);
 // The configuration options of `app` that were given, with their values in `config`.
 api::ConfigRequest config_request(const CLI::App& app, const Config& config);
 
+// Adds `--config FILE` (a `pipevm run` YAML file: its model, batch and
+// optimizer for the figures, its costs) to `app`, writing the path into `path`.
+void add_memory_config_option(CLI::App& app, std::string& path);
+
 // api::load_program for the subcommand `app`: a usage error is printed to
 // stderr prefixed with "pipevm COMMAND: "; diagnostics go to `diagnostics`.
 api::ProgramInput load_program(const CLI::App& app, const std::string& path, const Config& config,
                                Diagnostics& diagnostics, const ExpandOptions& options = {});
 
-// --topology NAME|FILE.yaml (topology_option.cpp): a built-in name goes to
-// options.topology_name, a file's rounds to options.topology; false with
-// `error` when the file cannot be read or is not rounds of groups.
-bool topology_option(const std::string& value, ExpandOptions& options, std::string& error);
-// The rounds of a topology file's text; `name` (the file) names it in
-// `error` and in the Topology. Only the shape is checked here.
-std::optional<Topology> read_topology_yaml(const std::string& text, const std::string& name,
-                                           std::string& error);
 inline constexpr const char* kTopologyHelp =
     "Gossip topology: complete, ring, one-peer-exp, alternating-exp-ring:L or FILE.yaml "
     "(overrides the schedule's `topology`)";

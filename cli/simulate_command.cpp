@@ -14,14 +14,15 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "cost_options.hpp"
 #include "compile.hpp"
+#include "cost_options.hpp"
 #include "costs.hpp"
 #include "hosts_options.hpp"
-#include "memory_config.hpp"
+#include "model_bytes.hpp"
 #include "options.hpp"
 #include "run_config.hpp"
 #include "simulate_run.hpp"
+#include "topology_file.hpp"
 
 namespace pipevm::cli {
 
@@ -30,17 +31,15 @@ namespace {
 struct SimulateArguments {
   std::string file;
   Config config;
-  std::string cost_flags;
-  std::string cost_file;
-  std::string config_file;  // --config: the model whose bytes are counted
+  config::CostInputs costs;
+  std::string config_file;  // --config: the model whose bytes are counted, its costs
   std::string format = "text";
   std::string svg;
   std::string trace;
   int width = 100;
-  HostArguments hosts;
-  int batch_size = 0;      // 0: the run configuration's (128 by default)
+  config::HostRequest hosts;
+  int batch_size = 0;  // 0: the run configuration's (128 by default)
   std::string topology;
-  std::string transfer;  // empty: the cost model's (auto unless it says)
   std::string p2p_order = "independent";
 };
 
@@ -49,15 +48,10 @@ void print_diagnostics(const Diagnostics& diagnostics) {
   for (const Diagnostic& d : diagnostics.all()) print_text(std::cerr, d, color);
 }
 
-// --transfer over the cost model's; CLI11 has checked the name.
-void apply_transfer_flag(const SimulateArguments& args, Costs& costs) {
-  if (!args.transfer.empty()) parse_transfer_model(args.transfer, costs.transfer);
-}
-
 // The hosts of the ranks; false (after saying why) on bad input.
-bool hosts_of(const SimulateArguments& args, const Config& c, HostPlacement& placement) {
+bool hosts_of(const SimulateArguments& args, const Config& c, config::HostPlacement& placement) {
   std::string error;
-  if (!place_on_hosts(args.hosts, c, placement, error)) {
+  if (!config::place_on_hosts(args.hosts, c, placement, error)) {
     std::cerr << "pipevm simulate: " << error << '\n';
     return false;
   }
@@ -65,7 +59,7 @@ bool hosts_of(const SimulateArguments& args, const Config& c, HostPlacement& pla
 }
 
 // The placement and, per link class, what one step sends over it.
-void print_traffic(const HostPlacement& placement, const LinkTraffic& traffic) {
+void print_traffic(const config::HostPlacement& placement, const LinkTraffic& traffic) {
   std::cout << '\n';
   for (const std::string& line : placement.lines) std::cout << line << '\n';
   for (const LinkClass c : {LinkClass::same_host, LinkClass::across_hosts}) {
@@ -92,25 +86,27 @@ nlohmann::json traffic_json(const LinkTraffic& traffic) {
 
 int run_simulate(const CLI::App& app, const SimulateArguments& args) {
   ExpandOptions expand_options;
-  if (std::string error; !topology_option(args.topology, expand_options, error)) {
+  if (std::string error; !config::topology_option(args.topology, expand_options, error)) {
     std::cerr << "pipevm simulate: " << error << "\n";
     return 2;
   }
-  HostPlacement placement;
-  RunConfig model;
+  config::HostPlacement placement;
+  config::RunConfig model;
   try {
-    model = read_memory_config(args.config_file);
-  } catch (const ConfigError& error) {
+    model = config::read_run_config(args.config_file, config::ConfigUse::figures);
+  } catch (const config::ConfigError& error) {
     std::cerr << "pipevm simulate: " << error.what() << '\n';
     return 2;
   }
-  expand_for_model(model, expand_options);
+  config::expand_for_model(model, expand_options);
   api::SimulateRequest request;
-  request.model = model_bytes(model);
+  request.model = config::model_bytes(model);
   request.message_batch_size = args.batch_size;
-  if (!costs_of("simulate", args.cost_file, args.cost_flags, model, request.costs)) return 2;
-  apply_transfer_flag(args, request.costs);
-  request.options.p2p_posted_order = args.p2p_order == "posted";
+  if (std::string error; !config::compose_costs(args.costs, model.costs, request.costs, error)) {
+    std::cerr << "pipevm simulate: " << error << '\n';
+    return 2;
+  }
+  request.options.p2p_posted_order = *config::posted_order(args.p2p_order);
   Diagnostics diagnostics;
   ProgramInput input = load_program(app, args.file, args.config, diagnostics, expand_options);
   if (!input.program) {
@@ -167,23 +163,7 @@ Command add_simulate_command(CLI::App& root) {
   app.add_option("file", args->file, "The schedule (.pipe, or a PyTorch table .csv)")->required();
   add_config_options(app, args->config, false);
   add_memory_config_option(app, args->config_file);
-  app.add_option("--cost", args->cost_flags, "Costs as key=value pairs, e.g. fwd=1,bwd=2,send=0.1");
-  app.add_option(
-      "--costs", args->cost_file,
-      "A YAML file of costs (key: value; compute per stage under stages:, per chunk under a "
-      "stage's chunks:, as run --profile "
-      "writes it); --cost overrides it");
-  app.add_option("--transfer", args->transfer,
-                 "When a message moves: auto (default) as the runtime's MPI, eager up to the "
-                 "eager limits and rendezvous above; eager: it leaves when sent; rendezvous: "
-                 "when both sides have posted (the cost key `transfer`)")
-      ->check(CLI::IsMember({"auto", "eager", "rendezvous"}));
-  app.add_option("--p2p-order", args->p2p_order,
-                 "independent (or any): each send and receive progresses on its own (MPI); "
-                 "posted: a rank's sends and receives run one at a time in the order posted "
-                 "(NCCL), as check --p2p-order posted")
-      ->check(CLI::IsMember({"independent", "any", "posted"}))
-      ->capture_default_str();
+  add_cost_options(app, args->costs, args->p2p_order);
   app.add_option("--format", args->format, "Output format")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

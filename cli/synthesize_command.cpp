@@ -17,7 +17,7 @@
 #include "commands.hpp"
 #include "cost_options.hpp"
 #include "header.hpp"
-#include "memory_config.hpp"
+#include "model_bytes.hpp"
 #include "options.hpp"
 #include "schedule_input.hpp"
 #include "synthesize.hpp"
@@ -30,11 +30,9 @@ namespace {
 struct SynthesizeArguments {
   Config config;
   std::string placement = "looped";
-  std::string cost_flags;
-  std::string cost_file;
+  config::CostInputs costs;
   std::string config_file;
-  std::string transfer;  // empty: the cost model's (auto unless it says)
-  std::string p2p_order = "any";
+  std::string p2p_order = "any";  // recorded in the header as given
   std::string memory_limit_text;  // a number of M_B, or bytes with a unit (2GiB)
   double memory_limit = 0;         // M_B, when given so
   std::uint64_t memory_bytes = 0;  // bytes, when given so
@@ -95,23 +93,25 @@ std::optional<synthesis::ComputeOrder> order_to_lower(const CLI::App& app,
 
 int run_synthesize(const CLI::App& app, SynthesizeArguments args) {
   if (!args.memory_limit_text.empty() &&
-      !api::parse_memory_limit(args.memory_limit_text, args.memory_limit, args.memory_bytes)) {
+      !config::parse_memory_limit(args.memory_limit_text, args.memory_limit, args.memory_bytes)) {
     std::cerr << "pipevm synthesize: --memory-limit " << args.memory_limit_text
               << ": expected a number of micro-batch activations (4, 2.5) or bytes with a unit "
                  "(2GiB, 500MB)\n";
     return 2;
   }
-  RunConfig model;
+  config::RunConfig model;
   try {
-    model = read_memory_config(args.config_file);
-  } catch (const ConfigError& error) {
+    model = config::read_run_config(args.config_file, config::ConfigUse::figures);
+  } catch (const config::ConfigError& error) {
     std::cerr << "pipevm synthesize: " << error.what() << '\n';
     return 2;
   }
   Costs costs;
-  if (!costs_of("synthesize", args.cost_file, args.cost_flags, model, costs)) return 2;
-  if (!args.transfer.empty()) parse_transfer_model(args.transfer, costs.transfer);
   std::string error;
+  if (!config::compose_costs(args.costs, model.costs, costs, error)) {
+    std::cerr << "pipevm synthesize: " << error << '\n';
+    return 2;
+  }
   std::optional<synthesis::Result> result;
   if (!args.lower.empty()) {
     int status = 0;
@@ -129,7 +129,7 @@ int run_synthesize(const CLI::App& app, SynthesizeArguments args) {
     request.costs = costs;
     request.memory_limit = args.memory_limit;
     request.memory_bytes = args.memory_bytes;
-    request.memory_shape = api::memory_shape(model_bytes(model), args.config);
+    request.memory_shape = config::memory_shape(config::model_bytes(model), args.config);
     request.weight_memory = args.weight_memory;
     request.time_limit_seconds = args.time_limit;
     request.move_limit = args.max_moves;
@@ -180,26 +180,18 @@ Command add_synthesize_command(CLI::App& root) {
   app.footer(
       "Example:\n"
       "  pipevm synthesize -p 4 -m 8 --cost fwd=1,bwd-input=1,bwd-weight=1 --memory-limit 4 -o s.pipe\n"
-      "  pipevm synthesize --lower zb.csv -o zb.pipe   (keep the compute order, place communication)\n" +
+      "  pipevm synthesize --lower zb.csv -o zb.pipe   (keep the compute order, place communication)\n"
+      "The search times candidates under --transfer with receives posted early (a transfer\n"
+      "starts when its send does); --p2p-order is recorded in the header, and the program is\n"
+      "checked under both progress models.\n" +
       cost_keys_help() +
       "Exit status: 0 written, 2 usage, unreadable input or a request no schedule meets.");
   add_config_options(app, args->config, false);
   app.add_option("--placement", args->placement, "Chunk placement when --chunks > 1")
       ->check(CLI::IsMember({"looped", "v"}))
       ->capture_default_str();
-  app.add_option("--cost", args->cost_flags, "Costs as key=value pairs, e.g. fwd=1,bwd-input=1");
-  app.add_option("--costs", args->cost_file,
-                 "A YAML file of costs (as `pipevm run --profile` writes it); --cost overrides it");
+  add_cost_options(app, args->costs, args->p2p_order);
   add_memory_config_option(app, args->config_file);
-  app.add_option("--transfer", args->transfer,
-                 "How a message travels when the search times a candidate, as simulate "
-                 "--transfer (default: the cost model's, else auto); receives are posted early, "
-                 "so a transfer starts when its send does")
-      ->check(CLI::IsMember({"eager", "rendezvous", "auto"}));
-  app.add_option("--p2p-order", args->p2p_order,
-                 "Progress model recorded with the result (the program is checked under both)")
-      ->check(CLI::IsMember({"posted", "any"}))
-      ->capture_default_str();
   app.add_option("--memory-limit", args->memory_limit_text,
                  "Activations a stage may hold, in micro-batch activations M_B (0: no limit); or "
                  "bytes per stage with a unit (2GiB, 500MB), counted as `check` counts peak_bytes "

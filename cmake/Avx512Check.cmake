@@ -24,8 +24,8 @@ endif()
 function(_pipevm_eigen_includers out)
   file(GLOB_RECURSE files LIST_DIRECTORIES false
        ${PROJECT_SOURCE_DIR}/runtime/* ${PROJECT_SOURCE_DIR}/interpreter/*
-       ${PROJECT_SOURCE_DIR}/dsl/* ${PROJECT_SOURCE_DIR}/cli/* ${PROJECT_SOURCE_DIR}/tests/*
-       ${PROJECT_SOURCE_DIR}/bench/* ${PROJECT_SOURCE_DIR}/core/*)
+       ${PROJECT_SOURCE_DIR}/train/* ${PROJECT_SOURCE_DIR}/dsl/* ${PROJECT_SOURCE_DIR}/cli/*
+       ${PROJECT_SOURCE_DIR}/tests/* ${PROJECT_SOURCE_DIR}/bench/* ${PROJECT_SOURCE_DIR}/core/*)
   list(FILTER files INCLUDE REGEX "\\.(hpp|h|cpp)$")
   set(includers "")
   foreach(f IN LISTS files)

@@ -120,7 +120,7 @@ struct Program {
   // none), and the request-posting opcodes whose requests the step carries
   // over its boundary (`carry OP`): one is pending when the step begins and
   // one when it ends. `steps` > 1 when the checker laid several steps out
-  // one after the other (unroll_steps in interpreter/check.hpp).
+  // one after the other (unroll_steps in interpreter/check/check.hpp).
   std::shared_ptr<const Topology> topology;
   std::vector<Opcode> carried;
   int steps = 1;

@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "file_descriptor.hpp"
+
 namespace pipevm {
 
 namespace {
@@ -28,26 +30,12 @@ std::string refusal(mode_t mode) {
   return "is not a regular file";
 }
 
-class Descriptor {
- public:
-  explicit Descriptor(int fd) : fd_(fd) {}
-  Descriptor(const Descriptor&) = delete;
-  Descriptor& operator=(const Descriptor&) = delete;
-  ~Descriptor() {
-    if (fd_ >= 0) close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 }  // namespace
 
 bool read_input_file(const std::string& path, std::uint64_t max_bytes, std::string_view kind,
                      std::string& text, std::string& error) {
   // O_NONBLOCK: opening a FIFO for reading otherwise waits for a writer.
-  const Descriptor file(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  const FileDescriptor file(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (file.get() < 0) {
     error = std::strerror(errno);
     return false;

@@ -1,5 +1,5 @@
 // Fuzz target `costs`: any bytes as a cost file (`pipevm simulate --costs
-// FILE`, interpreter/costs.hpp) and, the same bytes, as `--cost` flags.
+// FILE`, config/cost_files.hpp) and, the same bytes, as `--cost` flags.
 // Asserts:
 //   - refusing is returning false with a message: no exception escapes;
 //   - every accepted cost is finite and not negative;
@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cost_files.hpp"
 #include "costs.hpp"
 #include "fuzz_support.hpp"
 
@@ -31,10 +32,10 @@ void check_accepted(const pipevm::Costs& costs) {
   }
   FUZZ_ASSERT(!costs.bwd || *costs.bwd >= 0, "an accepted bwd is not negative");
   std::ostringstream written;
-  pipevm::write_costs_yaml(written, costs, "fuzz");
+  pipevm::config::write_costs_yaml(written, costs, "fuzz");
   pipevm::Costs again;
   std::string error;
-  FUZZ_ASSERT(pipevm::parse_costs_yaml(written.str(), again, error),
+  FUZZ_ASSERT(pipevm::config::parse_costs_yaml(written.str(), again, error),
               "a written cost file reads back");
   FUZZ_ASSERT(again.bwd.has_value() == costs.bwd.has_value(), "bwd set or unset survives");
   FUZZ_ASSERT(again.stages.size() == costs.stages.size(), "every stage's costs read back");
@@ -66,7 +67,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   {
     pipevm::Costs costs;
     std::string error;
-    if (pipevm::parse_costs_yaml(text, costs, error)) {
+    if (pipevm::config::parse_costs_yaml(text, costs, error)) {
       check_accepted(costs);
     } else {
       FUZZ_ASSERT(!error.empty(), "a refused cost file says why");
@@ -75,7 +76,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   {
     pipevm::Costs costs;
     std::string error;
-    if (pipevm::parse_cost_flags(text, costs, error)) {
+    if (pipevm::config::parse_cost_flags(text, costs, error)) {
       check_accepted(costs);
     } else {
       FUZZ_ASSERT(!error.empty(), "refused cost flags say why");

@@ -1,5 +1,5 @@
 // Fuzz target `run_config`: any bytes as `pipevm run --config FILE` (the
-// YAML of cli/run_config.hpp), then validate(). Asserts:
+// YAML of config/run_config.hpp), then validate(). Asserts:
 //   - the only way to refuse a file is ConfigError (anything else escaping
 //     would end `pipevm run` with an uncaught exception, not a message);
 //   - a refusal of the file names it ("fuzz.yaml..." starts the message);
@@ -19,8 +19,8 @@
 
 namespace {
 
-using pipevm::cli::ConfigError;
-using pipevm::cli::RunConfig;
+using pipevm::config::ConfigError;
+using pipevm::config::RunConfig;
 
 auto fields(const RunConfig& c) {
   return std::tie(c.model.sizes, c.model.loss, c.model.seed, c.data, c.synthetic_train,
@@ -32,7 +32,7 @@ auto fields(const RunConfig& c) {
 bool read(const std::string& text, RunConfig& config) {
   const std::string name = "fuzz.yaml";
   try {
-    pipevm::cli::apply_yaml_text(text, name, config);
+    pipevm::config::apply_yaml_text(text, name, config);
     return true;
   } catch (const ConfigError& error) {
     FUZZ_ASSERT(std::string(error.what()).rfind(name, 0) == 0, "a refusal names the file");
@@ -59,7 +59,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                   same_float(first.optimizer.momentum, second.optimizer.momentum),
               "the same file gives the same optimizer");
   try {
-    pipevm::cli::validate(first);
+    pipevm::config::validate(first);
   } catch (const ConfigError&) {
     return 0;
   }

@@ -1,5 +1,5 @@
 // Fuzz target `topology`: any bytes as a gossip topology file
-// (`--topology FILE.yaml`, read by cli/topology_option.cpp), then what the
+// (`--topology FILE.yaml`, read by config/topology_file.cpp), then what the
 // checker and the VM do with it for a few data-parallel sizes. Asserts:
 //   - only the reader's error refuses a file (no exception escapes), and
 //     the refusal names the file;
@@ -29,10 +29,10 @@
 #include "check.hpp"
 #include "costs.hpp"
 #include "fuzz_support.hpp"
-#include "options.hpp"
 #include "shipped_schedule.hpp"
 #include "simulate.hpp"
 #include "topology.hpp"
+#include "topology_file.hpp"
 
 namespace {
 
@@ -171,7 +171,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string text(reinterpret_cast<const char*>(data), size);
   const std::string name = "fuzz.yaml";
   std::string error;
-  auto read = pipevm::cli::read_topology_yaml(text, name, error);
+  auto read = pipevm::config::read_topology_yaml(text, name, error);
   if (!read) {
     FUZZ_ASSERT(error.rfind(name, 0) == 0, "a refusal names the file");
     return 0;

@@ -1,10 +1,13 @@
 // The compiled part of the Python package pipevm (pipevm._pipevm): check,
 // simulate and expand a schedule given as a path or as text, check
 // PyTorch's in-memory pipeline_order, synthesize a schedule for costs and a
-// memory limit, and place the communication of a given compute order. Each function turns its arguments
-// into a pipevm::api request, calls the library with the GIL released, and
-// converts what it returns (results.hpp). Bad input raises ScheduleError.
-// Not here: reading a `pipevm run` YAML file (cli/), running on MPI ranks.
+// memory limit, and place the communication of a given compute order. Each
+// function turns its arguments into a pipevm::api request (its model and
+// costs read by pipevm::config, as the command line's are: config= is
+// `--config`, a run YAML file or a dict of its sections), calls the library
+// with the GIL released, and converts what it returns (results.hpp). Bad
+// input raises ScheduleError, a bad argument ValueError. Not here: running
+// on MPI ranks (pipevm run).
 #include <cmath>
 #include <map>
 #include <optional>
@@ -14,8 +17,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include "costs.hpp"
+#include "cost_inputs.hpp"
 #include "header.hpp"
+#include "model_bytes.hpp"
 #include "pipevm_api.hpp"
 #include "read_file.hpp"
 #include "results.hpp"
@@ -30,6 +34,11 @@ namespace py = pybind11;
 namespace pipevm::python {
 
 namespace {
+
+// A path given as a str or an os.PathLike.
+std::string fspath(const py::object& path) {
+  return py::str(py::module_::import("os").attr("fspath")(path));
+}
 
 // A schedule as read, and whether it is a PyTorch table.
 struct Input {
@@ -49,7 +58,7 @@ Input input_of(const py::object& schedule, const std::optional<std::string>& nam
       throw ScheduleFailure("the schedule's text is over 256 MiB");
     input.file = std::make_shared<const SourceFile>(name.value_or("<string>"), text);
   } else {
-    const std::string path = py::str(py::module_::import("os").attr("fspath")(schedule));
+    const std::string path = fspath(schedule);
     std::string error;
     input.file = api::read_schedule_file(path, error);
     if (!input.file) {
@@ -90,11 +99,36 @@ std::optional<int> single(const std::optional<ValueRange>& range, const char* wh
 }
 
 bool posted_order(const std::string& p2p_order) {
-  if (p2p_order != "independent" && p2p_order != "posted") {
-    throw py::value_error("p2p_order must be 'independent' (MPI) or 'posted' (NCCL), not '" +
-                          p2p_order + "'");
+  const std::optional<bool> posted = config::posted_order(p2p_order);
+  if (!posted) {
+    throw py::value_error("p2p_order must be 'independent' or 'any' (MPI) or 'posted' (NCCL), "
+                          "not '" + p2p_order + "'");
   }
-  return p2p_order == "posted";
+  return *posted;
+}
+
+// config=: None (`pipevm run`'s defaults), the path of a `pipevm run` YAML
+// file, or a dict of its sections (model, training, costs, ...), read as
+// `--config` reads the file.
+config::RunConfig run_config_of(const py::object& given) {
+  try {
+    if (given.is_none()) return config::read_run_config("", config::ConfigUse::figures);
+    if (py::isinstance<py::dict>(given)) {
+      // JSON is YAML: the dict goes through the file's reader and its checks.
+      const std::string text = py::module_::import("json").attr("dumps")(given).cast<std::string>();
+      return config::read_run_config_text(text, "<config>", config::ConfigUse::figures);
+    }
+    return config::read_run_config(fspath(given), config::ConfigUse::figures);
+  } catch (const config::ConfigError& error) {
+    throw py::value_error(std::string("config: ") + error.what());
+  }
+}
+
+// What the header records as the model whose bytes a limit counts.
+std::string memory_model_of(const py::object& given) {
+  if (given.is_none()) return "pipevm run's defaults";
+  if (py::isinstance<py::dict>(given)) return "the config dict";
+  return fspath(given);
 }
 
 // The first error among the diagnostics as the failure, else `fallback`.
@@ -136,9 +170,13 @@ Program load(const Input& input, const ConfigArguments& arguments, const ExpandO
 PyCheckResult check(const py::object& schedule, const py::object& stages,
                     const py::object& micro_batches, const py::object& dp, const py::object& chunks,
                     const std::string& p2p_order, const std::optional<std::string>& name,
-                    bool skip_unsupported, std::uint64_t max_configurations) {
+                    bool skip_unsupported, std::uint64_t max_configurations,
+                    const py::object& config) {
+  const config::RunConfig run = run_config_of(config);
   const Input input = input_of(schedule, name);
   api::SweepRequest request;
+  request.model = config::model_bytes(run);
+  config::expand_for_model(run, request.expand);
   request.stages = range_of(stages, "stages", api::kMaxStages);
   request.micro_batches = range_of(micro_batches, "micro_batches", api::kMaxMicroBatches);
   request.dp = range_of(dp, "dp", api::kMaxDp);
@@ -155,25 +193,29 @@ PyCheckResult check(const py::object& schedule, const py::object& stages,
   return result_of(report, input.table);
 }
 
-// None: the textbook default; a dict of cost keys; 'fwd=1,bwd=2'; or the
-// path of a YAML cost file (os.PathLike, or a str without '=').
-Costs costs_of(const py::object& given) {
-  if (given.is_none()) return default_costs();
-  Costs costs;
-  std::string error;
+// costs=: None (the textbook default, or the configuration's costs), a dict
+// of cost keys, 'fwd=1,bwd=2', or the path of a YAML cost file (os.PathLike,
+// or a str without '='); transfer= over them; composed as the command line
+// composes --costs and --cost over --config's costs.
+Costs costs_of(const py::object& given, const std::optional<std::string>& transfer,
+               const config::RunConfig& run) {
+  config::CostInputs inputs;
+  inputs.transfer = transfer.value_or("");
   const bool is_str = py::isinstance<py::str>(given);
   if (is_str && given.cast<std::string>().find('=') != std::string::npos) {
-    if (!parse_cost_flags(given.cast<std::string>(), costs, error)) throw py::value_error(error);
-    return costs;
+    inputs.flags = given.cast<std::string>();
+  } else if (is_str || py::isinstance(given, py::module_::import("os").attr("PathLike"))) {
+    inputs.file = fspath(given);
+  } else if (!given.is_none()) {
+    std::vector<std::pair<std::string, double>> values;
+    for (const auto& [key, value] : given.cast<std::map<std::string, double>>()) {
+      values.emplace_back(key, value);
+    }
+    inputs.values = std::move(values);
   }
-  if (is_str || py::isinstance(given, py::module_::import("os").attr("PathLike"))) {
-    const std::string path = py::str(py::module_::import("os").attr("fspath")(given));
-    if (!read_costs_yaml(path, costs, error)) throw py::value_error(error);
-    return costs;
-  }
-  for (const auto& [key, value] : given.cast<std::map<std::string, double>>()) {
-    if (!set_cost(costs, key, value, error)) throw py::value_error(error);
-  }
+  Costs costs;
+  std::string error;
+  if (!config::compose_costs(inputs, run.costs, costs, error)) throw py::value_error(error);
   return costs;
 }
 
@@ -183,11 +225,17 @@ PySimulation simulate(const py::object& schedule, const py::object& stages,
                       const std::optional<std::vector<int>>& hosts,
                       const std::optional<std::string>& svg,
                       const std::optional<std::string>& trace,
-                      const std::optional<std::string>& name) {
+                      const std::optional<std::string>& name, const py::object& config,
+                      const std::optional<std::string>& transfer, const std::string& p2p_order) {
+  const config::RunConfig run = run_config_of(config);
   const Input input = input_of(schedule, name);
   api::SimulateRequest request;
-  request.costs = costs_of(costs);
-  const Program program = load(input, {stages, micro_batches, dp, chunks}, {});
+  request.costs = costs_of(costs, transfer, run);
+  request.model = config::model_bytes(run);
+  request.options.p2p_posted_order = posted_order(p2p_order);
+  ExpandOptions options;
+  config::expand_for_model(run, options);
+  const Program program = load(input, {stages, micro_batches, dp, chunks}, options);
   if (hosts) {
     if (static_cast<int>(hosts->size()) != program.ranks()) {
       throw py::value_error("hosts must give a host for each of the " +
@@ -250,7 +298,7 @@ void set_memory_limit(const py::object& limit, synthesis::Request& request) {
   if (limit.is_none()) return;
   if (py::isinstance<py::str>(limit)) {
     const std::string text = limit.cast<std::string>();
-    if (!api::parse_memory_limit(text, request.memory_limit, request.memory_bytes)) {
+    if (!config::parse_memory_limit(text, request.memory_limit, request.memory_bytes)) {
       throw py::value_error(std::string(wanted) + ", not '" + text + "'");
     }
     return;
@@ -269,13 +317,11 @@ PySynthesis synthesize(int stages, int micro_batches, int chunks, const std::str
                        const py::object& costs, const py::object& memory_limit,
                        double weight_memory, double time_limit,
                        const std::optional<std::string>& transfer, const std::string& p2p_order,
-                       int max_moves) {
+                       int max_moves, const py::object& config) {
   if (placement != "looped" && placement != "v") {
     throw py::value_error("placement must be 'looped' or 'v', not '" + placement + "'");
   }
-  if (p2p_order != "any" && p2p_order != "posted") {
-    throw py::value_error("p2p_order must be 'any' or 'posted', not '" + p2p_order + "'");
-  }
+  posted_order(p2p_order);
   if (!(time_limit >= 0)) throw py::value_error("time_limit must be seconds >= 0");
   if (max_moves < 0) throw py::value_error("max_moves must be >= 0 (0: until time_limit)");
   synthesis::Request request;
@@ -284,33 +330,32 @@ PySynthesis synthesize(int stages, int micro_batches, int chunks, const std::str
   request.config.micro_batches = *single(
       range_of(py::int_(micro_batches), "micro_batches", api::kMaxMicroBatches), "micro_batches");
   request.config.chunks = *single(range_of(py::int_(chunks), "chunks", api::kMaxChunks), "chunks");
-  request.costs = costs_of(costs);
-  if (transfer && !parse_transfer_model(*transfer, request.costs.transfer)) {
-    throw py::value_error("transfer must be 'eager', 'rendezvous' or 'auto', not '" + *transfer +
-                          "'");
-  }
+  const config::RunConfig run = run_config_of(config);
+  request.costs = costs_of(costs, transfer, run);
   set_memory_limit(memory_limit, request);
-  request.memory_shape = api::memory_shape(api::ModelBytes{}, request.config);
+  request.memory_shape = config::memory_shape(config::model_bytes(run), request.config);
   request.weight_memory = weight_memory;
   request.time_limit_seconds = time_limit;
   request.move_limit = max_moves;
   synthesis::HeaderInputs inputs;
-  inputs.command = call_text(
-      "synthesize", {{"stages", py::int_(stages)},
-                     {"micro_batches", py::int_(micro_batches)},
-                     {"chunks", py::int_(chunks)},
-                     {"placement", py::str(placement)},
-                     {"costs", costs},
-                     {"memory_limit", memory_limit},
-                     {"weight_memory", py::float_(weight_memory)},
-                     {"time_limit", py::float_(time_limit)},
-                     {"transfer", py::cast(transfer)},
-                     {"p2p_order", py::str(p2p_order)},
-                     {"max_moves", py::int_(max_moves)}});
+  std::vector<std::pair<const char*, py::object>> arguments = {
+      {"stages", py::int_(stages)},
+      {"micro_batches", py::int_(micro_batches)},
+      {"chunks", py::int_(chunks)},
+      {"placement", py::str(placement)},
+      {"costs", costs},
+      {"memory_limit", memory_limit},
+      {"weight_memory", py::float_(weight_memory)},
+      {"time_limit", py::float_(time_limit)},
+      {"transfer", py::cast(transfer)},
+      {"p2p_order", py::str(p2p_order)},
+      {"max_moves", py::int_(max_moves)}};
+  if (!config.is_none()) arguments.emplace_back("config", config);
+  inputs.command = call_text("synthesize", arguments);
   inputs.costs = request.costs;
   inputs.memory_limit = request.memory_limit;
   inputs.memory_bytes = request.memory_bytes;
-  inputs.memory_model = "pipevm run's defaults";
+  inputs.memory_model = memory_model_of(config);
   inputs.weight_memory = weight_memory;
   inputs.p2p_order = p2p_order;
   std::string error;
@@ -339,7 +384,7 @@ PySynthesis lower(const py::object& schedule, const py::object& stages,
                                       {"chunks", chunks},
                                       {"costs", costs},
                                       {"weight_memory", py::float_(weight_memory)}});
-  inputs.costs = costs_of(costs);
+  inputs.costs = costs_of(costs, std::nullopt, config::RunConfig{});
   inputs.weight_memory = weight_memory;
   std::optional<synthesis::Result> result;
   {
@@ -483,26 +528,34 @@ PYBIND11_MODULE(_pipevm, m) {
         py::arg("micro_batches") = py::none(), py::arg("dp") = py::none(),
         py::arg("chunks") = py::none(), py::arg("p2p_order") = "independent",
         py::arg("name") = py::none(), py::arg("skip_unsupported") = false,
-        py::arg("max_configurations") = 100'000,
+        py::arg("max_configurations") = 100'000, py::arg("config") = py::none(),
         "check(schedule, *, stages=None, micro_batches=None, dp=None, chunks=None,\n"
         "      p2p_order='independent', name=None, skip_unsupported=False,\n"
-        "      max_configurations=100000) -> CheckResult\n\n"
+        "      max_configurations=100000, config=None) -> CheckResult\n\n"
         "Proves a schedule free of deadlock and mismatched communication, as `pipevm check`.\n"
         "schedule: a path, or text (a str with a line break, or given a name). stages,\n"
         "micro_batches, dp, chunks: an int or an inclusive (first, last) range; absent ones\n"
-        "come from the schedule's `check` lines. p2p_order: 'independent' (MPI) or 'posted'\n"
-        "(NCCL). Raises ScheduleError when the input is not a schedule.");
+        "come from the schedule's `check` lines. p2p_order: 'independent' (or 'any': MPI) or\n"
+        "'posted' (NCCL). config: a `pipevm run` YAML file or a dict of its sections, as\n"
+        "`--config` (the model whose bytes per_rank counts; None: run's defaults). Raises\n"
+        "ScheduleError when the input is not a schedule, ValueError for a bad config.");
   m.def("simulate", &simulate, py::arg("schedule"), py::kw_only(), py::arg("stages") = py::none(),
         py::arg("micro_batches") = py::none(), py::arg("dp") = py::none(),
         py::arg("chunks") = py::none(), py::arg("costs") = py::none(),
         py::arg("hosts") = py::none(), py::arg("svg") = py::none(), py::arg("trace") = py::none(),
-        py::arg("name") = py::none(),
+        py::arg("name") = py::none(), py::arg("config") = py::none(),
+        py::arg("transfer") = py::none(), py::arg("p2p_order") = "independent",
         "simulate(schedule, *, stages=None, micro_batches=None, dp=None, chunks=None,\n"
-        "         costs=None, hosts=None, svg=None, trace=None, name=None) -> Simulation\n\n"
+        "         costs=None, hosts=None, svg=None, trace=None, name=None, config=None,\n"
+        "         transfer=None, p2p_order='independent') -> Simulation\n\n"
         "Simulates one configuration under a cost model, as `pipevm simulate`. costs: a dict\n"
-        "of cost keys or 'fwd=1,bwd=2' (unset keys cost 0; None: the textbook default);\n"
-        "hosts: the host of each rank; svg, trace: files to write. Raises ScheduleError when\n"
-        "the schedule cannot be read or cannot run to its end.");
+        "of cost keys, 'fwd=1,bwd=2' or a YAML cost file's path (unset keys cost 0; None: the\n"
+        "config's costs, else the textbook default); hosts: the host of each rank; svg, trace:\n"
+        "files to write. config: a `pipevm run` YAML file or a dict of its sections, as\n"
+        "`--config` (the model whose bytes per_rank counts, its costs under costs=). transfer:\n"
+        "'auto', 'eager' or 'rendezvous' (None: the costs'); p2p_order: 'independent' (or\n"
+        "'any') or 'posted'. Raises ScheduleError when the schedule cannot be read or cannot\n"
+        "run to its end, ValueError for bad costs or config.");
   m.def("expand", &expand, py::arg("schedule"), py::kw_only(), py::arg("stages") = py::none(),
         py::arg("micro_batches") = py::none(), py::arg("dp") = py::none(),
         py::arg("chunks") = py::none(), py::arg("name") = py::none(),
@@ -513,22 +566,23 @@ PYBIND11_MODULE(_pipevm, m) {
         py::arg("chunks") = 1, py::arg("placement") = "looped", py::arg("costs") = py::none(),
         py::arg("memory_limit") = py::none(), py::arg("weight_memory") = 1.0,
         py::arg("time_limit") = 5.0, py::arg("transfer") = py::none(),
-        py::arg("p2p_order") = "any", py::arg("max_moves") = 0,
+        py::arg("p2p_order") = "any", py::arg("max_moves") = 0, py::arg("config") = py::none(),
         "synthesize(*, stages, micro_batches, chunks=1, placement='looped', costs=None,\n"
         "           memory_limit=None, weight_memory=1.0, time_limit=5.0, transfer=None,\n"
-        "           p2p_order='any', max_moves=0) -> Synthesis\n\n"
+        "           p2p_order='any', max_moves=0, config=None) -> Synthesis\n\n"
         "Searches the least-bubble schedule for costs and a memory limit, as `pipevm\n"
         "synthesize`; the result is checked under both progress models and simulated. costs:\n"
         "as simulate's, or the path of a YAML cost file (`pipevm run --profile` writes one).\n"
         "memory_limit: what a stage may hold, in micro-batch activations M_B (a number), or\n"
         "in bytes with a unit ('64MiB', '2GB': counted as `check` counts peak bytes, for\n"
-        "`pipevm run`'s default model); None: no limit. weight_memory: R = M_W / M_B.\n"
+        "config's model, else `pipevm run`'s default); None: no limit. weight_memory: R =\n"
+        "M_W / M_B. config: a `pipevm run` YAML file or a dict of its sections (its model,\n"
+        "its costs under costs=).\n"
         "time_limit: seconds for the improvement step; max_moves: its moves at most (0: no\n"
         "limit; the same result on any machine when time_limit does not end it first).\n"
-        "transfer: 'eager', 'rendezvous' or\n"
-        "'auto' (None: the costs'). p2p_order: 'any' or 'posted', recorded in the header (the\n"
-        "result always passes both). A request no schedule meets raises ScheduleError with the\n"
-        "message the CLI prints.");
+        "transfer: 'eager', 'rendezvous' or 'auto' (None: the costs'). p2p_order: 'any' (or\n"
+        "'independent') or 'posted', recorded in the header (the result always passes both).\n"
+        "A request no schedule meets raises ScheduleError with the message the CLI prints.");
   m.def("lower", &lower, py::arg("schedule"), py::kw_only(), py::arg("stages") = py::none(),
         py::arg("micro_batches") = py::none(), py::arg("chunks") = py::none(),
         py::arg("costs") = py::none(), py::arg("weight_memory") = 1.0,

@@ -158,6 +158,21 @@ struct InProcessWorld::State {
     }
     collect(group);
   }
+
+  // A collective of floats: each member deposits its own (`mine`, at its
+  // place `member` of the group), then as rendezvous.
+  template <typename Combine, typename Collect>
+  void float_rendezvous(int rank, InProcessGroup& group, int member, std::span<const float> mine,
+                        Combine combine, Collect collect) {
+    const auto at = static_cast<std::size_t>(member);
+    rendezvous(
+        rank, group,
+        [&](InProcessGroup& g) {
+          g.inputs[at] = mine.data();
+          g.sizes[at] = mine.size();
+        },
+        combine, collect);
+  }
 };
 
 InProcessWorld::InProcessWorld(int stages, int dp, std::chrono::milliseconds timeout)
@@ -328,15 +343,9 @@ const InProcessComm::GroupMembership& InProcessComm::membership_of(Group group) 
 }
 
 void InProcessComm::allreduce_sum(std::span<float> data, Group group) {
-  InProcessWorld::State& s = world_.state();
   const GroupMembership& membership = membership_of(group);
-  const auto member = static_cast<std::size_t>(membership.member);
-  s.rendezvous(
-      world_rank_, *membership.group,
-      [&](InProcessGroup& g) {
-        g.inputs[member] = data.data();
-        g.sizes[member] = data.size();
-      },
+  world_.state().float_rendezvous(
+      world_rank_, *membership.group, membership.member, data,
       [&](InProcessGroup& g) {
         for (const std::size_t size : g.sizes) {
           if (size != data.size()) throw CommError("all-reduce members disagree on the size");
@@ -353,15 +362,9 @@ void InProcessComm::allreduce_sum(std::span<float> data, Group group) {
 void InProcessComm::allgather(std::span<const float> mine, std::span<float> all,
                               std::span<const int> counts, std::span<const int> displacements,
                               Group group) {
-  InProcessWorld::State& s = world_.state();
   const GroupMembership& membership = membership_of(group);
-  const auto member = static_cast<std::size_t>(membership.member);
-  s.rendezvous(
-      world_rank_, *membership.group,
-      [&](InProcessGroup& g) {
-        g.inputs[member] = mine.data();
-        g.sizes[member] = mine.size();
-      },
+  world_.state().float_rendezvous(
+      world_rank_, *membership.group, membership.member, mine,
       [&](InProcessGroup& g) {
         if (counts.size() != g.sizes.size()) throw CommError("all-gather: one count per member");
         g.sum.assign(all.size(), 0.0F);

@@ -3,7 +3,7 @@
 // adjacent stages of every pipeline, at a few message sizes (the smallest
 // possible and the run's own activations), through the Comm like every other
 // message. The caller turns the timings into latency and bandwidth
-// (interpreter/costs.hpp, fit_link) and sorts them by link class.
+// (interpreter/simulate/cost_fit.hpp, fit_link) and sorts them by link class.
 //
 // Not here: collectives (the profile times AllReduce itself), pairs that are
 // not pipeline neighbours (they exchange no message in any shipped

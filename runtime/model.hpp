@@ -50,40 +50,26 @@
 #include "buffer_pool.hpp"
 #include "data.hpp"
 #include "memory_ledger.hpp"
+#include "model_config.hpp"
 #include "model_shape.hpp"
 #include "vit_model.hpp"
 
 namespace pipevm::runtime {
 
-enum class Loss { cross_entropy, softmax_mse };
-std::string_view name(Loss loss);
-std::optional<Loss> loss_from_name(std::string_view name);
-
-enum class ModelKind : std::uint8_t { mlp, vit };
-std::string_view name(ModelKind kind);
-std::optional<ModelKind> model_kind_from_name(std::string_view name);
-
-struct ModelConfig {
-  ModelKind kind = ModelKind::mlp;
-  // Layer widths, input first: the MLP's; for the ViT, vit_layer_widths(vit)
-  // (use_vit sets both).
-  std::vector<int> sizes = default_layer_widths();
-  VitShape vit;  // the ViT's sizes, when kind is vit
-  Loss loss = Loss::cross_entropy;
-  std::uint64_t seed = 0;
-};
-// Makes `config` the ViT of `shape` (kind, sizes, vit).
-void use_vit(ModelConfig& config, const VitShape& shape);
-// "784-128-10" for the MLP; "ViT 28x28 in 7x7 patches (16 tokens), width 64,
-// 4 blocks, 4 heads, hidden 256, 10 classes".
-std::string describe(const ModelConfig& config);
+// The model's description (kind, widths or ViT sizes, loss, seed) is the
+// core's (model_config.hpp): reading a configuration needs no runtime.
+using pipevm::describe;
+using pipevm::Loss;
+using pipevm::loss_from_name;
+using pipevm::model_kind_from_name;
+using pipevm::ModelConfig;
+using pipevm::ModelKind;
+using pipevm::name;
+using pipevm::use_vit;
 // What runs the model's products, for the run header: the MLP's OpenBLAS
 // (gemm_backend()), or "pipevm's avx512 kernels" for the ViT (the set
 // vit_kernels() chose).
 std::string products_backend(const ModelConfig& config);
-// Floats of the layers in `layers` of the configured model; the offset of
-// layer i in the whole model's flat array is parameter_count(config, {0, i}).
-std::size_t parameter_count(const ModelConfig& config, LayerRange layers);
 
 // The layer widths, the split into pieces and parameter counts are the
 // core's (model_shape.hpp): one rule for the checker and the runtime.

@@ -1,5 +1,5 @@
 // Comm over Open MPI. MpiSession owns MPI_Init/MPI_Finalize; MpiComm renumbers
-// the world by program rank (rank_layout.hpp says which MPI rank plays which)
+// the world by program rank (config/rank_layout.hpp says which MPI rank plays which)
 // and splits it into a pipeline communicator (ranks of one dp_rank, ordered
 // by stage) and a data-parallel communicator (ranks of one stage, ordered by
 // dp_rank), with world rank = dp_rank * stages + stage, and further groups

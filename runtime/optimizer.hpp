@@ -12,16 +12,12 @@
 #include <utility>
 #include <vector>
 
+#include "model_config.hpp"
+
 namespace pipevm::runtime {
 
-struct OptimizerConfig {
-  std::string kind = "adam";  // "adam" or "sgd"
-  float lr = 1e-3f;
-  float momentum = 0.0f;  // sgd: v = momentum * v + g; p -= lr * v (0: plain SGD)
-  float beta1 = 0.9f;     // adam
-  float beta2 = 0.999f;   // adam
-  float eps = 1e-8f;      // adam
-};
+// Its kind and hyper-parameters are the core's (model_config.hpp).
+using pipevm::OptimizerConfig;
 
 class Optimizer {
  public:

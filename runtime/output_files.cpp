@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "file_descriptor.hpp"
+
 namespace pipevm::runtime {
 namespace {
 
@@ -27,28 +29,6 @@ std::string directory_of(const std::string& path) {
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   return parent.empty() ? "." : parent.string();
 }
-
-// Closes on every path out of a scope; close() errors are checked where it matters.
-class Descriptor {
- public:
-  explicit Descriptor(int fd) : fd_(fd) {}
-  Descriptor(const Descriptor&) = delete;
-  Descriptor& operator=(const Descriptor&) = delete;
-  ~Descriptor() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  // Closes now; the errno of a failed close, else 0.
-  int close() {
-    const int result = ::close(fd_);
-    fd_ = -1;
-    return result == 0 ? 0 : errno;
-  }
-
- private:
-  int fd_;
-};
 
 void write_all(int fd, std::span<const std::byte> bytes, const std::string& path) {
   while (!bytes.empty()) {
@@ -70,7 +50,7 @@ std::string probe_name(const std::string& directory) {
 
 std::optional<std::string> why_no_new_file(const std::string& directory) {
   const std::string probe = probe_name(directory);
-  Descriptor fd(::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  FileDescriptor fd(::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
   if (!fd.valid()) return "cannot create a file in " + directory + ": " + reason(errno);
   fd.close();
   ::unlink(probe.c_str());
@@ -80,7 +60,7 @@ std::optional<std::string> why_no_new_file(const std::string& directory) {
 }  // namespace
 
 void sync_directory(const std::string& directory) {
-  Descriptor fd(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  FileDescriptor fd(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd.valid()) fail("open the directory", directory, errno);
   if (::fsync(fd.get()) != 0) fail("sync the directory", directory, errno);
 }
@@ -88,7 +68,7 @@ void sync_directory(const std::string& directory) {
 void write_file_durably(const std::string& path, std::span<const std::byte> bytes) {
   const std::string temporary = path + ".tmp." + std::to_string(::getpid());
   try {
-    Descriptor fd(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    FileDescriptor fd(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     if (!fd.valid()) fail("create", temporary, errno);
     write_all(fd.get(), bytes, temporary);
     if (::fsync(fd.get()) != 0) fail("sync", temporary, errno);
@@ -102,7 +82,7 @@ void write_file_durably(const std::string& path, std::span<const std::byte> byte
 }
 
 std::string read_whole_file(const std::string& path) {
-  Descriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) fail("open", path, errno);
   struct stat status = {};
   if (::fstat(fd.get(), &status) != 0) fail("stat", path, errno);
@@ -126,7 +106,7 @@ std::optional<std::string> why_not_writable_file(const std::string& path) {
   if (::stat(path.c_str(), &status) == 0) {
     if (S_ISDIR(status.st_mode)) return reason(EISDIR);
     if (!S_ISREG(status.st_mode)) return std::string("not a regular file");
-    Descriptor fd(::open(path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC));
+    FileDescriptor fd(::open(path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC));
     if (!fd.valid()) return "cannot open it for writing: " + reason(errno);
   } else if (errno != ENOENT) {
     return reason(errno);

@@ -1,15 +1,13 @@
-// The ViT's units: parameter layout, initialisation, stash layout and the
-// three passes of a unit (see vit_model.hpp). A stash is cut into regions,
-// each holding one value for all rows of the micro-batch (rows x its floats
-// per sample, contiguous), so that a region is a token matrix as it is.
+// The ViT's units: initialisation and the three passes of a unit (see
+// vit_model.hpp), on the parameter and stash layouts of core/vit_shape.hpp.
+// A stash is cut into regions, each holding one value for all rows of the
+// micro-batch (rows x its floats per sample, contiguous), so that a region
+// is a token matrix as it is.
 #include "vit_model.hpp"
 
 #include <algorithm>
 #include <cmath>
-#include <initializer_list>
 #include <stdexcept>
-#include <string>
-#include <string_view>
 
 #include "random.hpp"
 #include "tensor.hpp"
@@ -24,130 +22,6 @@ std::size_t to_size(int value) {
 
 bool is_last_unit(const VitShape& shape, int unit) {
   return unit == shape.blocks - 1;
-}
-
-// Offsets of a unit's tensors in its flat parameters (unset: not in the
-// unit), and, when `named`, the tensors with their names and shapes. A
-// pass asks for the offsets only, which allocates nothing.
-struct UnitParameters {
-  std::size_t patch_weight = 0, patch_bias = 0, positions = 0;
-  std::size_t ln1_gamma = 0, ln1_beta = 0, qkv_weight = 0, qkv_bias = 0;
-  std::size_t proj_weight = 0, proj_bias = 0, ln2_gamma = 0, ln2_beta = 0;
-  std::size_t fc1_weight = 0, fc1_bias = 0, fc2_weight = 0, fc2_bias = 0;
-  std::size_t norm_gamma = 0, norm_beta = 0, head_weight = 0, head_bias = 0;
-  std::vector<VitTensor> tensors;
-  std::size_t count = 0;
-  bool named = false;
-  int block = 0;
-
-  // A tensor of the unit's block ("blocks.N." + name) or of the model.
-  std::size_t add(std::string_view name, std::initializer_list<std::int64_t> dims,
-                  bool in_block = true) {
-    std::size_t size = 1;
-    for (const std::int64_t d : dims) size *= static_cast<std::size_t>(d);
-    const std::size_t offset = count;
-    if (named) {
-      std::string full = in_block ? "blocks." + std::to_string(block) + "." : std::string();
-      tensors.push_back(VitTensor{full.append(name), dims, offset, size});
-    }
-    count += size;
-    return offset;
-  }
-};
-
-UnitParameters unit_parameters(const VitShape& s, int unit, bool named = false) {
-  check_vit_shape(s);
-  if (unit < 0 || unit >= s.blocks) {
-    throw std::out_of_range("the ViT has no unit " + std::to_string(unit));
-  }
-  const std::int64_t d = s.width, h = s.hidden;
-  UnitParameters p;
-  p.named = named;
-  p.block = unit;
-  if (unit == 0) {
-    p.patch_weight = p.add("embed.patch.weight", {d, s.patch_pixels()}, false);
-    p.patch_bias = p.add("embed.patch.bias", {d}, false);
-    p.positions = p.add("embed.positions", {s.tokens(), d}, false);
-  }
-  p.ln1_gamma = p.add("ln1.weight", {d});
-  p.ln1_beta = p.add("ln1.bias", {d});
-  p.qkv_weight = p.add("qkv.weight", {3 * d, d});
-  p.qkv_bias = p.add("qkv.bias", {3 * d});
-  p.proj_weight = p.add("proj.weight", {d, d});
-  p.proj_bias = p.add("proj.bias", {d});
-  p.ln2_gamma = p.add("ln2.weight", {d});
-  p.ln2_beta = p.add("ln2.bias", {d});
-  p.fc1_weight = p.add("fc1.weight", {h, d});
-  p.fc1_bias = p.add("fc1.bias", {h});
-  p.fc2_weight = p.add("fc2.weight", {d, h});
-  p.fc2_bias = p.add("fc2.bias", {d});
-  if (is_last_unit(s, unit)) {
-    p.norm_gamma = p.add("norm.weight", {d}, false);
-    p.norm_beta = p.add("norm.bias", {d}, false);
-    p.head_weight = p.add("head.weight", {s.classes, d}, false);
-    p.head_bias = p.add("head.bias", {s.classes}, false);
-  }
-  return p;
-}
-
-// Per-sample offsets of a unit's regions in its stashes (the LayerNorms'
-// gradients: offsets in their per-micro-batch stash).
-struct UnitStash {
-  // forward -> backward-input; on the last unit, `block_out` holds the
-  // block's output and then, normalised in place, the final LayerNorm's.
-  std::size_t inverse_std1 = 0, normalized1 = 0, qkv = 0, probabilities = 0, inverse_std2 = 0,
-              normalized2 = 0, gelu_slope = 0, block_out = 0, inverse_std_norm = 0,
-              normalized_norm = 0;
-  // forward -> backward-weight: the linear layers' inputs
-  std::size_t patches = 0, ln1_out = 0, context = 0, ln2_out = 0, gelu_out = 0, pooled = 0;
-  // backward-input -> backward-weight: the gradients at the linear layers' outputs
-  std::size_t d_tokens = 0, d_qkv = 0, d_residual = 0, d_fc1_out = 0, d_block_out = 0;
-  // backward-input -> backward-weight, per micro-batch: scale then shift
-  std::size_t d_ln1 = 0, d_ln2 = 0, d_norm = 0;
-  VitStashSizes sizes;
-};
-
-UnitStash unit_stash(const VitShape& s, int unit) {
-  const std::size_t t = to_size(s.tokens()), d = to_size(s.width), h = to_size(s.hidden);
-  const bool first = unit == 0;
-  const bool last = is_last_unit(s, unit);
-  UnitStash u;
-  const auto add = [](std::size_t& next, std::size_t floats) {
-    const std::size_t at = next;
-    next += floats;
-    return at;
-  };
-  std::size_t& in = u.sizes.forward_for_input;
-  u.inverse_std1 = add(in, t);
-  u.normalized1 = add(in, t * d);
-  u.qkv = add(in, t * 3 * d);
-  u.probabilities = add(in, to_size(s.heads) * t * t);
-  u.inverse_std2 = add(in, t);
-  u.normalized2 = add(in, t * d);
-  u.gelu_slope = add(in, t * h);
-  if (last) {
-    u.block_out = add(in, t * d);
-    u.inverse_std_norm = add(in, t);
-    u.normalized_norm = add(in, t * d);
-  }
-  std::size_t& w = u.sizes.forward_for_weight;
-  if (first) u.patches = add(w, t * to_size(s.patch_pixels()));
-  u.ln1_out = add(w, t * d);
-  u.context = add(w, t * d);
-  u.ln2_out = add(w, t * d);
-  u.gelu_out = add(w, t * h);
-  if (last) u.pooled = add(w, d);
-  std::size_t& g = u.sizes.gradients_for_weight;
-  if (first) u.d_tokens = add(g, t * d);
-  u.d_qkv = add(g, t * 3 * d);
-  u.d_residual = add(g, t * d);
-  u.d_fc1_out = add(g, t * h);
-  if (last) u.d_block_out = add(g, t * d);
-  std::size_t& n = u.sizes.layernorm_gradients;
-  u.d_ln1 = add(n, 2 * d);
-  u.d_ln2 = add(n, 2 * d);
-  if (last) u.d_norm = add(n, 2 * d);
-  return u;
 }
 
 // A region of a stash: `rows * per_sample` rows of `cols`, at rows * offset.
@@ -196,18 +70,23 @@ void check_parameters(const VitShape& s, int unit, std::size_t floats, const cha
 // What every pass of a unit starts from: its layouts and the sizes of
 // one micro-batch (n: its token rows).
 struct UnitPass {
-  UnitParameters p;
-  UnitStash u;
+  VitParameterLayout p;
+  VitStashLayout u;
   int rows, t, d, h, n;
 };
 UnitPass unit_pass(const VitShape& s, int unit, std::size_t parameter_floats, int rows,
                    const char* operation) {
   check_parameters(s, unit, parameter_floats, operation);
-  return {unit_parameters(s, unit), unit_stash(s, unit), rows, s.tokens(), s.width, s.hidden,
+  return {vit_parameter_layout(s, unit, false),
+          vit_stash_layout(s, unit),
+          rows,
+          s.tokens(),
+          s.width,
+          s.hidden,
           rows * s.tokens()};
 }
 
-void check_layernorm_stash(const UnitStash& u, std::span<const float> stash,
+void check_layernorm_stash(const VitStashLayout& u, std::span<const float> stash,
                            const char* operation) {
   if (stash.size() < u.sizes.layernorm_gradients) {
     throw std::invalid_argument(std::string(operation) + ": a LayerNorm gradient stash of " +
@@ -239,45 +118,9 @@ void add_layernorm_gradients(const Gradients& g, std::size_t gamma, std::size_t 
 
 }  // namespace
 
-void check_vit_shape(const VitShape& s) {
-  if (s.image_side < 1 || s.patch < 1 || s.width < 1 || s.blocks < 1 || s.heads < 1 ||
-      s.hidden < 1 || s.classes < 1) {
-    throw std::invalid_argument("every ViT size must be positive");
-  }
-  if (s.image_side % s.patch != 0) {
-    throw std::invalid_argument("the patch size " + std::to_string(s.patch) +
-                                " does not divide the image side " + std::to_string(s.image_side));
-  }
-  if (s.width % s.heads != 0) {
-    throw std::invalid_argument(std::to_string(s.heads) + " heads do not divide the width " +
-                                std::to_string(s.width));
-  }
-  if (s.hidden < s.width) {
-    // The backward borrows the MLP's hidden values for width-sized gradients.
-    throw std::invalid_argument("the MLP's hidden width " + std::to_string(s.hidden) +
-                                " is less than the width " + std::to_string(s.width));
-  }
-}
-
-std::vector<int> vit_layer_widths(const VitShape& s) {
-  check_vit_shape(s);
-  std::vector<int> widths(to_size(s.blocks) + 1, s.tokens() * s.width);
-  widths.front() = s.image_side * s.image_side;
-  widths.back() = s.classes;
-  return widths;
-}
-
-std::vector<VitTensor> vit_unit_tensors(const VitShape& s, int unit) {
-  return unit_parameters(s, unit, true).tensors;
-}
-
-std::size_t vit_unit_parameter_count(const VitShape& s, int unit) {
-  return unit_parameters(s, unit).count;
-}
-
 void initialize_vit_unit(std::span<float> parameters, const VitShape& s, std::uint64_t seed,
                          int unit) {
-  const UnitParameters p = unit_parameters(s, unit, true);
+  const VitParameterLayout p = vit_parameter_layout(s, unit);
   check_parameters(s, unit, parameters.size(), "initialize_vit_unit");
   SplitMix64 random(seed, static_cast<std::uint64_t>(unit));
   for (const VitTensor& tensor : p.tensors) {
@@ -296,10 +139,6 @@ void initialize_vit_unit(std::span<float> parameters, const VitShape& s, std::ui
       std::fill(values.begin(), values.end(), 0.0f);
     }
   }
-}
-
-VitStashSizes vit_stash_sizes(const VitShape& s, int unit) {
-  return unit_stash(s, unit).sizes;
 }
 
 void vit_unit_forward(const VitShape& s, int unit, std::span<const float> parameters,

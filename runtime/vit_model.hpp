@@ -28,56 +28,31 @@
 #include <string>
 #include <vector>
 
+#include "vit_shape.hpp"
+
 namespace pipevm::runtime {
 
-struct VitShape {
-  int image_side = 28;
-  int patch = 7;
-  int width = 64;
-  int blocks = 4;
-  int heads = 4;
-  int hidden = 256;  // the MLP's hidden width
-  int classes = 10;
-  int tokens() const { return (image_side / patch) * (image_side / patch); }
-  int patch_pixels() const { return patch * patch; }
-  friend bool operator==(const VitShape&, const VitShape&) = default;
-};
+// The ViT's sizes and the layouts of a unit's parameters and stashes are
+// the core's (core/vit_shape.hpp): the checker and the simulator count the
+// same bytes without the runtime.
+using pipevm::check_vit_shape;
+using pipevm::vit_layer_widths;
+using pipevm::vit_parameter_layout;
+using pipevm::vit_stash_layout;
+using pipevm::vit_stash_sizes;
+using pipevm::vit_unit_parameter_count;
+using pipevm::vit_unit_tensors;
+using pipevm::VitParameterLayout;
+using pipevm::VitShape;
+using pipevm::VitStashLayout;
+using pipevm::VitStashSizes;
+using pipevm::VitTensor;
 
-// Throws std::invalid_argument for sizes that do not make a ViT (a patch
-// that does not divide the image, heads that do not divide the width, ...).
-void check_vit_shape(const VitShape& shape);
-// The widths at the unit boundaries, input first: pixels, tokens * width
-// between blocks, classes (blocks + 1 numbers): the model's "layer widths"
-// as the checker and the split see them (core/model_shape.hpp).
-std::vector<int> vit_layer_widths(const VitShape& shape);
-
-// One named tensor of a unit, at `offset` in the unit's flat parameters.
-struct VitTensor {
-  std::string name;  // e.g. "blocks.0.qkv.weight" (PyTorch's [out, in] order)
-  std::vector<std::int64_t> shape;
-  std::size_t offset = 0;
-  std::size_t size = 0;
-};
-// The unit's tensors in their flat order.
-std::vector<VitTensor> vit_unit_tensors(const VitShape& shape, int unit);
-std::size_t vit_unit_parameter_count(const VitShape& shape, int unit);
 // Linear weights uniform in +-1/sqrt(in) (PyTorch's default bound), biases
 // 0, LayerNorm scales 1 and shifts 0, positions uniform in +-0.02; drawn
 // from a generator seeded by (seed, unit) alone.
 void initialize_vit_unit(std::span<float> parameters, const VitShape& shape, std::uint64_t seed,
                          int unit);
-
-// Floats of a unit's stashes: per sample, and the LayerNorms' gradients
-// per micro-batch (whatever its rows).
-struct VitStashSizes {
-  std::size_t forward_for_input = 0;     // forward -> backward-input (activations)
-  std::size_t forward_for_weight = 0;    // forward -> backward-weight (activations)
-  std::size_t gradients_for_weight = 0;  // backward-input -> backward-weight
-  // backward-input -> backward-weight, per micro-batch: each LayerNorm's
-  // scale and shift gradients of the micro-batch (2 x width per LayerNorm).
-  std::size_t layernorm_gradients = 0;
-};
-VitStashSizes vit_stash_sizes(const VitShape& shape, int unit);
 
 // One unit's buffers for one micro-batch of `rows` samples. `input` is
 // rows x (pixels or tokens * width), read by the forward only (the

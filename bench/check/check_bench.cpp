@@ -17,17 +17,11 @@
 
 #include "check.hpp"
 #include "compile.hpp"
+#include "cpu_time.hpp"
 
 namespace {
 
-double cpu_seconds() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  const auto seconds_of = [](const timeval& t) {
-    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
-  };
-  return seconds_of(usage.ru_utime) + seconds_of(usage.ru_stime);
-}
+using pipevm::bench::cpu_seconds;
 
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());

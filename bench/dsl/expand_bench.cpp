@@ -16,6 +16,7 @@
 
 #include "ast.hpp"
 #include "compile.hpp"
+#include "cpu_time.hpp"
 
 int main(int argc, char** argv) {
   const std::string path = argc > 1 ? argv[1] : PIPEVM_SOURCE_DIR "/schedules/1f1b.pipe";
@@ -31,14 +32,7 @@ int main(int argc, char** argv) {
     for (const auto& d : diagnostics.all()) pipevm::print_text(std::cerr, d);
     return 2;
   }
-  const auto cpu_seconds = [] {
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    const auto seconds_of = [](const timeval& t) {
-      return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
-    };
-    return seconds_of(usage.ru_utime) + seconds_of(usage.ru_stime);
-  };
+  using pipevm::bench::cpu_seconds;
   // The machine is shared: CPU time (user + system) is the steadier figure.
   std::vector<double> seconds;
   std::vector<double> cpu;

@@ -14,21 +14,10 @@
 #include <vector>
 
 #include "compile.hpp"
+#include "cpu_time.hpp"
 #include "simulate.hpp"
 
-namespace {
-
-// The machine is shared: CPU time (user + system) is steadier than wall time.
-double cpu_seconds() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  const auto seconds_of = [](const timeval& t) {
-    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
-  };
-  return seconds_of(usage.ru_utime) + seconds_of(usage.ru_stime);
-}
-
-}  // namespace
+using pipevm::bench::cpu_seconds;
 
 int main(int argc, char** argv) {
   const std::string path = argc > 1 ? argv[1] : PIPEVM_SOURCE_DIR "/schedules/1f1b.pipe";

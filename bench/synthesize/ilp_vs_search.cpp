@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "cost_files.hpp"
 #include "place_comms.hpp"
 #include "synthesize.hpp"
 #include "time_indexed_ilp.hpp"
@@ -96,7 +97,7 @@ void print_header() {
 int run(const Options& options) {
   Costs costs;
   std::string error;
-  if (!pipevm::parse_cost_flags(options.cost, costs, error)) {
+  if (!pipevm::config::parse_cost_flags(options.cost, costs, error)) {
     std::cerr << "pipevm_ilp_vs_search: " << error << '\n';
     return 2;
   }

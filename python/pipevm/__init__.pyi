@@ -10,6 +10,8 @@ Schedule = Union[str, os.PathLike[str]]
 # A cost model: {'fwd': 1, 'bwd': 2}, 'fwd=1,bwd=2', or a YAML cost file's path
 # (os.PathLike, or a str without '=').
 Costs = Union[None, str, os.PathLike[str], Mapping[str, float]]
+# A `pipevm run` YAML file, or a dict of its sections (model, training, costs, ...).
+RunConfig = Union[None, str, os.PathLike[str], Mapping[str, Any]]
 # PyTorch's pipeline_order: {rank: [action or None, ...]}, or a list of rows;
 # an action is its str(): "0F0", "1B3", "2SEND_F0", "(0F7;7B3)OVERLAP_F_B".
 PipelineOrder = Union[Mapping[int, Sequence[Optional[object]]], Sequence[Sequence[Optional[object]]]]
@@ -177,10 +179,13 @@ def check(
     name: Optional[str] = None,
     skip_unsupported: bool = False,
     max_configurations: int = 100000,
+    config: RunConfig = None,
 ) -> CheckResult:
     """Checks a schedule (a path, or text: a str with a line break or a `name`) for every
-    configuration asked for, else those it declares. p2p_order: 'independent' (MPI) or
-    'posted' (NCCL). Raises ScheduleError when it is not a schedule."""
+    configuration asked for, else those it declares. p2p_order: 'independent' (or 'any':
+    MPI) or 'posted' (NCCL). config: as `--config`, the model whose bytes per_rank counts
+    (None: `pipevm run`'s defaults). Raises ScheduleError when it is not a schedule,
+    ValueError for a bad config."""
 
 def simulate(
     schedule: Schedule,
@@ -194,10 +199,17 @@ def simulate(
     svg: Optional[str] = None,
     trace: Optional[str] = None,
     name: Optional[str] = None,
+    config: RunConfig = None,
+    transfer: Optional[str] = None,
+    p2p_order: str = "independent",
 ) -> Simulation:
     """Simulates one configuration. costs: {'fwd': 1, 'bwd': 2}, 'fwd=1,bwd=2' or a YAML cost
-    file's path (unset keys cost 0; None: the textbook default); hosts: the host of each rank. Writes svg and trace
-    when given. Raises ScheduleError when it cannot be read or cannot run to its end."""
+    file's path (unset keys cost 0; None: config's costs, else the textbook default), over
+    config's costs; hosts: the host of each rank. config: as `--config`, the model whose bytes
+    per_rank counts. transfer: 'auto', 'eager' or 'rendezvous' (None: the costs'); p2p_order:
+    'independent' (or 'any') or 'posted'. Writes svg and trace when given. Raises
+    ScheduleError when it cannot be read or cannot run to its end, ValueError for bad costs
+    or config."""
 
 def expand(
     schedule: Schedule,
@@ -239,12 +251,14 @@ def synthesize(
     transfer: Optional[str] = None,
     p2p_order: str = "any",
     max_moves: int = 0,
+    config: RunConfig = None,
 ) -> Synthesis:
     """Searches the least-bubble schedule for costs and a memory limit, as `pipevm
     synthesize`. memory_limit: micro-batch activations M_B per stage (a number), or bytes
-    with a unit ('64MiB', counted for `pipevm run`'s default model); None: none.
-    placement: 'looped' or 'v' (chunks=2). p2p_order: 'any' or 'posted', recorded in the
-    header. max_moves: local-search moves at most (0: until time_limit). A request no
+    with a unit ('64MiB', counted for config's model, else `pipevm run`'s default); None:
+    none. placement: 'looped' or 'v' (chunks=2). p2p_order: 'any' (or 'independent') or
+    'posted', recorded in the header. config: as `--config` (its model; its costs under
+    costs). max_moves: local-search moves at most (0: until time_limit). A request no
     schedule meets raises ScheduleError."""
 
 def lower(

@@ -1,4 +1,4 @@
-// The rank layout rule (runtime/rank_layout.hpp), in-process: which MPI rank
+// The rank layout rule (config/rank_layout.hpp), in-process: which MPI rank
 // plays which program rank for each layout and each way mpirun may have
 // dealt the processes to hosts, what must hold whatever the hosts (a
 // permutation, MPI rank 0 plays rank 0, whole pipelines or whole
@@ -13,7 +13,7 @@
 
 #include "rank_layout.hpp"
 
-namespace pipevm::runtime {
+namespace pipevm::config {
 namespace {
 
 using Hosts = std::vector<std::string>;
@@ -160,4 +160,4 @@ TEST(layout, placement_says_what_crosses_hosts) {
 }
 
 }  // namespace
-}  // namespace pipevm::runtime
+}  // namespace pipevm::config

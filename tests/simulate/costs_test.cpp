@@ -6,11 +6,18 @@
 #include <fstream>
 #include <sstream>
 
+#include "cost_files.hpp"
+#include "cost_fit.hpp"
 #include "costs.hpp"
 #include "programs.hpp"
 
 namespace pipevm {
 namespace {
+
+using config::parse_cost_flags;
+using config::parse_costs_yaml;
+using config::read_costs_yaml;
+using config::write_costs_yaml;
 
 TEST(costs, flags_set_keys_and_leave_the_rest_zero) {
   Costs costs;

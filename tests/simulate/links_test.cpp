@@ -1,4 +1,4 @@
-// The link model (interpreter/links.hpp) on hand-built programs: messages
+// The link model (interpreter/simulate/links.hpp) on hand-built programs: messages
 // cost latency + bytes / bandwidth of their link class with bytes from the
 // model's shapes, all-reduces run a ring, and the traffic per class.
 #include <gtest/gtest.h>

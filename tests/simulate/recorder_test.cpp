@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cost_files.hpp"
 #include "inprocess_comm.hpp"
 #include "programs.hpp"
 #include "simulate.hpp"
@@ -77,7 +78,7 @@ TEST(recorder, gathers_one_step_for_the_trace_and_all_for_the_profile) {
 
   Costs measured;
   std::string error;
-  ASSERT_TRUE(read_costs_yaml(profile.string(), measured, error)) << error;
+  ASSERT_TRUE(config::read_costs_yaml(profile.string(), measured, error)) << error;
   EXPECT_DOUBLE_EQ(measured.fwd, 2500);  // steps 1 and 2: 2000 and 3000 µs
   EXPECT_DOUBLE_EQ(measured.backward(), 5000);
   fs::remove_all(dir);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compile.hpp"
+#include "cost_files.hpp"
 #include "costs.hpp"
 #include "perfetto_model.hpp"
 #include "simulate.hpp"
@@ -135,7 +136,7 @@ testing::ArrowReport arrows_of(const std::string& schedule, Config config,
   if (!program) return {};
   Costs cost_model;
   std::string error;
-  EXPECT_TRUE(parse_cost_flags(costs, cost_model, error)) << error;
+  EXPECT_TRUE(config::parse_cost_flags(costs, cost_model, error)) << error;
   const auto simulation = simulate(*program, cost_model, diagnostics);
   EXPECT_TRUE(simulation) << schedule;
   if (!simulation) return {};

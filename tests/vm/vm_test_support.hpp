@@ -17,7 +17,7 @@
 #include "model.hpp"
 #include "optimizer.hpp"
 #include "sequential.hpp"
-#include "vm_training.hpp"
+#include "trainer.hpp"
 
 namespace pipevm::vm_test {
 
