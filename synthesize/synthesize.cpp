@@ -225,15 +225,7 @@ std::optional<Result> synthesize_in_activations(const Request& request, std::str
   const auto started = Clock::now();
   error = request_error(request);
   if (!error.empty()) return std::nullopt;
-  Problem problem;
-  problem.placement = request.placement;
-  problem.config = request.config;
-  problem.costs = request.costs;
-  problem.split_backward = split_backward(request.costs);
-  problem.weight_memory = problem.split_backward ? request.weight_memory : 1;
-  if (request.memory_limit > 0) {
-    problem.memory_limit = request.memory_limit * chunks_per_rank(request.placement, request.config);
-  }
+  const Problem problem = problem_of(request);
 
   // Every seed that is an order and fits, timed; the best starts the search.
   const std::vector<Seed> candidates = seeds(problem);
@@ -307,6 +299,19 @@ std::optional<Result> synthesize_in_activations(const Request& request, std::str
 }
 
 }  // namespace
+
+Problem problem_of(const Request& request) {
+  Problem problem;
+  problem.placement = request.placement;
+  problem.config = request.config;
+  problem.costs = request.costs;
+  problem.split_backward = split_backward(request.costs);
+  problem.weight_memory = problem.split_backward ? request.weight_memory : 1;
+  if (request.memory_limit > 0) {
+    problem.memory_limit = request.memory_limit * chunks_per_rank(request.placement, request.config);
+  }
+  return problem;
+}
 
 std::optional<Result> synthesize(const Request& request, std::string& error) {
   if (request.memory_bytes > 0) return synthesize_in_bytes(request, error);

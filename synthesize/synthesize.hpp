@@ -27,6 +27,7 @@
 
 #include "compute_order.hpp"
 #include "costs.hpp"
+#include "heuristic.hpp"
 #include "memory_bytes.hpp"
 #include "simulate.hpp"
 
@@ -88,6 +89,10 @@ bool is_optimal(const Result& result);
 // The least memory limit (in M_B) any schedule needs: one micro-batch's
 // activations per stage.
 double least_memory_limit();
+
+// The problem a request poses: its memory limit in chunk activations,
+// backwards split when the costs give bwd-input or bwd-weight.
+Problem problem_of(const Request& request);
 
 // Nullopt with `error` (one line) on a request no schedule meets.
 std::optional<Result> synthesize(const Request& request, std::string& error);

@@ -52,15 +52,6 @@ Program shipped(const std::string& name, const Config& config) {
   return program ? std::move(*program) : Program{};
 }
 
-Problem problem_of(const Request& request) {
-  Problem problem;
-  problem.placement = request.placement;
-  problem.config = request.config;
-  problem.costs = request.costs;
-  problem.weight_memory = request.weight_memory;
-  return problem;
-}
-
 TEST(memory, peak_equals_the_checkers_peak_activations) {
   const Request request = small_request(4, 8, 0);
   for (const GreedyChoices& choices : greedy_grid()) {
@@ -330,8 +321,7 @@ TEST(v, zb_v_is_the_shipped_file_and_meets_zero_bubble) {
     request.placement = Placement::v;
     request.config.chunks = 2;
     request.time_limit_seconds = 0;
-    Problem problem = problem_of(request);
-    problem.memory_limit = 2 * config.stages;
+    const Problem problem = problem_of(request);
     const auto handcrafted = handcrafted_orders(problem);
     ASSERT_FALSE(handcrafted.empty());
     EXPECT_EQ(handcrafted.front().name, "V-ZB");
@@ -355,8 +345,7 @@ TEST(v, with_a_cheaper_weight_pass_better_than_pytorchs_zb_v) {
   // or under the sanitizers.
   request.time_limit_seconds = 60;
   request.move_limit = 2000;
-  Problem problem = problem_of(request);
-  problem.memory_limit = 7;
+  const Problem problem = problem_of(request);
   const auto handcrafted = handcrafted_orders(problem);
   const auto zb_v = std::find_if(handcrafted.begin(), handcrafted.end(),
                                  [](const NamedOrder& o) { return o.name == "ZB-V (PyTorch)"; });
