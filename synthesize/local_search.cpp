@@ -79,9 +79,12 @@ int LocalSearch::run(const std::function<void(const Progress&)>& progress, Clock
 }
 
 bool LocalSearch::move(std::vector<Pass>& passes) {
-  const int kind = std::uniform_int_distribution<int>(0, 9)(random_);
-  if (kind < 4) return swap_neighbours(passes);
-  if (kind < 7) return relocate(passes);
+  const MoveMix& mix = limits_.moves;
+  const int total = mix.swap + mix.relocate + mix.exchange;
+  if (total <= 0) return false;
+  const int kind = std::uniform_int_distribution<int>(0, total - 1)(random_);
+  if (kind < mix.swap) return swap_neighbours(passes);
+  if (kind < mix.swap + mix.relocate) return relocate(passes);
   return exchange_blocks(passes);
 }
 

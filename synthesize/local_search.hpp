@@ -24,10 +24,18 @@
 
 namespace pipevm::synthesis {
 
+// How often each kind of move is drawn (weights; 0 leaves a kind out).
+struct MoveMix {
+  int swap = 4;
+  int relocate = 3;
+  int exchange = 3;
+};
+
 struct SearchLimits {
   std::chrono::steady_clock::time_point deadline;
   int move_limit = 0;  // simulated moves at most; 0: until the deadline
   double bound = 0;    // stop when the longest span reaches it
+  MoveMix moves;
 };
 
 class LocalSearch {

@@ -264,7 +264,7 @@ std::optional<Result> synthesize_in_activations(const Request& request, std::str
   const bool exact = request.time_limit_seconds > 0 && exact_search_applies(problem) &&
                      pass_count(problem) <= kExactPasses;
   LocalSearch search(problem, candidates[best_index].order, *best,
-                     {seconds(exact ? 0.5 : 1), request.move_limit, bound.value});
+                     {seconds(exact ? 0.5 : 1), request.move_limit, bound.value, {}});
   int improvements = search.run(request.progress, started, evaluations);
   ComputeOrder order = search.best();
   auto timed = time_order(order, problem.costs);
