@@ -163,13 +163,17 @@ BoundTerm lifespan_term(const Problem& problem, const Lane& lane) {
   BoundTerm term{"activation lifespans", 0};
   if (!std::isfinite(problem.memory_limit) || problem.memory_limit <= 0) return term;
   const double weight_memory = problem.split_backward ? problem.weight_memory : 0;
+  // With R 0 or 1 a stage holds a whole number of activations.
+  const bool integral = weight_memory == 0 || weight_memory == 1;
+  const double limit = integral ? std::floor(problem.memory_limit + kSlack) : problem.memory_limit;
+  if (limit <= 0) return term;
   for (int s = 0; s < problem.config.stages; ++s) {
     double area = 0;
     for (const int at : lane.positions(s)) {
       const double whole = lane.forward(at) + lane.return_trip(at) + lane.backward(at);
       area += lane.micro_batches() * (whole + weight_memory * lane.weight(at));
     }
-    term.value = std::max(term.value, area / problem.memory_limit);
+    term.value = std::max(term.value, area / limit);
   }
   return term;
 }

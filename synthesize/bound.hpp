@@ -14,8 +14,9 @@
 //  - activation lifespans (the controllable-memory paper's argument): an
 //    activation is held from its forward's start to its backward's end
 //    (R of it until its weight pass ends), at least a round trip, and a
-//    stage holds at most the limit at any time, so the limit times the
-//    span covers every activation's lifespan;
+//    stage holds at most the limit at any time (rounded down to whole
+//    activations when R is 0 or 1), so the limit times the span covers
+//    every activation's lifespan;
 //  - with one chunk per stage, the last backward's chain: a stage's last
 //    backward-input follows every later stage's, and each of those first
 //    computes all its passes but the weight passes it may still hold.
