@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -16,6 +17,7 @@
 #include "compile.hpp"
 #include "handcrafted.hpp"
 #include "library.hpp"
+#include "local_search.hpp"
 #include "seeds.hpp"
 #include "synthesize.hpp"
 #include "timed_order.hpp"
@@ -222,6 +224,33 @@ TEST(seeds, shipped_files_that_fit_are_seeds) {
     EXPECT_EQ(origins.count(name), 1u) << name;
   }
   EXPECT_EQ(origins.count("schedules/zb-v.pipe"), 0u) << "a V schedule for a looped problem";
+}
+
+// Each kind of move alone, from a greedy order under a binding limit: what
+// the search keeps is an order, within the limit, never longer than where
+// it started, and the relocations and block exchanges find something.
+TEST(search, each_kind_of_move_keeps_orders_within_the_limit) {
+  const Request request = request_of(Placement::looped, {4, 12, 2, 1}, {2, 2, 1}, 2);
+  const Problem problem = problem_of(request);
+  const auto start = greedy_order(problem, {});
+  ASSERT_TRUE(start);
+  const auto timed = time_order(*start, problem.costs);
+  ASSERT_TRUE(timed);
+  const MoveMix mixes[] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+  int improved = 0;
+  for (const MoveMix& mix : mixes) {
+    const auto now = std::chrono::steady_clock::now();
+    LocalSearch search(problem, *start, *timed, {now + std::chrono::hours(1), 400, 0, mix});
+    int evaluations = 0;
+    const int kept = search.run({}, now, evaluations);
+    EXPECT_EQ(order_error(search.best()), "");
+    EXPECT_TRUE(fits(problem, search.best()));
+    const auto after = time_order(search.best(), problem.costs);
+    ASSERT_TRUE(after);
+    EXPECT_LE(after->score, timed->score);
+    if (mix.swap == 0 && kept > 0) ++improved;
+  }
+  EXPECT_EQ(improved, 2);
 }
 
 }  // namespace
