@@ -175,12 +175,12 @@ TEST(exact, finds_the_optimum_an_enumeration_of_every_order_finds) {
 TEST(bound, never_above_the_exact_optimum) {
   const Case cases[] = {
       {Placement::looped, {3, 3, 1, 1}, 1, 1, 1, 1},     {Placement::looped, {3, 4, 1, 1}, 1, 1, 1, 2},
-      {Placement::looped, {3, 4, 1, 1}, 2, 1, 1, 2},     {Placement::looped, {4, 4, 1, 1}, 1, 2, 1, 2, 0.3},
+      {Placement::looped, {3, 4, 1, 1}, 2, 1, 1, 2},     {Placement::looped, {4, 3, 1, 1}, 1, 2, 1, 2, 0.3},
       {Placement::looped, {3, 4, 1, 1}, 1, 2, -1, 2},    {Placement::looped, {2, 4, 1, 1}, 3, 4, 2, 1},
       {Placement::looped, {2, 2, 2, 1}, 1, 1, 1, 2},     {Placement::looped, {2, 2, 2, 1}, 1, 1, 1, 3},
       {Placement::looped, {2, 2, 2, 1}, 2, 2, 1, 2},     {Placement::v, {2, 2, 2, 1}, 1, 1, 1, 2},
       {Placement::v, {2, 2, 2, 1}, 1, 2, 1, 3},          {Placement::v, {2, 3, 2, 1}, 1, 1, 1, 2},
-      {Placement::v, {2, 4, 2, 1}, 3, 4, 2, 4},          {Placement::v, {1, 4, 2, 1}, 1, 1, 1, 2}};
+      {Placement::v, {2, 3, 2, 1}, 3, 4, 2, 3},          {Placement::v, {1, 4, 2, 1}, 1, 1, 1, 2}};
   for (const Case& c : cases) {
     const Problem problem = problem_of(c);
     Request request;

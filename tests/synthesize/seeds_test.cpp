@@ -110,7 +110,7 @@ int expect_never_above_generators(const Request& request, const Result& result) 
 }
 
 // The issue's grid, drawn at random from a fixed seed and sized for CI:
-// p 2-8, m p..8p (at most 24 here), chunks 1 and 2, looped and V, F:B:W
+// p 2-8, m p..8p (at most 16 here), chunks 1 and 2, looped and V, F:B:W
 // 1:1:1, 3:4:2, 2:2:1 and 1:2:1, limits 1/3 .. 1 of 1F1B's p M_B.
 TEST(seeds, never_above_a_shipped_schedule_or_generator_on_a_random_grid) {
   std::mt19937 random(35);
@@ -118,9 +118,9 @@ TEST(seeds, never_above_a_shipped_schedule_or_generator_on_a_random_grid) {
   const double fractions[] = {1.0 / 3, 0.5, 2.0 / 3, 1.0};
   int shipped = 0;
   int generated = 0;
-  for (int trial = 0; trial < 24; ++trial) {
+  for (int trial = 0; trial < 12; ++trial) {
     const int p = std::uniform_int_distribution<int>(2, 8)(random);
-    const int m = std::uniform_int_distribution<int>(p, std::min(8 * p, 24))(random);
+    const int m = std::uniform_int_distribution<int>(p, std::min(8 * p, 16))(random);
     const int kind = trial % 3;  // looped one chunk, looped two, v
     const Placement placement = kind == 2 ? Placement::v : Placement::looped;
     const Config config{p, m, kind == 0 ? 1 : 2, 1};
@@ -134,8 +134,8 @@ TEST(seeds, never_above_a_shipped_schedule_or_generator_on_a_random_grid) {
     generated += expect_never_above_generators(request, *result);
   }
   // Enough of both fit for the grid to say something.
-  EXPECT_GT(shipped, 10);
-  EXPECT_GT(generated, 60);
+  EXPECT_GT(shipped, 4);
+  EXPECT_GT(generated, 50);
 }
 
 // The motivating cases of issue 35: looped, p 4, m 16, two chunks, F = I =
