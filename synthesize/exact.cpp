@@ -170,12 +170,16 @@ class BranchAndBound {
       return;
     }
     if (bound() >= best_ - kEpsilon) return;
-    std::vector<Candidate> candidates;
+    // One buffer per depth, kept between visits: no allocation per node.
+    if (candidates_.size() <= placed_) candidates_.resize(placed_ + 1);
+    std::vector<Candidate>& candidates = candidates_[placed_];
+    candidates.clear();
     for (int s = 0; s < config_.stages; ++s) candidates_of(s, candidates);
     std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
       return std::tie(a.start, a.rank, a.stage) < std::tie(b.start, b.rank, b.stage);
     });
-    for (const Candidate& candidate : candidates) {
+    for (std::size_t i = 0; i < candidates_[placed_].size(); ++i) {
+      const Candidate candidate = candidates_[placed_][i];
       place(candidate);
       search();
       undo(candidate);
@@ -284,6 +288,7 @@ class BranchAndBound {
   std::vector<std::vector<double>> activation_;  // [position][micro-batch]: arrival
   std::vector<std::vector<double>> gradient_;
   std::vector<Saved> saved_;
+  std::vector<std::vector<Candidate>> candidates_;  // per depth (passes placed)
   ComputeOrder order_;
   std::optional<ComputeOrder> found_;
   double best_;
