@@ -271,6 +271,9 @@ void bind_results(py::module_& m) {
           "bubble_fraction",
           [](const PySimulation& s) { return s.run->simulation.bubble_fraction; },
           "Idle time over ranks x makespan")
+      .def_property_readonly(
+          "bubble_rate_zb", [](const PySimulation& s) { return s.run->simulation.bubble_rate_zb; },
+          "The Zero Bubble paper's rate: (longest stage span - its work) / longest stage span")
       .def_property_readonly("ranks", [](const PySimulation& s) { return s.run->simulation.ranks; })
       .def_property_readonly("stages",
                              [](const PySimulation& s) { return s.run->simulation.stages; })
@@ -371,6 +374,9 @@ void bind_results(py::module_& m) {
           "lower_bound", [](const PySynthesis& s) { return s.result->lower_bound; },
           "No order of these passes has a shorter longest span")
       .def_property_readonly(
+          "lower_bound_term", [](const PySynthesis& s) { return s.result->bound_reason; },
+          "The bound's term that gives lower_bound, e.g. 'stage work' or 'head and tail idle'")
+      .def_property_readonly(
           "optimal", [](const PySynthesis& s) { return synthesis::is_optimal(*s.result); },
           "True when longest_span meets lower_bound: optimal under the model")
       .def_property_readonly(
@@ -378,7 +384,11 @@ void bind_results(py::module_& m) {
           "The M_B limit searched at (0: none)")
       .def_property_readonly(
           "origin", [](const PySynthesis& s) { return s.result->origin; },
-          "The candidate the result grew from, e.g. 'ZB-H1'")
+          "The seed the result grew from, e.g. 'ZB-H1' or 'schedules/zb-v.pipe': the best of "
+          "every known schedule that fits the memory limit")
+      .def_property_readonly(
+          "seed_span", [](const PySynthesis& s) { return s.result->seed_span; },
+          "That seed's longest span: longest_span is never above it")
       .def_property_readonly(
           "evaluations", [](const PySynthesis& s) { return s.result->evaluations; },
           "Simulations run")

@@ -92,6 +92,25 @@ std::string order_error(const ComputeOrder& order) {
   return {};
 }
 
+ComputeOrder with_backwards(ComputeOrder order, bool split) {
+  for (auto& passes : order.stages) {
+    std::vector<Pass> out;
+    out.reserve(passes.size() * 3 / 2);
+    for (const Pass& pass : passes) {
+      if (split && pass.kind == PassKind::backward) {
+        out.push_back({PassKind::backward_input, pass.micro_batch, pass.chunk});
+        out.push_back({PassKind::backward_weight, pass.micro_batch, pass.chunk});
+      } else if (!split && pass.kind == PassKind::backward_input) {
+        out.push_back({PassKind::backward, pass.micro_batch, pass.chunk});
+      } else if (split || pass.kind != PassKind::backward_weight) {
+        out.push_back(pass);
+      }
+    }
+    passes = std::move(out);
+  }
+  return order;
+}
+
 std::optional<ComputeOrder> compute_order_of(const Program& program, std::string& error) {
   if (program.config.dp != 1) {
     error = "a program with data-parallel replicas (dp > 1) cannot be re-lowered: use dp 1";

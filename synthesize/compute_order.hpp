@@ -48,6 +48,12 @@ std::vector<double> peak_memory(const ComputeOrder& order, double weight_memory)
 // empty when so, else what is wrong.
 std::string order_error(const ComputeOrder& order);
 
+// The same order with its backwards as a problem runs them. Split: a
+// fused backward becomes its backward-input with its weight pass right
+// after (the same time and peak). Fused: a backward-input becomes the
+// backward and its weight pass goes.
+ComputeOrder with_backwards(ComputeOrder order, bool split);
+
 // The compute order of a program (its Fwd, Bwd, BwdInput and BwdWeight in
 // stream order; everything else dropped); empty with `error` set for a
 // program synthesis cannot re-lower (replicas, placement mirror, per-layer

@@ -32,8 +32,11 @@ std::string header(const HeaderInputs& inputs, const Result& result) {
       << describe(inputs.costs) << "; memory limit " << memory_limit_text(inputs, result)
       << "; weight memory R " << format_time(inputs.weight_memory) << "; transfer "
       << name(inputs.costs.transfer) << "; p2p order " << inputs.p2p_order << '\n'
-      << "# search: from " << result.origin << ", " << result.evaluations << " simulations, "
-      << result.improvements << " local-search moves kept\n"
+      << "# search: from " << result.origin << "; " << result.seeds_within_limit << " of "
+      << result.seeds << " seeds within the memory limit, the best spanning "
+      << format_time(result.seed_span) << "; " << result.evaluations << " simulations, "
+      << result.improvements << " local-search moves kept: "
+      << format_time(result.seed_span - result.longest_span) << " shorter than the seed\n"
       << "# predicted makespan " << format_time(result.simulation.timeline.makespan)
       << " (compute order " << format_time(result.order_makespan) << "); bubble "
       << percent(result.simulation.bubble_fraction) << " idle, Zero Bubble rate "
@@ -46,7 +49,7 @@ std::string header(const HeaderInputs& inputs, const Result& result) {
   }
   const double span = result.longest_span;
   out << "\n# longest stage span " << format_time(span) << "; lower bound "
-      << format_time(result.lower_bound) << ": ";
+      << format_time(result.lower_bound) << " (" << result.bound_reason << "): ";
   if (is_optimal(result)) {
     out << "optimal under the model\n";
   } else {

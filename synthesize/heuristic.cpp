@@ -1,4 +1,4 @@
-// The handcrafted orders and the greedy scheduler (heuristic.hpp).
+// The greedy scheduler (heuristic.hpp).
 #include "heuristic.hpp"
 
 #include <algorithm>
@@ -12,157 +12,12 @@ namespace {
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 constexpr double kEpsilon = 1e-9;
 
-// The backward passes of one micro-batch: I then W, or B.
-void backward(std::vector<Pass>& out, bool split, int mb) {
-  if (split) {
-    out.push_back({PassKind::backward_input, mb, 0});
-  } else {
-    out.push_back({PassKind::backward, mb, 0});
-  }
-}
-
 ComputeOrder empty_order(const Problem& problem) {
   ComputeOrder order;
   order.placement = problem.placement;
   order.config = problem.config;
   order.stages.resize(static_cast<std::size_t>(problem.config.stages));
   return order;
-}
-
-// An order built stage by stage by `stage_order` (stage s's passes).
-ComputeOrder each_stage(const Problem& problem,
-                        void (*stage_order)(const Problem&, int, std::vector<Pass>&)) {
-  ComputeOrder order = empty_order(problem);
-  for (int s = 0; s < problem.config.stages; ++s) {
-    stage_order(problem, s, order.stages[static_cast<std::size_t>(s)]);
-  }
-  return order;
-}
-
-// 1F1B: p - s - 1 warm-up forwards, then one forward and one backward in
-// turn; a split backward's weight pass right after its input pass.
-void one_f_one_b(const Problem& problem, int s, std::vector<Pass>& out) {
-  const int p = problem.config.stages;
-  const int m = problem.config.micro_batches;
-  const int warmup = std::min(p - s - 1, m);
-  const auto both = [&](int mb) {
-    backward(out, problem.split_backward, mb);
-    if (problem.split_backward) out.push_back({PassKind::backward_weight, mb, 0});
-  };
-  for (int i = 0; i < warmup; ++i) out.push_back({PassKind::forward, i, 0});
-  for (int i = 0; i < m - warmup; ++i) {
-    out.push_back({PassKind::forward, i + warmup, 0});
-    both(i);
-  }
-  for (int i = m - warmup; i < m; ++i) both(i);
-}
-
-// ZB-H1 (schedules/zb-h1.pipe): 1F1B with stage s's weight passes deferred
-// by s micro-batches, the last s at the end.
-void zb_h1(const Problem& problem, int s, std::vector<Pass>& out) {
-  const int p = problem.config.stages;
-  const int m = problem.config.micro_batches;
-  const int warmup = std::min(p - s - 1, m);
-  int weights = 0;
-  const auto input_then_weight = [&](int i) {
-    out.push_back({PassKind::backward_input, i, 0});
-    if (i >= s) out.push_back({PassKind::backward_weight, weights++, 0});
-  };
-  for (int i = 0; i < warmup; ++i) out.push_back({PassKind::forward, i, 0});
-  for (int i = 0; i < m - warmup; ++i) {
-    out.push_back({PassKind::forward, i + warmup, 0});
-    input_then_weight(i);
-  }
-  for (int i = m - warmup; i < m; ++i) input_then_weight(i);
-  while (weights < m) out.push_back({PassKind::backward_weight, weights++, 0});
-}
-
-// ZB-H2 (the paper's Fig. 3; references/zero-bubble.md): min(m, 2(p - s) - 1)
-// forwards, then "backward-input i, weight i - 2s, next forward", the
-// remaining weight passes at the end.
-void zb_h2(const Problem& problem, int s, std::vector<Pass>& out) {
-  const int p = problem.config.stages;
-  const int m = problem.config.micro_batches;
-  int forwards = std::min(m, 2 * (p - s) - 1);
-  for (int i = 0; i < forwards; ++i) out.push_back({PassKind::forward, i, 0});
-  int weights = 0;
-  for (int i = 0; i < m; ++i) {
-    out.push_back({PassKind::backward_input, i, 0});
-    if (i - 2 * s >= 0) out.push_back({PassKind::backward_weight, weights++, 0});
-    if (forwards < m) out.push_back({PassKind::forward, forwards++, 0});
-  }
-  while (weights < m) out.push_back({PassKind::backward_weight, weights++, 0});
-}
-
-// ZB-V (the paper's sec. 6; schedules/zb-v.pipe, PyTorch's eight steps):
-// placement v, two chunks, m >= 2p. Chunk 0 runs down the V, chunk 1 back.
-void zb_v(const Problem& problem, int s, std::vector<Pass>& out) {
-  const int p = problem.config.stages;
-  const int m = problem.config.micro_batches;
-  const int n1 = (p - s - 1) * 2;
-  const int n2 = s + 1;
-  const int n3 = p - s - 1;
-  const int n4 = m - 2 * p + s + 1;
-  const int n5 = p - s - 1;
-  const int n6 = s + 1;
-  const int n7 = p - s - 1;
-  const int n8 = s + 1;
-  // Weight passes are deferred from the flattened backward j0 of step 6 on.
-  const int j0 = 2 * (n6 / 2) + (s % 2 == 0 ? 1 : 0);
-  const auto forward = [&](int c, int mb) { out.push_back({PassKind::forward, mb, c}); };
-  const auto input = [&](int c, int mb) { out.push_back({PassKind::backward_input, mb, c}); };
-  const auto both = [&](int c, int mb) {
-    input(c, mb);
-    out.push_back({PassKind::backward_weight, mb, c});
-  };
-  const auto deferred_weight = [&](int k) {
-    if (k < n6) {
-      const int j = j0 + k;
-      if (j % 2 == 0) {
-        out.push_back({PassKind::backward_weight, n3 + n4 + n5 + j / 2, 1});
-      } else {
-        out.push_back({PassKind::backward_weight, n4 + n5 + j / 2, 0});
-      }
-    } else {
-      out.push_back({PassKind::backward_weight, n4 + n5 + n6 + k - n6, 0});
-    }
-  };
-  for (int i = 0; i < n1; ++i) forward(0, i);
-  for (int i = 0; i < n2; ++i) {
-    forward(0, n1 + i);
-    forward(1, i);
-  }
-  for (int i = 0; i < n3; ++i) {
-    both(1, i);
-    forward(1, n2 + i);
-  }
-  for (int i = 0; i < n4; ++i) {
-    forward(0, n1 + n2 + i);
-    both(1, n3 + i);
-    forward(1, n2 + n3 + i);
-    both(0, i);
-  }
-  for (int i = 0; i < n5; ++i) {
-    both(1, n3 + n4 + i);
-    forward(1, n2 + n3 + n4 + i);
-    both(0, n4 + i);
-  }
-  for (int i = 0; i < n6; ++i) {
-    const auto input_or_both = [&](bool deferred, int c, int mb) {
-      if (deferred) {
-        input(c, mb);
-      } else {
-        both(c, mb);
-      }
-    };
-    input_or_both(2 * i >= j0, 1, n3 + n4 + n5 + i);
-    input_or_both(2 * i + 1 >= j0, 0, n4 + n5 + i);
-  }
-  for (int i = 0; i < n7; ++i) {
-    deferred_weight(i);
-    input(0, n4 + n5 + n6 + i);
-  }
-  for (int i = 0; i < n8; ++i) deferred_weight(n7 + i);
 }
 
 // The greedy list scheduler: at each step the stage that can act earliest
@@ -487,21 +342,6 @@ std::vector<GreedyChoices> greedy_grid() {
 
 std::optional<ComputeOrder> greedy_order(const Problem& problem, const GreedyChoices& choices) {
   return Greedy(problem, choices).run();
-}
-
-std::vector<NamedOrder> handcrafted_orders(const Problem& problem) {
-  const Config& c = problem.config;
-  if (problem.placement == Placement::v) {
-    if (c.chunks != 2 || !problem.split_backward || c.micro_batches < 2 * c.stages) return {};
-    return {{"ZB-V", each_stage(problem, zb_v)}};
-  }
-  if (c.chunks != 1 || problem.placement != Placement::looped) return {};
-  std::vector<NamedOrder> orders{{"1F1B", each_stage(problem, one_f_one_b)}};
-  if (problem.split_backward) {
-    orders.push_back({"ZB-H1", each_stage(problem, zb_h1)});
-    orders.push_back({"ZB-H2", each_stage(problem, zb_h2)});
-  }
-  return orders;
 }
 
 }  // namespace pipevm::synthesis

@@ -1,18 +1,17 @@
-// Compute orders of the Zero Bubble family for a synthesis problem: the
-// handcrafted ones (1F1B, ZB-H1, ZB-H2 with one chunk per stage; ZB-V)
-// and a greedy list scheduler after the Zero Bubble paper's heuristic (Qi
+// A synthesis problem, and compute orders for it from a greedy list
+// scheduler after the Zero Bubble paper's heuristic (Qi
 // et al., ICLR 2024, sec. 3.1): forwards as memory allows, backwards first
 // whenever one is ready, weight passes into gaps at least T_W long, where
 // they lower the largest cumulative bubble, or where memory is full, the
 // rest at the end.
 // The scheduler keeps a clock only to decide; every order it returns is
 // timed by the simulator (synthesize.cpp).
-// Not here: timing, improving, placing communication.
+// Not here: the handcrafted orders (handcrafted.hpp), timing, improving,
+// placing communication.
 #pragma once
 
 #include <limits>
 #include <optional>
-#include <string>
 #include <vector>
 
 #include "compute_order.hpp"
@@ -53,15 +52,5 @@ std::vector<GreedyChoices> greedy_grid();
 
 // The greedy order; empty when it cannot finish within the memory limit.
 std::optional<ComputeOrder> greedy_order(const Problem& problem, const GreedyChoices& choices);
-
-struct NamedOrder {
-  std::string name;
-  ComputeOrder order;
-};
-
-// The handcrafted orders that fit the problem: with one chunk per stage
-// 1F1B, and with split backwards ZB-H1 and ZB-H2; with placement v, two
-// chunks, split backwards and m >= 2p, ZB-V. Memory is not filtered here.
-std::vector<NamedOrder> handcrafted_orders(const Problem& problem);
 
 }  // namespace pipevm::synthesis

@@ -4,11 +4,14 @@
 // The objective is the Zero Bubble paper's cost: the longest stage span
 // (a stage's first forward's start to its last pass's end), then the
 // makespan.
-// The search: the handcrafted orders (1F1B, ZB-H1, ZB-H2) and the greedy
-// grid (heuristic.hpp) give candidates; each is turned into a program
-// (place_comms.hpp, timing form) and timed by pipevm::simulate, the one
-// clock; the best is improved by a local search that re-simulates (swap two
-// adjacent passes of a stage, move a weight pass) until the time limit.
+// The search: every seed (seeds.hpp: handcrafted and generated orders,
+// the V family's blocks, the shipped schedules, the greedy grid) that fits
+// the memory limit is turned into a program (place_comms.hpp, timing form)
+// and timed by pipevm::simulate, the one clock; the best is improved by a
+// local search that re-simulates (swap two adjacent passes of a stage,
+// move a weight pass) until the time limit or the lower bound (bound.hpp).
+// A result is never worse than the seed it grew from, so never worse than
+// any seed that fits.
 // Then communication is placed, the text is compiled back, checked under
 // MPI's progress rule and under posted order, and simulated again.
 // `lower` runs only the last step on a given order. Nothing is printed: a
@@ -24,6 +27,7 @@
 
 #include "compute_order.hpp"
 #include "costs.hpp"
+#include "heuristic.hpp"
 #include "memory_bytes.hpp"
 #include "simulate.hpp"
 
@@ -66,10 +70,14 @@ struct Result {
   double bubble_rate_zb = 0;  // the Zero Bubble paper's bubble rate
   double longest_span = 0;    // of `program`: the longest stage span, what the search minimises
   double lower_bound = 0;     // no order of these passes has a shorter longest span
+  std::string bound_reason;   // the bound's term that gives it (bound.hpp)
   std::vector<double> peak_memory;  // per stage, in M_B
   std::vector<std::uint64_t> peak_bytes;  // per stage, when the request limits bytes
   double memory_limit = 0;  // the M_B limit the result was searched at (0: none)
-  std::string origin;       // the candidate the result grew from
+  std::string origin;       // the seed the result grew from
+  double seed_span = 0;     // that seed's longest span (timing form): the search gained seed_span - longest_span
+  int seeds = 0;            // seeds for the problem
+  int seeds_within_limit = 0;  // of those, orders within the memory limit (each timed)
   int evaluations = 0;      // simulations run
   int improvements = 0;     // local-search moves kept
 };
@@ -81,6 +89,10 @@ bool is_optimal(const Result& result);
 // The least memory limit (in M_B) any schedule needs: one micro-batch's
 // activations per stage.
 double least_memory_limit();
+
+// The problem a request poses: its memory limit in chunk activations,
+// backwards split when the costs give bwd-input or bwd-weight.
+Problem problem_of(const Request& request);
 
 // Nullopt with `error` (one line) on a request no schedule meets.
 std::optional<Result> synthesize(const Request& request, std::string& error);

@@ -19,7 +19,7 @@ grep -v '^#' "$rows" | while read -r model p m fwd bwd_input bwd_weight comm rat
       --weight-memory "$ratio" --memory-limit $((factor * p)) --time-limit "$time_limit" | grep '^#')
     ended=$(date +%s.%N)
     rate=$(grep -o 'Zero Bubble rate [0-9.e-]*' <<<"$header" | awk '{print $4}')
-    origin=$(grep -o 'from [^,]*' <<<"$header" | cut -c6-)
+    origin=$(grep -o 'from [^;]*' <<<"$header" | cut -c6-)
     printf '| %s | %s | %s | %sp | %.4f | %s | %s | %.1f |\n' "$model" "$p" "$m" "$factor" "$rate" \
       "$published" "$origin" "$(echo "$ended - $started" | bc)"
   done

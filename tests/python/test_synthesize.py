@@ -130,3 +130,26 @@ def test_lower_keeps_zb_h1s_order():
     assert lowered.order_makespan == pytest.approx(zb_h1.makespan)
     with pytest.raises(pipevm.ScheduleError):
         pipevm.lower("not a schedule\n", stages=2, micro_batches=2)
+
+
+def test_never_worse_than_the_shipped_schedules_that_fit():
+    # Issue 35's looped case: at interleaved-zb.pipe's peak (5.5 M_B) the
+    # result is no worse than it, and meets its bound; the result grew from
+    # a seed and is never longer than it.
+    shipped = pipevm.simulate(SOURCE_DIR / "schedules" / "interleaved-zb.pipe", stages=4,
+                              micro_batches=16, chunks=2, costs=COSTS)
+    best = pipevm.synthesize(stages=4, micro_batches=16, chunks=2, costs=COSTS,
+                             memory_limit=5.5, time_limit=0)
+    assert best.bubble_rate_zb <= shipped.bubble_rate_zb
+    assert best.bubble_rate_zb == 0 and best.optimal
+    assert best.longest_span <= best.seed_span
+    assert best.origin and best.lower_bound_term == "stage work"
+
+
+def test_v_zb_row_has_no_bubble():
+    # The controllable-memory paper's V-ZB row: zero bubble at 1F1B's
+    # memory (p M_B, 2p chunk activations) when m >= 2p.
+    best = pipevm.synthesize(stages=8, micro_batches=16, chunks=2, placement="v", costs=COSTS,
+                             memory_limit=8, time_limit=0)
+    assert best.bubble_rate_zb == 0
+    assert best.origin == "V-ZB"

@@ -61,7 +61,7 @@ const std::vector<Entry>& library() {
       {"inference", 1, [](int, int m, int, int) { return m; }},
       {"dp", 1, [](int, int, int, int) { return 1; }},
       {"gpipe-allreduce", 1, [](int, int m, int, int) { return m; }},
-      {"zb-v", 2, [](int p, int, int, int) { return 2 * p + 1; }},
+      {"zb-v", 2, [](int p, int, int, int) { return 2 * p; }},
       {"interleaved-zb", 2,
        [](int p, int m, int v, int s) {
          return std::min(v * m, 2 * (p - s - 1) + (v - 1) * p + 1 + s);

@@ -260,16 +260,16 @@ TEST(schedules, dualpipe_and_dualpipev_idle_equals_the_published_bubble) {
   }
 }
 
-// ZB-V and interleaved zero bubble against the Zero Bubble paper's ZB-1p
-// figure (DeepSeek's table: ZB1P), (p-1)(F+B-2W) in chunk costs, B the
-// whole backward: exact at F = I = W (p-1, a third of 1F1B's) and at F = 2;
+// Interleaved zero bubble against the Zero Bubble paper's ZB-1p figure
+// (DeepSeek's table: ZB1P), (p-1)(F+B-2W) in chunk costs, B the whole
+// backward: exact at F = I = W (p-1, a third of 1F1B's) and at F = 2;
 // where W > I the formula drops below what any order reaches
 // (docs/schedules.md).
-TEST(schedules, zb_v_and_interleaved_zb_idle_equals_zb1p) {
+TEST(schedules, interleaved_zb_idle_equals_zb1p) {
   struct Point {
     double f, i, w;
   };
-  for (const std::string name : {"zb-v", "interleaved-zb"}) {
+  for (const std::string name : {"interleaved-zb"}) {
     for (const Point c : {Point{1, 1, 1}, Point{2, 1, 1}, Point{2, 2, 2}}) {
       const Costs costs = costs_of({{"fwd", c.f}, {"bwd-input", c.i}, {"bwd-weight", c.w}});
       for (int p : {2, 4, 8}) {
@@ -280,6 +280,22 @@ TEST(schedules, zb_v_and_interleaved_zb_idle_equals_zb1p) {
           EXPECT_DOUBLE_EQ(bubble_time(simulate_ok(*program, costs)), formula)
               << name << " p=" << p << " m=" << m << " F=" << c.f << " I=" << c.i;
         }
+      }
+    }
+  }
+}
+
+// ZB-V (V-ZB of the controllable-memory paper): no bubble by the Zero
+// Bubble paper's rate (every stage busy from its first forward to its last
+// pass) at equal chunk costs, for every m >= 2p.
+TEST(schedules, zb_v_has_no_bubble_at_equal_costs) {
+  for (const double cost : {1.0, 2.0}) {
+    const Costs costs = costs_of({{"fwd", cost}, {"bwd-input", cost}, {"bwd-weight", cost}});
+    for (int p : {1, 2, 3, 4, 8}) {
+      for (int m : {2 * p, 2 * p + 1, 3 * p, 24}) {
+        const auto program = compile_schedule("zb-v", {p, m, 2, 1});
+        ASSERT_TRUE(program) << "p=" << p << " m=" << m;
+        EXPECT_EQ(simulate_ok(*program, costs).bubble_rate_zb, 0) << "p=" << p << " m=" << m;
       }
     }
   }

@@ -72,6 +72,7 @@ constexpr Case kScheduleCases[] = {
     {"gpipe-allreduce", 4, 3, 1},
     {"zb-v", 2, 4, 2},
     {"zb-v", 2, 5, 2},
+    {"zb-v", 4, 8, 2},
     {"interleaved-zb", 2, 4, 2},
     {"interleaved-zb", 2, 2, 2},
     {"looped-bfs", 2, 4, 2},
