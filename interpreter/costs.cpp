@@ -40,6 +40,9 @@ const std::vector<KeyField>& key_fields() {
       {{"fwd-bwd", "FwdBwd, an overlapped forward+backward pair; default fwd + bwd", true},
        nullptr,
        &Costs::fwd_bwd},
+      {{"recompute", "Recompute: a forward run again from its checkpoint; default fwd", true},
+       nullptr,
+       &Costs::recompute},
       {{"ring-send",
         "latency of one step of a collective's ring between ranks of one host; default send"},
        nullptr,
@@ -63,6 +66,11 @@ const std::vector<KeyField>& key_fields() {
        &Costs::cross_host_send},
       {{"cross-host-bandwidth", "bytes per time unit between hosts; 0 means infinite"},
        &Costs::cross_host_bandwidth},
+      {{"host-latency", "latency of one copy between the device and host memory (Offload, Reload)"},
+       &Costs::host_latency},
+      {{"host-bandwidth",
+        "bytes per time unit of the link to host memory, one copy at a time; 0 means infinite"},
+       &Costs::host_bandwidth},
       {{"compute-rows",
         "0: compute and optimizer costs per instruction; R: per layer and R rows (a step: per "
         "layer it updates)"},
@@ -221,9 +229,12 @@ double Costs::duration(CostKind kind) const {
     case CostKind::bwd_input: return bwd_input;
     case CostKind::bwd_weight: return bwd_weight;
     case CostKind::fwd_bwd: return overlapped();
+    case CostKind::recompute: return recomputation();
     case CostKind::zero_grad: return zero_grad;
     case CostKind::optimizer: return optimizer;
-    // Communication: timed by its partners, not by the rank alone.
+    // Communication: timed by its partners, not by the rank alone; a host
+    // copy by the rank's host link, beside its compute.
+    case CostKind::host_copy:
     case CostKind::none:
     case CostKind::allreduce:
     case CostKind::allgather:
@@ -276,6 +287,8 @@ double Costs::reduction(CostKind kind, int members) const {
     case CostKind::bwd_input:
     case CostKind::bwd_weight:
     case CostKind::fwd_bwd:
+    case CostKind::recompute:
+    case CostKind::host_copy:
     case CostKind::message:
     case CostKind::zero_grad:
     case CostKind::optimizer: return 0;
@@ -559,6 +572,10 @@ void set_link_costs(Costs& costs, const MeasuredLinks& links) {
     costs.cross_host_send = links.across_hosts->latency;
     costs.cross_host_bandwidth = links.across_hosts->bandwidth;
   }
+  if (links.host_memory) {
+    costs.host_latency = links.host_memory->latency;
+    costs.host_bandwidth = links.host_memory->bandwidth;
+  }
 }
 
 namespace {
@@ -613,6 +630,7 @@ Costs medians_over(Costs base, Durations& durations) {
   median_of(CostKind::bwd_weight, [&](double v) { base.bwd_weight = v; });
   median_of(CostKind::bwd, [&](double v) { base.bwd = v; });
   median_of(CostKind::fwd_bwd, [&](double v) { base.fwd_bwd = v; });
+  median_of(CostKind::recompute, [&](double v) { base.recompute = v; });
   median_of(CostKind::load, [&](double v) { base.load = v; });
   median_of(CostKind::zero_grad, [&](double v) { base.zero_grad = v; });
   median_of(CostKind::optimizer, [&](double v) { base.optimizer = v; });

@@ -73,14 +73,20 @@ TEST(costs, link_fit_without_a_time_per_byte_is_latency_only) {
 TEST(costs, measured_links_set_their_class_keys_only) {
   Costs costs;
   costs.cross_host_send = 30;
-  set_link_costs(costs, {LinkFit{2.5, 4000}, std::nullopt});
+  set_link_costs(costs, {LinkFit{2.5, 4000}, std::nullopt, std::nullopt});
   EXPECT_EQ(costs.send, 2.5);
   EXPECT_EQ(costs.bandwidth, 4000);
   EXPECT_EQ(costs.cross_host_send, 30);
-  set_link_costs(costs, {std::nullopt, LinkFit{40, 120}});
+  set_link_costs(costs, {std::nullopt, LinkFit{40, 120}, std::nullopt});
   EXPECT_EQ(costs.send, 2.5);
   EXPECT_EQ(costs.cross_host_send, 40);
   EXPECT_EQ(costs.cross_host_bandwidth, 120);
+  EXPECT_EQ(costs.host_latency, 0);
+  set_link_costs(costs, {std::nullopt, std::nullopt, LinkFit{3, 9000}});
+  EXPECT_EQ(costs.host_latency, 3);
+  EXPECT_EQ(costs.host_bandwidth, 9000);
+  EXPECT_EQ(costs.cross_host_send, 40);
+  EXPECT_EQ(costs.host_copy_time(18000), 5) << "latency + bytes / bandwidth";
 }
 
 TEST(costs, bad_flags_say_what_is_wrong) {
