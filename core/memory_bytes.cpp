@@ -481,6 +481,20 @@ std::vector<std::vector<RankBytes>> bytes_after_each(const Program& program,
   return ranks;
 }
 
+std::vector<std::uint64_t> host_copy_bytes(const Program& program, const MemoryShape& shape) {
+  const std::vector<LayerRange> split = split_for(program, shape);
+  if (split.empty()) return {};
+  std::vector<std::uint64_t> bytes(program.code.size(), 0);
+  const bool copies =
+      std::any_of(program.code.begin(), program.code.end(),
+                  [](const Instruction& in) { return posts_request(in.op) && is_host_copy(in.op); });
+  if (!copies) return bytes;
+  RankBytesWalk walk(program, shape, split);
+  walk.copy_bytes = &bytes;
+  for (int r = 0; r < program.ranks(); ++r) walk.walk(r, [](std::size_t, const RankBytes&) {});
+  return bytes;
+}
+
 std::vector<HoldFinding> hold_findings(const Program& program) {
   std::vector<HoldFinding> found;
   // Without a layer split there is nothing to walk: ask that before

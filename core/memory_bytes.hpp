@@ -57,7 +57,7 @@ struct RankBytes {
   std::uint64_t activations = 0;  // layer inputs and outputs kept for the backward
   std::uint64_t activation_gradients = 0;  // gradients between layers and at the chunk's ends
   std::uint64_t messages = 0;              // values kept only for a send still in flight
-  std::uint64_t host = 0;       // stashes offloaded to host memory (or on their way): not in total()
+  std::uint64_t host = 0;  // stashes offloaded to host memory (or on their way): not in total()
   std::uint64_t host_peak = 0;  // the most `host` at this moment or any before it
   // The device's bytes: what memory limits apply to.
   std::uint64_t total() const {
@@ -80,6 +80,12 @@ std::vector<RankBytes> peak_bytes(const Program& program, const MemoryShape& sha
 // instruction i of rank r's stream (what the runtime's ledger samples).
 std::vector<std::vector<RankBytes>> bytes_after_each(const Program& program,
                                                      const MemoryShape& shape);
+
+// Per Program::code index, the bytes each Offload and Reload copies
+// between the device and host memory (0 elsewhere): what the simulator's
+// host link takes time for. Empty when the model cannot be cut into the
+// program's pieces.
+std::vector<std::uint64_t> host_copy_bytes(const Program& program, const MemoryShape& shape);
 
 // A misplaced Hold or Drop, or a weight gradient held apart that a
 // reduction, a step or the step's end would leave out of the sum: found by

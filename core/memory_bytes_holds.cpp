@@ -104,8 +104,8 @@ void RankBytesWalk::unsummed(LayerRange layers, const char* what) {
       if (apart_[apart_index(l, static_cast<std::uint32_t>(mb))] != apart_made) continue;
       finding(DiagnosticKind::HeldGradientUnsummed,
               weight_gradient_name(mb, l) + " is held apart when " + what +
-                  ": it is not in the layer's sum (`Drop wgrad " + std::to_string(mb) +
-                  " layer " + std::to_string(l) + "` adds it)");
+                  ": it is not in the layer's sum (`Drop wgrad " + std::to_string(mb) + " layer " +
+                  std::to_string(l) + "` adds it)");
       // Counted in the sum from here, so that it is reported once.
       apart_[apart_index(l, static_cast<std::uint32_t>(mb))] = apart_reported;
       --apart_made_[static_cast<std::size_t>(l)];

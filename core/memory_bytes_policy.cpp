@@ -65,8 +65,10 @@ void RankBytesWalk::copy(const Instruction& in) {
     host_floats_[cell] += floats;
     host_ += floats;
     where_[cell] = offloading;
+    record_copy(floats);
     return;
   }
+  record_copy(host_floats_[cell]);
   for (int b = c.layers.begin; b <= c.layers.end; ++b) {
     const std::size_t s = slot(c, mb, b);
     if (a_host_[s]) set(a_, activations_, s, b, live);
@@ -74,10 +76,17 @@ void RankBytesWalk::copy(const Instruction& in) {
   for (int l = c.layers.begin; l < c.layers.end; ++l) {
     const std::size_t at = apart_index(l, mb);
     if (!stash_host_[at]) continue;
-    activations_ += rows_ * (layer_stash(l)->forward_for_input + layer_stash(l)->forward_for_weight);
+    activations_ +=
+        rows_ * (layer_stash(l)->forward_for_input + layer_stash(l)->forward_for_weight);
     stash_[at] = 1;
   }
   where_[cell] = reloading;
+}
+
+void RankBytesWalk::record_copy(std::uint64_t floats) {
+  if (copy_bytes == nullptr) return;
+  (*copy_bytes)[program_.rank_begin[static_cast<std::size_t>(rank_)] + index_] =
+      floats * static_cast<std::uint64_t>(shape_.element_bytes);
 }
 
 void RankBytesWalk::wait_copies(const Instruction& in) {

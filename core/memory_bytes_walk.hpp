@@ -97,6 +97,7 @@ class RankBytesWalk {
   void copy(const Instruction& in);
   void wait_copies(const Instruction& in);
   void finish_copy(std::uint16_t chunk, std::uint32_t mb, bool to_host);
+  void record_copy(std::uint64_t floats);
   // A value leaves the device: gone, or a message while a send reads it.
   void leave_device(std::size_t s, int boundary);
   // A checkpointed cell's output is sent: that was its last use.
@@ -110,11 +111,11 @@ class RankBytesWalk {
   int rank_ = 0;
   int stage_ = 0;
   std::vector<Chunk> chunks_;
-  std::vector<std::uint8_t> held_;      // per layer: one of the rank's chunks computes it
-  std::vector<int> group_;              // per layer: members it is sharded over (0: whole)
-  std::vector<std::uint8_t> gathered_;  // per layer
-  std::vector<Grad> grad_;              // per layer
-  std::vector<std::uint8_t> a_, g_;     // per (chunk, micro-batch, boundary): Held
+  std::vector<std::uint8_t> held_;             // per layer: one of the rank's chunks computes it
+  std::vector<int> group_;                     // per layer: members it is sharded over (0: whole)
+  std::vector<std::uint8_t> gathered_;         // per layer
+  std::vector<Grad> grad_;                     // per layer
+  std::vector<std::uint8_t> a_, g_;            // per (chunk, micro-batch, boundary): Held
   std::vector<std::uint8_t> a_held_, g_held_;  // ... a Hold keeps it
   std::vector<std::uint8_t> a_past_, g_past_;  // ... its last use is past
   // Per (layer, micro-batch): the weight gradient is held apart (Hold wgrad;
@@ -123,7 +124,7 @@ class RankBytesWalk {
   // the sum from there, so that its Drop is no second finding).
   enum Apart : std::uint8_t { not_apart = 0, apart_held = 1, apart_made = 2, apart_reported = 3 };
   std::vector<std::uint8_t> apart_, weight_done_;
-  std::vector<std::uint8_t> stash_;  // per (layer, micro-batch): the last pass done, 0 none
+  std::vector<std::uint8_t> stash_;        // per (layer, micro-batch): the last pass done, 0 none
   std::vector<std::uint32_t> apart_made_;  // per layer: gradients held apart
   std::size_t micro_batches_ = 0;
   std::size_t index_ = 0;
@@ -146,6 +147,11 @@ class RankBytesWalk {
   };
   std::vector<Copy> copies_;
   std::uint64_t host_ = 0, host_peak_ = 0;
+
+ public:
+  // Where copy() writes each Offload's and Reload's bytes, by Program::code
+  // index (host_copy_bytes); null: nowhere.
+  std::vector<std::uint64_t>* copy_bytes = nullptr;
 };
 
 }  // namespace pipevm::bytes_walk

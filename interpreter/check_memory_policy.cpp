@@ -45,8 +45,8 @@ enum class Where : std::uint8_t {
 struct CellState {
   Where where = Where::unforwarded;
   bool backward_begun = false;
-  int output_sends = 0;                  // non-blocking sends of its output not yet completed
-  std::uint32_t copied_at = kNone;       // the Offload or Reload that moved it last
+  int output_sends = 0;             // non-blocking sends of its output not yet completed
+  std::uint32_t copied_at = kNone;  // the Offload or Reload that moved it last
 };
 
 class PolicyWalker {
@@ -80,9 +80,9 @@ class PolicyWalker {
     Diagnostic* d = reporter_.report(kind, what(index) + message, reporter_.at(index));
     if (earlier == kNone) return;
     const bool offload = info(program_.code[earlier].op).direction == Direction::to_host;
-    reporter_.note(d, std::string(offload ? "the Offload: " : "the Reload: ") +
-                          reporter_.describe(earlier),
-                   reporter_.at(earlier));
+    reporter_.note(
+        d, std::string(offload ? "the Offload: " : "the Reload: ") + reporter_.describe(earlier),
+        reporter_.at(earlier));
   }
   void step(std::size_t index, const Instruction& in);
   void complete(std::uint32_t request);
@@ -189,15 +189,22 @@ void PolicyWalker::recompute(std::size_t index, const Instruction& in, CellState
       output_in_send(index, in, c);
       c.where = Where::recomputed;
       return;
-    case Where::unforwarded: why = "no FwdCheckpoint of " + of(in) + " came before it"; break;
-    case Where::on_device:
-      why = of(in) + "'s forward was a Fwd, which keeps all its activations (forward it with "
-                     "FwdCheckpoint to recompute)";
+    case Where::unforwarded:
+      why = "no FwdCheckpoint of " + of(in) + " came before it";
       break;
-    case Where::recomputed: why = of(in) + " is recomputed already"; break;
+    case Where::on_device:
+      why = of(in) +
+            "'s forward was a Fwd, which keeps all its activations (forward it with "
+            "FwdCheckpoint to recompute)";
+      break;
+    case Where::recomputed:
+      why = of(in) + " is recomputed already";
+      break;
     case Where::offloading:
     case Where::on_host:
-    case Where::reloading: why = of(in) + "'s activations are offloaded, not checkpointed"; break;
+    case Where::reloading:
+      why = of(in) + "'s activations are offloaded, not checkpointed";
+      break;
   }
   report(DiagnosticKind::RecomputeWithoutCheckpoint, index, " has no kept input: " + why);
 }
@@ -241,11 +248,15 @@ void PolicyWalker::reload(std::size_t index, const Instruction& in, CellState& c
       why = "the Offload of " + of(in) + " is not complete (WaitOffload " +
             std::to_string(in.micro_batch) + " first)";
       break;
-    case Where::reloading: why = of(in) + " is being reloaded already"; break;
+    case Where::reloading:
+      why = of(in) + " is being reloaded already";
+      break;
     case Where::unforwarded:
     case Where::on_device:
     case Where::recomputed:
-    case Where::input_only: why = "no Offload of " + of(in) + " came before it"; break;
+    case Where::input_only:
+      why = "no Offload of " + of(in) + " came before it";
+      break;
   }
   report(DiagnosticKind::ReloadWithoutOffload, index, " has nothing to reload: " + why,
          c.copied_at);

@@ -207,9 +207,10 @@ std::string render_text(const Program& program, const Simulation& simulation, co
   const bool pairs = std::any_of(program.code.begin(), program.code.end(),
                                  [](const Instruction& in) { return is_pair(in.op); });
   if (pairs) out << "X forward+backward (its forward's micro-batch and chunk)\n";
-  const bool policies = std::any_of(program.code.begin(), program.code.end(), [](const Instruction& in) {
-    return in.op == Opcode::Recompute || is_host_copy(in.op);
-  });
+  const bool policies =
+      std::any_of(program.code.begin(), program.code.end(), [](const Instruction& in) {
+        return in.op == Opcode::Recompute || is_host_copy(in.op);
+      });
   if (policies) {
     out << "R recompute  H waiting for a copy to or from host memory (a late Reload stalls here)\n";
   }

@@ -2,6 +2,7 @@
 #include "host_copies.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 namespace pipevm::runtime {
 
@@ -49,6 +50,29 @@ void HostCopies::run() {
     ++finished_;
     done_.notify_all();
   }
+}
+
+std::vector<double> time_host_copies(std::span<const std::size_t> floats, int rounds) {
+  MemoryLedger ledger;
+  HostCopies copies(ledger);
+  std::vector<double> medians;
+  for (const std::size_t size : floats) {
+    const std::vector<float> device(size, 1.0F);
+    const std::span<float> host = copies.pool().take(MemoryCategory::host, size);
+    const HostCopies::Part part{device.data(), host.data(), size};
+    std::vector<double> times;
+    for (int round = 0; round <= rounds; ++round) {
+      const auto start = std::chrono::steady_clock::now();
+      copies.wait(copies.start(std::span(&part, 1)));
+      const std::chrono::duration<double, std::micro> took = std::chrono::steady_clock::now() - start;
+      if (round > 0) times.push_back(took.count());
+    }
+    copies.pool().give_back(MemoryCategory::host, host);
+    std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2),
+                     times.end());
+    medians.push_back(times.empty() ? 0.0 : times[times.size() / 2]);
+  }
+  return medians;
 }
 
 }  // namespace pipevm::runtime

@@ -69,4 +69,9 @@ class HostCopies {
   std::thread thread_;
 };
 
+// `pipevm run --profile`'s host link: for each size (floats), the median
+// time of `rounds` copies to host memory through a HostCopies of its own,
+// from start to the end of wait, after one untimed; microseconds.
+std::vector<double> time_host_copies(std::span<const std::size_t> floats, int rounds);
+
 }  // namespace pipevm::runtime

@@ -329,7 +329,9 @@ void Piece::forward_layer(int slot, int layer) {
     vit_unit_forward(config_.vit, layer, unit_parameters(l), vit_buffers(s, l));
     // The unit's stashes hold all its backward reads: this was its input's
     // last use, but for the input a checkpointed forward keeps.
-    if (l > 0 || s.stash != StashState::input_only) last_use(slot, HeldValue::activation, l, s.a[k]);
+    if (l > 0 || s.stash != StashState::input_only) {
+      last_use(slot, HeldValue::activation, l, s.a[k]);
+    }
   } else {
     forward_mlp_layer(s, l);
   }

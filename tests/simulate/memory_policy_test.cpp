@@ -18,8 +18,7 @@ namespace {
 
 Program compiled(const std::string& text, Config config) {
   Diagnostics diagnostics;
-  auto program =
-      compile(std::make_shared<const SourceFile>("t.pipe", text), config, diagnostics);
+  auto program = compile(std::make_shared<const SourceFile>("t.pipe", text), config, diagnostics);
   EXPECT_TRUE(program.has_value()) << (diagnostics.empty() ? "" : diagnostics.all()[0].message);
   return program.value_or(Program{});
 }
