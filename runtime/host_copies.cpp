@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "median.hpp"
+
 namespace pipevm::runtime {
 
 HostCopies::~HostCopies() {
@@ -68,9 +70,7 @@ std::vector<double> time_host_copies(std::span<const std::size_t> floats, int ro
       if (round > 0) times.push_back(took.count());
     }
     copies.pool().give_back(MemoryCategory::host, host);
-    std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2),
-                     times.end());
-    medians.push_back(times.empty() ? 0.0 : times[times.size() / 2]);
+    medians.push_back(median(std::move(times)));
   }
   return medians;
 }
