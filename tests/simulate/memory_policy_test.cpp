@@ -8,10 +8,15 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <sstream>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "compile.hpp"
 #include "simulate.hpp"
+#include "svg.hpp"
+#include "trace.hpp"
 
 namespace pipevm {
 namespace {
@@ -95,6 +100,39 @@ TEST(memory_policy, copies_run_on_the_host_link_and_a_late_reload_stalls) {
   const std::string grid = render_grid(program, s.timeline, 9);
   EXPECT_NE(grid.find("HHH"), std::string::npos) << "the stall on the reload: " << grid;
   EXPECT_EQ(segments_of(program, s.timeline, 0).at(1).activity, Activity::host_copy);
+}
+
+// The trace puts each copy on its rank's host-link track, and the stall
+// on the rank's own; the SVG draws the copies along the row's foot.
+TEST(memory_policy, trace_and_svg_show_the_copies_and_the_stall) {
+  const Program program = compiled(kOffloaded, Config{1, 1});
+  Costs costs = default_costs();
+  costs.host_latency = 2;
+  const Simulation s = run(program, costs);
+  const nlohmann::json trace = chrome_trace(program, s.timeline);
+  int copies = 0;
+  bool track = false;
+  bool stall = false;
+  for (const nlohmann::json& event : trace["traceEvents"]) {
+    if (event["ph"] == "M" && event["args"].contains("name") &&
+        event["args"]["name"].get<std::string>().find("host link") != std::string::npos) {
+      track = event["tid"] == 1;
+    }
+    if (event["ph"] != "X" || event.value("cat", "") != "host-copy") continue;
+    if (event["tid"] == 1) {
+      ++copies;
+      EXPECT_EQ(event["dur"], 2.0) << event.dump();
+    } else if (event["name"] == "WaitReload 0") {
+      stall = event["dur"] == 2.0;
+    }
+  }
+  EXPECT_TRUE(track);
+  EXPECT_EQ(copies, 2);
+  EXPECT_TRUE(stall) << "the wait for the reload lasts the copy";
+  std::ostringstream svg;
+  write_svg(svg, program, s.timeline, "offload");
+  EXPECT_NE(svg.str().find("`Reload 0` on the host link"), std::string::npos);
+  EXPECT_NE(svg.str().find(">host-copy<"), std::string::npos) << "in the legend";
 }
 
 TEST(memory_policy, copies_overlap_compute_on_the_host_link) {
