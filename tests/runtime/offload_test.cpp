@@ -11,9 +11,9 @@
 #include <stdexcept>
 #include <vector>
 
+#include "gradient_check.hpp"
 #include "host_copies.hpp"
 #include "model.hpp"
-#include "random.hpp"
 
 namespace pipevm::runtime {
 namespace {
@@ -44,12 +44,7 @@ TEST(host_copies, copies_arrive_in_order_and_a_wait_covers_the_ones_before) {
   EXPECT_EQ(ledger.host_peak(), 10 * kFloat);
 }
 
-std::vector<float> random_values(std::size_t count, std::uint64_t seed) {
-  SplitMix64 random(seed);
-  std::vector<float> values(count);
-  for (float& value : values) value = 2.0F * random.uniform() - 1.0F;
-  return values;
-}
+using gradient_check::random_values;
 
 ModelConfig mlp() {
   ModelConfig config;
