@@ -208,7 +208,6 @@ class Machine {
   runtime::ModelConfig model_;
   runtime::MemoryLedger ledger_;
   runtime::BufferPool pool_{ledger_};
-  runtime::HostCopies host_copies_{ledger_};  // offloaded stashes (vm_memory_policy.cpp)
   int rank_;
   int stage_;
   int dp_rank_;
@@ -242,6 +241,11 @@ class Machine {
 
   void start_gossip(int round);
   bool wait_gossip();  // false when no exchange is in flight
+
+  // Offloaded stashes (vm_memory_policy.cpp). Declared last, so destroyed
+  // first: it finishes the copies under way (a step that failed may leave
+  // one) while the pieces whose buffers they move still exist.
+  runtime::HostCopies host_copies_{ledger_};
 };
 
 class Vm {
