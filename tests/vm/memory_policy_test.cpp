@@ -120,6 +120,42 @@ TEST(memory_policy, device_peak_is_below_1f1b_where_a_stage_holds_more_than_one)
   }
 }
 
+// GPipe with blocking sends, checkpointed on every stage: a blocking Send
+// of a checkpointed output is its last use (the VM sends it at once and
+// gives it back); the weights are plain GPipe's, the bytes as counted.
+constexpr const char* kCheckpointedGpipe = R"(ZeroGrad
+for mb in 0 .. micro_batches {
+    if stage == 0 { LoadInput mb } else { Recv act mb }
+    CHECKPOINT
+    if stage < stages - 1 { Send act mb }
+}
+for mb in 0 .. micro_batches {
+    if stage == stages - 1 { LoadTarget mb } else { Recv grad mb }
+    RECOMPUTE
+    Bwd mb
+    if stage > 0 { Send grad mb }
+}
+AllReduce
+OptimizerStep
+)";
+
+TEST(memory_policy, a_blocking_send_is_a_checkpointed_outputs_last_use) {
+  const auto program = [](bool checkpointed, const Config& config) {
+    std::string text = kCheckpointedGpipe;
+    text.replace(text.find("CHECKPOINT"), 10, checkpointed ? "FwdCheckpoint mb" : "Fwd mb");
+    text.replace(text.find("RECOMPUTE"), 9, checkpointed ? "Recompute mb" : "");
+    return compile_text(text, config, vm_test::deep_model().sizes);
+  };
+  const Model model = models().front();
+  for (const Config config : {Config{2, 3, 1, 1}, Config{4, 4, 1, 1}}) {
+    const TrainingOptions options = options_for(model, config);
+    const Program checkpointed = program(true, config);
+    EXPECT_EQ(train_in_process(checkpointed, options, *model.data),
+              train_in_process(program(false, config), options, *model.data));
+    vm_test::expect_measured_equals_counted(checkpointed, options, *model.data);
+  }
+}
+
 std::optional<VmError> first_error(const std::string& text, const Config& config) {
   const Program program = compile_text(text, config);
   std::optional<VmError> found;
