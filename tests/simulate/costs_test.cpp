@@ -195,6 +195,25 @@ TEST(costs, measurements_give_medians_in_microseconds) {
   EXPECT_DOUBLE_EQ(costs.optimizer, 0);
 }
 
+// A Recompute's key is its own median (unset: the forward's); the copies
+// of Offload and Reload are the host link's, measured apart (run_links.cpp).
+TEST(costs, measured_recomputation_has_its_own_key) {
+  const Program program = testing::make_program(
+      {1, 1, 1, 1}, {{testing::op(Opcode::FwdCheckpoint), testing::op(Opcode::Offload),
+                      testing::op(Opcode::Recompute)}});
+  Costs costs = costs_from_measurements(program, {{0, 0, 0, 2000}, {0, 2, 2000, 5000}});
+  EXPECT_DOUBLE_EQ(costs.fwd, 2);
+  EXPECT_DOUBLE_EQ(costs.duration(CostKind::recompute), 3);
+  EXPECT_DOUBLE_EQ(costs.duration(CostKind::host_copy), 0);
+  costs.recompute.reset();
+  EXPECT_DOUBLE_EQ(costs.duration(CostKind::recompute), 2) << "default: the forward's";
+  std::string error;
+  ASSERT_TRUE(parse_cost_flags("recompute=0.5,host-latency=2,host-bandwidth=100", costs, error))
+      << error;
+  EXPECT_DOUBLE_EQ(costs.duration(CostKind::recompute), 0.5);
+  EXPECT_DOUBLE_EQ(costs.host_copy_time(300), 5);
+}
+
 TEST(costs, measurements_give_medians_per_stage_too) {
   // Two stages, one Fwd and one Bwd each; stage 1's take three times longer.
   const Program program =
