@@ -87,6 +87,27 @@ TEST(memory_policy, selective_forms_train_the_bits_of_1f1b) {
   }
 }
 
+// With the backward split (the weight half reads the stash too): the same bits.
+TEST(memory_policy, split_backwards_find_their_stash) {
+  const Model model = models().back();
+  const Config config{2, 4, 1, 1};
+  const TrainingOptions options = options_for(model, config);
+  const std::vector<float> plain = train_in_process(
+      compile_file(schedule_path("1f1b"), config, model.config.sizes), options, *model.data);
+  for (const char* schedule : {"1f1b-recompute", "1f1b-offload"}) {
+    // The file as shipped (its let set to what it is).
+    const bool recomputes = std::string(schedule) == "1f1b-recompute";
+    std::string text = with_let(schedule, recomputes ? "recompute_every" : "offload_every", 1);
+    const std::string fused = "} else { Bwd mb }";
+    const std::size_t at = text.find(fused);
+    ASSERT_NE(at, std::string::npos) << schedule;
+    text.replace(at, fused.size(), "} else { BwdInput mb; BwdWeight mb }");
+    const Program program = compile_text(text, config, model.config.sizes);
+    EXPECT_EQ(train_in_process(program, options, *model.data), plain) << schedule;
+    vm_test::expect_measured_equals_counted(program, options, *model.data);
+  }
+}
+
 // Where a stage holds more than one micro-batch at once (all but the last),
 // keeping less keeps fewer bytes on the device; the offloaded ones are in
 // host memory.
