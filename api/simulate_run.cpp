@@ -42,6 +42,8 @@ SimulateOutcome simulate_program(const Program& given, const SimulateRequest& re
   network.micro_batch_rows =
       static_cast<double>(batch) / (static_cast<double>(c.dp) * c.micro_batches);
   network.host_of_rank = request.host_of_rank;
+  const MemoryShape shape = memory_shape(request.model, c);
+  network.host_copy_bytes = host_copy_bytes(program, shape);
   const Link linked =
       link(program, {program.layer_split.empty()
                          ? std::vector<int>{}
@@ -62,7 +64,7 @@ SimulateOutcome simulate_program(const Program& given, const SimulateRequest& re
   SimulateRun run{
       .program = program,
       .simulation = std::move(*simulation),
-      .bytes = peak_bytes(program, memory_shape(request.model, c)),
+      .bytes = peak_bytes(program, shape),
       .traffic = link_traffic(program, linked, LinkCosts(program, linked, request.costs, network)),
       .on_hosts = !network.host_of_rank.empty()};
   outcome.run = std::move(run);

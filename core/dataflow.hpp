@@ -27,7 +27,7 @@ enum CellState : std::uint16_t {
   output_gradient_pending = 1u << 6,   // an IRecv grad is in flight
   input_gradient_done = 1u << 7,       // Bwd, BwdInput, BwdAllReduce
   weight_gradient_done = 1u << 8,      // Bwd, BwdWeight, BwdAllReduce
-  stashed = 1u << 9,                   // activations held for a backward (memory figures)
+  stashed = 1u << 9,                   // the stash: what the backward reads (Fwd, Recompute)
 };
 
 // Where a cell's piece sits in the model.
@@ -47,6 +47,7 @@ constexpr std::uint16_t present(Value value, PieceEnds ends) {
     case Value::output_gradient: return ends.last ? target_loaded : output_gradient_received;
     case Value::input_gradient: return input_gradient_done;
     case Value::weight_gradient: return weight_gradient_done;
+    case Value::stash: return stashed;
     case Value::message:
     case Value::gradient:
     case Value::reduced_gradient:
@@ -68,7 +69,8 @@ constexpr std::uint16_t pending(Value value) {
     case Value::message:
     case Value::gradient:
     case Value::reduced_gradient:
-    case Value::weights: return 0;
+    case Value::weights:
+    case Value::stash: return 0;
   }
   return 0;
 }
@@ -83,7 +85,8 @@ constexpr std::uint16_t produced(Value value, OpClass cls) {
     case Value::target:
     case Value::activation:
     case Value::input_gradient:
-    case Value::weight_gradient: return present(value, {});
+    case Value::weight_gradient:
+    case Value::stash: return present(value, {});
     case Value::message:
     case Value::gradient:
     case Value::reduced_gradient:
@@ -111,23 +114,24 @@ inline constexpr auto kPendingBits = [] {
 
 // The per-cell values, in the order a consumer checks them (their order in
 // Value): the first one missing is the one reported.
-inline constexpr Value kCellValues[] = {Value::input,           Value::target,
-                                        Value::activation,      Value::output_gradient,
-                                        Value::input_gradient,  Value::weight_gradient};
+inline constexpr Value kCellValues[] = {Value::input,          Value::target,
+                                        Value::activation,     Value::output_gradient,
+                                        Value::input_gradient, Value::weight_gradient,
+                                        Value::stash};
 inline constexpr ValueSet kCellValueSet =
     ValueSet::of(Value::input, Value::target, Value::activation, Value::output_gradient,
-                 Value::input_gradient, Value::weight_gradient);
+                 Value::input_gradient, Value::weight_gradient, Value::stash);
 
 // An opcode's row of isa.def, folded once into what a walk over cells needs
 // at every instruction (the checker runs this for tens of millions).
 struct CellPlan {
   std::uint32_t reads = 0;   // ValueSet bits of the cell values it reads (message apart)
-  std::uint16_t makes = 0;   // state bits it sets (a received message apart)
+  std::uint16_t makes = 0;   // state bits it sets (a received message and the stash apart)
   std::uint16_t again = 0;   // state bits that, set already, mean it makes a value twice
   bool reads_message = false;
   bool makes_message = false;
-  bool stashes = false;    // makes the activation: held until its weight gradient
-  bool unstashes = false;  // makes the weight gradient: frees the activation
+  bool stashes = false;    // makes the stash: held until its weight gradient
+  bool unstashes = false;  // makes the weight gradient: frees the stash
   bool rank_level = false; // reads or makes the accumulated or reduced gradients
 };
 
@@ -137,12 +141,14 @@ constexpr CellPlan cell_plan(const OpcodeInfo& row) {
   plan.reads_message = row.consumes.contains(Value::message);
   plan.makes_message = row.produces.contains(Value::message);
   for (const Value v : kCellValues) {
-    if (!row.produces.contains(v)) continue;
+    // The stash has rules of its own: made again only by a misplaced
+    // Recompute (check_memory_policy.cpp), freed by the weight gradient.
+    if (!row.produces.contains(v) || v == Value::stash) continue;
     const auto bit = produced(v, row.cls);
     plan.makes = static_cast<std::uint16_t>(plan.makes | bit);
     if (row.cls != OpClass::data) plan.again = static_cast<std::uint16_t>(plan.again | bit);
   }
-  plan.stashes = row.produces.contains(Value::activation);
+  plan.stashes = row.produces.contains(Value::stash);
   plan.unstashes = row.produces.contains(Value::weight_gradient);
   plan.rank_level = row.consumes.contains(Value::gradient) ||
                     row.consumes.contains(Value::reduced_gradient) ||

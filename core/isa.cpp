@@ -54,6 +54,7 @@ std::string_view name(Value value) {
     case Value::gradient: return "accumulated gradients";
     case Value::reduced_gradient: return "reduced gradients";
     case Value::weights: return "gathered weights";
+    case Value::stash: return "stash";
   }
   return "?";
 }
@@ -75,6 +76,8 @@ std::string_view name(CostKind cost) {
     case CostKind::message: return "send + bytes / bandwidth";
     case CostKind::zero_grad: return "zero-grad";
     case CostKind::optimizer: return "optimizer";
+    case CostKind::recompute: return "recompute";
+    case CostKind::host_copy: return "host-latency + bytes / host-bandwidth";
   }
   return "?";
 }

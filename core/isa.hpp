@@ -49,8 +49,9 @@ enum class OperandSyntax : std::uint8_t {
 enum class OpClass : std::uint8_t { data, compute, p2p, wait, collective, optimizer };
 
 // Which way a point-to-point instruction's value travels; `operand` when a
-// send|recv operand says it (Wait).
-enum class Direction : std::uint8_t { none, send, recv, operand };
+// send|recv operand says it (Wait); to_host and from_host for a copy between
+// the device and host memory (Offload, Reload) and the wait that completes it.
+enum class Direction : std::uint8_t { none, send, recv, operand, to_host, from_host };
 
 // When an instruction is done: on its own (local), when its partners are
 // there (blocking), or later, when a wait-class instruction completes the
@@ -71,7 +72,9 @@ inline constexpr std::size_t kGroupCount = 0
 // input, target, activation, output_gradient, input_gradient,
 // weight_gradient; `message` is the value a message's act|grad operand
 // names. Per rank: gradient (the accumulated gradients), reduced_gradient.
-// Per chunk: weights (the gathered whole copy of a sharded chunk).
+// Per chunk: weights (the gathered whole copy of a sharded chunk). Per
+// cell again: stash, what its backward reads, on the device (last, so that
+// a missing activation or gradient is reported before it).
 enum class Value : std::uint8_t {
   input,
   target,
@@ -83,8 +86,9 @@ enum class Value : std::uint8_t {
   gradient,
   reduced_gradient,
   weights,
+  stash,
 };
-inline constexpr std::size_t kValueCount = 10;
+inline constexpr std::size_t kValueCount = 11;
 
 // The simulator's cost of an instruction (costs.hpp turns it into time).
 enum class CostKind : std::uint8_t {
@@ -102,7 +106,9 @@ enum class CostKind : std::uint8_t {
   message,
   zero_grad,
   optimizer,
-  fwd_bwd,  // an overlapped forward and backward (FwdBwd); default fwd + bwd
+  fwd_bwd,    // an overlapped forward and backward (FwdBwd); default fwd + bwd
+  recompute,  // a forward run again from a checkpoint (Recompute); default fwd
+  host_copy,  // a copy on the rank's host link (Offload, Reload): latency + bytes / bandwidth
 };
 
 // A small set of enum values, as bits.
@@ -205,6 +211,11 @@ constexpr bool is_recv(Opcode op) {
 }
 // Posts a request that a wait-class instruction completes.
 constexpr bool posts_request(Opcode op) { return info(op).completion == Completion::request; }
+// Copies between the device and host memory (Offload, Reload), or waits for
+// one (WaitOffload, WaitReload): no other rank takes part.
+constexpr bool is_host_copy(Opcode op) {
+  return info(op).direction == Direction::to_host || info(op).direction == Direction::from_host;
+}
 constexpr bool is_collective(Opcode op) { return info(op).cls == OpClass::collective; }
 // Applies the reduced gradients to the parameters (an optimizer step).
 constexpr bool is_step(Opcode op) { return info(op).consumes.contains(Value::reduced_gradient); }

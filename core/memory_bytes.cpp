@@ -28,12 +28,16 @@
 // and used by one Bwd, the zeros a member that computes no gradient of a
 // layer reduce-scatters) is not counted: the moments are between
 // instructions.
+// Hold and Drop are memory_bytes_holds.cpp's; the memory policies
+// (FwdCheckpoint, Recompute, Offload, Reload) memory_bytes_policy.cpp's.
 #include "memory_bytes.hpp"
 
 #include <algorithm>
 #include <functional>
 #include <string>
 #include <nlohmann/json.hpp>
+
+#include "memory_bytes_walk.hpp"
 
 namespace pipevm {
 
@@ -51,115 +55,7 @@ std::uint64_t shard_of(std::uint64_t whole, int members) {
   const auto m = static_cast<std::uint64_t>(std::max(1, members));
   return (whole + m - 1) / m;
 }
-
-namespace {
-
-enum class Grad : std::uint8_t { none, whole, shard };
-
-// A per-micro-batch value's state: absent, held, or held by a send only.
-enum Held : std::uint8_t { absent = 0, live = 1, sending = 2 };
-
-// How findings name a weight gradient held apart.
-std::string weight_gradient_name(std::size_t mb, int layer) {
-  return "the weight gradient of micro-batch " + std::to_string(mb) + " of layer " +
-         std::to_string(layer);
-}
-
-class RankBytesWalk {
- public:
-  RankBytesWalk(const Program& program, const MemoryShape& shape,
-                const std::vector<LayerRange>& split)
-      : program_(program), shape_(shape), split_(split) {
-    const int layers = layer_count(shape.layer_widths);
-    parameters_.resize(static_cast<std::size_t>(layers));
-    for (int l = 0; l < layers; ++l) {
-      parameters_[static_cast<std::size_t>(l)] = layer_parameters(shape, l);
-    }
-  }
-
-  using Moment = std::function<void(std::size_t index, const RankBytes& now)>;
-  // Calls `moment` before the first instruction (index = stream size) and
-  // after each; returns the peak. Misplaced Holds and Drops go to
-  // `findings` when given.
-  RankBytes walk(int rank, const Moment& moment, std::vector<HoldFinding>* findings = nullptr);
-
- private:
-  struct Chunk {
-    LayerRange layers;
-    bool first = false;    // holds the model's first layer (no input gradient)
-    bool last = false;     // holds the model's last layer (the loss)
-    std::size_t base = 0;  // of its cells' boundary slots
-  };
-  struct Pending {
-    std::size_t slot;
-    bool activation;  // A (else G)
-    Instruction in;
-  };
-
-  std::uint64_t floats(int boundary) const {
-    return rows_ *
-           static_cast<std::uint64_t>(shape_.layer_widths[static_cast<std::size_t>(boundary)]);
-  }
-  std::size_t slot(const Chunk& c, std::uint32_t mb, int boundary) const {
-    return c.base + mb * static_cast<std::size_t>(c.layers.size() + 1) +
-           static_cast<std::size_t>(boundary - c.layers.begin);
-  }
-  void set(std::vector<std::uint8_t>& values, std::uint64_t& total, std::size_t s, int boundary,
-           Held to);
-  void free_value(std::vector<std::uint8_t>& values, std::uint64_t& total, std::size_t s,
-                  int boundary);
-  void compute(const Instruction& in);
-  void backward_layer(const Chunk& c, std::uint32_t mb, int l, bool input, bool weight);
-  // A layer's stashes of micro-batch mb through its forward (pass 1), input
-  // half (2) and weight half (3); nothing when the shape has none.
-  void stash(int l, std::uint32_t mb, std::uint8_t pass);
-  void message(const Instruction& in);
-  void wait(const Instruction& in);
-  void reduce(const Instruction& in, bool scatter);
-  void hold(const Instruction& in);
-  void hold_weight_gradient(const Instruction& in, LayerRange layers);
-  // Reports a weight gradient held apart of `layers` (clamped to the
-  // model's) that a reduction or a step would leave out of the sum, or
-  // ZeroGrad or the step's end lose.
-  void unsummed(LayerRange layers, const char* what);
-  void finding(DiagnosticKind kind, std::string message) {
-    if (findings_) findings_->push_back({rank_, index_, kind, std::move(message)});
-  }
-  std::size_t apart_index(int layer, std::uint32_t mb) const {
-    return static_cast<std::size_t>(layer) * micro_batches_ + mb;
-  }
-  RankBytes now() const;
-
-  const Program& program_;
-  const MemoryShape& shape_;
-  std::vector<LayerRange> split_;
-  std::vector<std::uint64_t> parameters_;
-  std::uint64_t rows_ = 1;
-  int rank_ = 0;
-  int stage_ = 0;
-  std::vector<Chunk> chunks_;
-  std::vector<std::uint8_t> held_;      // per layer: one of the rank's chunks computes it
-  std::vector<int> group_;              // per layer: members it is sharded over (0: whole)
-  std::vector<std::uint8_t> gathered_;  // per layer
-  std::vector<Grad> grad_;              // per layer
-  std::vector<std::uint8_t> a_, g_;     // per (chunk, micro-batch, boundary): Held
-  std::vector<std::uint8_t> a_held_, g_held_;  // ... a Hold keeps it
-  std::vector<std::uint8_t> a_past_, g_past_;  // ... its last use is past
-  // Per (layer, micro-batch): the weight gradient is held apart (Hold wgrad;
-  // made: its backward ran), and whether its backward ran at all.
-  // apart_reported: made, then reported as missing from a sum (counted in
-  // the sum from there, so that its Drop is no second finding).
-  enum Apart : std::uint8_t { not_apart = 0, apart_held = 1, apart_made = 2, apart_reported = 3 };
-  std::vector<std::uint8_t> apart_, weight_done_;
-  std::vector<std::uint8_t> stash_;  // per (layer, micro-batch): the last pass done, 0 none
-  std::vector<std::uint32_t> apart_made_;  // per layer: gradients held apart
-  std::size_t micro_batches_ = 0;
-  std::size_t index_ = 0;
-  std::vector<HoldFinding>* findings_ = nullptr;
-  std::vector<Pending> pending_;
-  std::uint64_t activations_ = 0, activation_gradients_ = 0, messages_ = 0;
-  std::uint64_t reduced_gradients_ = 0;  // stashed by input halves for their weight halves
-};
+namespace bytes_walk {
 
 void RankBytesWalk::set(std::vector<std::uint8_t>& values, std::uint64_t& total, std::size_t s,
                         int boundary, Held to) {
@@ -209,6 +105,8 @@ RankBytes RankBytesWalk::now() const {
   r.activations = activations_ * e;
   r.activation_gradients = activation_gradients_ * e;
   r.messages = messages_ * e;
+  r.host = host_ * e;
+  r.host_peak = host_peak_ * e;
   return r;
 }
 
@@ -266,6 +164,13 @@ RankBytes RankBytesWalk::walk(int rank, const Moment& moment,
   apart_made_.assign(layers, 0);
   pending_.clear();
   activations_ = activation_gradients_ = messages_ = reduced_gradients_ = 0;
+  const std::size_t cells = chunks_.size() * micro_batches;
+  where_.assign(cells, on_device);
+  host_floats_.assign(cells, 0);
+  a_host_.assign(slots, 0);
+  stash_host_.assign(layers * micro_batches, 0);
+  copies_.clear();
+  host_ = host_peak_ = 0;
 
   RankBytes peak = now();
   moment(stream.size(), peak);
@@ -289,12 +194,14 @@ RankBytes RankBytesWalk::walk(int rank, const Moment& moment,
           break;
       }
     }
+    host_peak_ = std::max(host_peak_, host_);
     const RankBytes current = now();
     if (current.total() > peak.total()) peak = current;
     moment(i, current);
   }
   index_ = stream.empty() ? 0 : stream.size() - 1;
   unsummed({0, static_cast<int>(layers)}, "the step ends");
+  peak.host_peak = host_peak_ * static_cast<std::uint64_t>(shape_.element_bytes);
   return peak;
 }
 
@@ -380,11 +287,18 @@ void RankBytesWalk::compute(const Instruction& in) {
       set(a_, activations_, slot(*c, mb, r.begin), r.begin, live);
       return;
     case Opcode::Fwd:
-      for (int l = these.begin; l < these.end; ++l) {
-        set(a_, activations_, slot(*c, mb, l + 1), l + 1, live);
-        stash(l, mb, 1);
-        if (!shape_.layer_stashes.empty()) free_value(a_, activations_, slot(*c, mb, l), l);
-      }
+      forward(*c, mb, these);
+      return;
+    case Opcode::FwdCheckpoint:
+      forward_checkpoint(*c, mb);
+      return;
+    case Opcode::Recompute:
+      where_[cell_of(in.chunk, mb)] = on_device;
+      forward(*c, mb, r);
+      return;
+    case Opcode::Offload:
+    case Opcode::Reload:
+      copy(in);
       return;
     case Opcode::Bwd:
     case Opcode::BwdAllReduce:
@@ -440,102 +354,20 @@ void RankBytesWalk::compute(const Instruction& in) {
     case Opcode::IRecv:
     case Opcode::Wait:
     case Opcode::WaitAll:
+    case Opcode::WaitOffload:
+    case Opcode::WaitReload:
       return;
   }
 }
 
-// Hold and Drop of an activation or activation gradient at a boundary of
-// the cell's chunk, or of weight gradients held apart.
-void RankBytesWalk::hold(const Instruction& in) {
-  if (in.chunk >= chunks_.size() ||
-      in.micro_batch >= static_cast<std::uint32_t>(program_.config.micro_batches)) {
-    return;
-  }
-  const Chunk& c = chunks_[in.chunk];
-  const int layer = layer_of(in);
-  if (in.kind == MessageKind::wgrad) {
-    const LayerRange layers = layer == kNoLayer ? c.layers : LayerRange{layer, layer + 1};
-    if (layers.begin < c.layers.begin || layers.end > c.layers.end) return;
-    hold_weight_gradient(in, layers);
-    return;
-  }
-  const bool act = in.kind == MessageKind::act;
-  const int boundary = layer != kNoLayer ? layer : act ? c.layers.end : c.layers.begin;
-  if (boundary < c.layers.begin || boundary > c.layers.end) return;
-  const std::size_t s = slot(c, in.micro_batch, boundary);
-  std::vector<std::uint8_t>& values = act ? a_ : g_;
-  std::uint8_t& held = (act ? a_held_ : g_held_)[s];
-  const bool past = (act ? a_past_ : g_past_)[s] != 0;
-  const auto value = [&in] { return "`" + disassemble(in).substr(name(in.op).size() + 1) + "`"; };
-  if (in.op == Opcode::Hold) {
-    if (held) {
-      finding(DiagnosticKind::HoldMisuse, value() + " is held already");
-    } else if (past) {
-      finding(DiagnosticKind::HoldMisuse,
-              value() + " is held after its last use: it is gone (hold it before it is used up)");
-    } else {
-      held = 1;
-    }
-    return;
-  }
-  if (!held) {
-    finding(DiagnosticKind::HoldMisuse, value() + " is dropped but not held");
-    return;
-  }
-  held = 0;
-  if (past && values[s] == live) {
-    free_value(values, act ? activations_ : activation_gradients_, s, boundary);
+void RankBytesWalk::forward(const Chunk& c, std::uint32_t mb, LayerRange these) {
+  for (int l = these.begin; l < these.end; ++l) {
+    set(a_, activations_, slot(c, mb, l + 1), l + 1, live);
+    stash(l, mb, 1);
+    if (!shape_.layer_stashes.empty()) free_value(a_, activations_, slot(c, mb, l), l);
   }
 }
 
-void RankBytesWalk::hold_weight_gradient(const Instruction& in, LayerRange layers) {
-  const std::uint32_t mb = in.micro_batch;
-  for (int l = layers.begin; l < layers.end; ++l) {
-    const std::size_t w = apart_index(l, mb);
-    const auto value = [mb, l] { return weight_gradient_name(mb, l); };
-    if (in.op == Opcode::Hold) {
-      if (apart_[w] != not_apart) {
-        finding(DiagnosticKind::HoldMisuse, value() + " is held already");
-      } else if (weight_done_[w]) {
-        finding(DiagnosticKind::HoldMisuse,
-                value() + " is held after its backward: it is in the layer's sum already");
-      } else {
-        apart_[w] = apart_held;
-      }
-      continue;
-    }
-    if (apart_[w] == not_apart) {
-      finding(DiagnosticKind::HoldMisuse, value() + " is dropped but not held");
-      continue;
-    }
-    // A gradient already reported missing from a sum counts as summed: its
-    // Drop only ends the hold.
-    if (apart_[w] == apart_made) {
-      // Added into the layer's accumulated gradient.
-      --apart_made_[static_cast<std::size_t>(l)];
-      Grad& grad = grad_[static_cast<std::size_t>(l)];
-      if (grad == Grad::none) grad = Grad::whole;
-    }
-    apart_[w] = not_apart;
-  }
-}
-
-void RankBytesWalk::unsummed(LayerRange layers, const char* what) {
-  for (int l = std::max(0, layers.begin);
-       l < layers.end && static_cast<std::size_t>(l) < parameters_.size(); ++l) {
-    if (apart_made_[static_cast<std::size_t>(l)] == 0) continue;
-    for (std::size_t mb = 0; mb < micro_batches_; ++mb) {
-      if (apart_[apart_index(l, static_cast<std::uint32_t>(mb))] != apart_made) continue;
-      finding(DiagnosticKind::HeldGradientUnsummed,
-              weight_gradient_name(mb, l) + " is held apart when " + what +
-                  ": it is not in the layer's sum (`Drop wgrad " + std::to_string(mb) +
-                  " layer " + std::to_string(l) + "` adds it)");
-      // Counted in the sum from here, so that it is reported once.
-      apart_[apart_index(l, static_cast<std::uint32_t>(mb))] = apart_reported;
-      --apart_made_[static_cast<std::size_t>(l)];
-    }
-  }
-}
 
 // A reduce-scatter leaves each sharded layer's own shard of the sum (also on
 // a member that computed no gradient of it: it contributed zeros).
@@ -567,11 +399,13 @@ void RankBytesWalk::message(const Instruction& in) {
     return;
   }
   if (posts_request(in.op)) pending_.push_back({s, act, in});
-  // A sent gradient has no other use.
+  // A sent gradient has no other use, nor has a checkpointed output.
   if (!act) free_value(values, total, s, boundary);
+  if (act) sent_checkpointed_output(c, in.micro_batch, s);
 }
 
 void RankBytesWalk::wait(const Instruction& in) {
+  wait_copies(in);
   if (in.op != Opcode::Wait && in.op != Opcode::WaitAll) return;
   for (auto it = pending_.begin(); it != pending_.end();) {
     const Instruction& p = it->in;
@@ -598,6 +432,12 @@ void RankBytesWalk::wait(const Instruction& in) {
     if (in.op == Opcode::Wait) break;
   }
 }
+
+}  // namespace bytes_walk
+
+namespace {
+
+using bytes_walk::RankBytesWalk;
 
 std::vector<LayerRange> split_for(const Program& program, const MemoryShape& shape) {
   const int pieces = model_pieces(program.placement, program.config);
@@ -641,6 +481,20 @@ std::vector<std::vector<RankBytes>> bytes_after_each(const Program& program,
   return ranks;
 }
 
+std::vector<std::uint64_t> host_copy_bytes(const Program& program, const MemoryShape& shape) {
+  const std::vector<LayerRange> split = split_for(program, shape);
+  if (split.empty()) return {};
+  std::vector<std::uint64_t> bytes(program.code.size(), 0);
+  const bool copies =
+      std::any_of(program.code.begin(), program.code.end(),
+                  [](const Instruction& in) { return posts_request(in.op) && is_host_copy(in.op); });
+  if (!copies) return bytes;
+  RankBytesWalk walk(program, shape, split);
+  walk.copy_bytes = &bytes;
+  for (int r = 0; r < program.ranks(); ++r) walk.walk(r, [](std::size_t, const RankBytes&) {});
+  return bytes;
+}
+
 std::vector<HoldFinding> hold_findings(const Program& program) {
   std::vector<HoldFinding> found;
   // Without a layer split there is nothing to walk: ask that before
@@ -672,7 +526,9 @@ nlohmann::json bytes_to_json(const std::vector<RankBytes>& ranks) {
                    {"optimizer", r.optimizer},
                    {"activations", r.activations},
                    {"activation_gradients", r.activation_gradients},
-                   {"messages", r.messages}});
+                   {"messages", r.messages},
+                   {"host", r.host},
+                   {"peak_host_bytes", r.host_peak}});
   }
   return out;
 }

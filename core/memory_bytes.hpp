@@ -46,7 +46,8 @@ struct MemoryShape {
   std::vector<LayerStash> layer_stashes;
 };
 
-// The bytes of one rank at one moment, by category.
+// The bytes of one rank at one moment, by category: on the device (total()),
+// and apart from them in host memory (what Offload moved there).
 struct RankBytes {
   int rank = 0;
   int stage = 0;
@@ -56,6 +57,9 @@ struct RankBytes {
   std::uint64_t activations = 0;  // layer inputs and outputs kept for the backward
   std::uint64_t activation_gradients = 0;  // gradients between layers and at the chunk's ends
   std::uint64_t messages = 0;              // values kept only for a send still in flight
+  std::uint64_t host = 0;  // stashes offloaded to host memory (or on their way): not in total()
+  std::uint64_t host_peak = 0;  // the most `host` at this moment or any before it
+  // The device's bytes: what memory limits apply to.
   std::uint64_t total() const {
     return weights + gradients + optimizer + activations + activation_gradients + messages;
   }
@@ -68,13 +72,20 @@ std::uint64_t layer_parameters(const MemoryShape& shape, int layer);
 std::uint64_t shard_of(std::uint64_t whole, int members);
 
 // Per rank, in rank order: the first moment (before the first instruction
-// or after one) at which its total is largest. Empty when the model cannot
-// be cut into the program's pieces.
+// or after one) at which its device total is largest, with host_peak the
+// most host bytes of any moment. Empty when the model cannot be cut into
+// the program's pieces.
 std::vector<RankBytes> peak_bytes(const Program& program, const MemoryShape& shape);
 // Per rank, the bytes after each of its instructions: `after[r][i]` follows
 // instruction i of rank r's stream (what the runtime's ledger samples).
 std::vector<std::vector<RankBytes>> bytes_after_each(const Program& program,
                                                      const MemoryShape& shape);
+
+// Per Program::code index, the bytes each Offload and Reload copies
+// between the device and host memory (0 elsewhere): what the simulator's
+// host link takes time for. Empty when the model cannot be cut into the
+// program's pieces.
+std::vector<std::uint64_t> host_copy_bytes(const Program& program, const MemoryShape& shape);
 
 // A misplaced Hold or Drop, or a weight gradient held apart that a
 // reduction, a step or the step's end would leave out of the sum: found by
@@ -89,7 +100,9 @@ struct HoldFinding {
 std::vector<HoldFinding> hold_findings(const Program& program);
 
 // [{"rank", "stage", "peak_bytes", "weights", "gradients", "optimizer",
-//   "activations", "activation_gradients", "messages"}] per rank.
+//   "activations", "activation_gradients", "messages", "host",
+//   "peak_host_bytes"}] per rank: peak_bytes is the device's peak, the
+// categories and host are at that moment, peak_host_bytes the host's peak.
 nlohmann::json bytes_to_json(const std::vector<RankBytes>& ranks);
 
 }  // namespace pipevm

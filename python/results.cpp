@@ -219,7 +219,7 @@ void bind_results(py::module_& m) {
   py::class_<StageMemory>(m, "StageMemory", "What one stage holds at its worst moment.")
       .def_readonly("stage", &StageMemory::stage)
       .def_readonly("peak_activations", &StageMemory::peak_activations,
-                    "Forwards whose activations are held for a backward")
+                    "Micro-batches whose activations are on the device for a backward")
       .def_readonly("peak_in_flight", &StageMemory::peak_in_flight,
                     "Requests posted and not yet completed");
 
@@ -232,7 +232,12 @@ void bind_results(py::module_& m) {
       .def_readonly("activations", &RankBytes::activations)
       .def_readonly("activation_gradients", &RankBytes::activation_gradients)
       .def_readonly("messages", &RankBytes::messages)
-      .def_property_readonly("peak_bytes", &RankBytes::total, "The sum of the categories");
+      .def_readonly("host", &RankBytes::host,
+                    "Offloaded stashes in host memory at that moment (not in peak_bytes)")
+      .def_readonly("peak_host_bytes", &RankBytes::host_peak,
+                    "The most host memory of any moment")
+      .def_property_readonly("peak_bytes", &RankBytes::total,
+                             "The sum of the categories: the device's bytes");
 
   py::class_<PyCheckResult>(m, "CheckResult", "What pipevm.check found for one schedule.")
       .def_readonly("ok", &PyCheckResult::ok,

@@ -224,7 +224,10 @@ std::optional<Table> to_table(const Program& program, bool with_comms, std::stri
         switch (row_info.cls) {
           case OpClass::compute:
           case OpClass::collective:
-            if (in.op == Opcode::Fwd) add(ActionType::F);
+            // A checkpointed forward is a forward to PyTorch, whose
+            // activation checkpointing recomputes inside the backward: the
+            // Recompute, and the host copies, have no action of their own.
+            if (in.op == Opcode::Fwd || in.op == Opcode::FwdCheckpoint) add(ActionType::F);
             if (in.op == Opcode::BwdInput) add(ActionType::I);
             if (in.op == Opcode::BwdWeight) add(ActionType::W);
             if (in.op == Opcode::Bwd || in.op == Opcode::BwdAllReduce) add(ActionType::B);

@@ -1,6 +1,7 @@
 // The memory ledger (memory_ledger.hpp).
 #include "memory_ledger.hpp"
 
+#include <algorithm>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -21,12 +22,15 @@ std::string_view name(MemoryCategory category) {
       return "activation_gradients";
     case MemoryCategory::messages:
       return "messages";
+    case MemoryCategory::host:
+      return "host";
   }
   return "?";
 }
 
 std::uint64_t MemoryBytes::total() const {
-  return std::accumulate(bytes.begin(), bytes.end(), std::uint64_t{0});
+  return std::accumulate(bytes.begin(), bytes.end(), std::uint64_t{0}) -
+         (*this)[MemoryCategory::host];
 }
 
 void MemoryLedger::add(MemoryCategory category, std::size_t bytes) {
@@ -44,6 +48,7 @@ void MemoryLedger::remove(MemoryCategory category, std::size_t bytes) {
 
 void MemoryLedger::sample() {
   if (current_.total() > peak_.total() || peak_.total() == 0) peak_ = current_;
+  host_peak_ = std::max(host_peak_, current_[MemoryCategory::host]);
 }
 
 }  // namespace pipevm::runtime

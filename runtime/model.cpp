@@ -218,6 +218,10 @@ void Piece::reserve(int slots, int rows) {
   empty.forward_for_weight.assign(shapes_.size(), {});
   empty.gradients_for_weight.assign(shapes_.size(), {});
   empty.layernorm_gradients.assign(shapes_.size(), {});
+  const std::size_t stash_buffers = 3 * shapes_.size() + 1;
+  empty.offloaded.reserve(stash_buffers);
+  empty.offloaded_floats.reserve(stash_buffers);
+  empty.parts.reserve(stash_buffers);
   slots_.assign(to_size(slots), empty);
 }
 
@@ -268,8 +272,11 @@ void Piece::forward_layer(int slot, int layer) {
     s.forward_for_weight[k] =
         take(MemoryCategory::activations, to_size(s.rows) * sh.stash.forward_for_weight);
     vit_unit_forward(config_.vit, layer, unit_parameters(l), vit_buffers(s, l));
-    // The unit's stashes hold all its backward reads: this was its input's last use.
-    last_use(slot, HeldValue::activation, l, s.a[k]);
+    // The unit's stashes hold all its backward reads: this was its input's
+    // last use, but for the input a checkpointed forward keeps.
+    if (l > 0 || s.stash != StashState::input_only) {
+      last_use(slot, HeldValue::activation, l, s.a[k]);
+    }
   } else {
     forward_mlp_layer(s, l);
   }
@@ -370,6 +377,7 @@ void Piece::give_back_output(int slot) {
 void Piece::backward_input_layer(int slot, int layer) {
   Slot& s = checked_slot(slot, "backward_input");
   const int l = local(layer, "backward_input");
+  require_stash_on_device(s, slot, "backward_input");
   const int top = static_cast<int>(shapes_.size()) - 1;
   if (s.forward_next != top + 1 || s.input_next != l || s.g[to_size(l) + 1].empty()) {
     throw std::logic_error("backward_input: layer " + std::to_string(layer) + " of slot " +
@@ -432,6 +440,7 @@ void Piece::backward_input_vit(int slot, Slot& s, int l) {
 void Piece::backward_weight_layer(int slot, int layer, const LayerHook& on_layer_done) {
   Slot& s = checked_slot(slot, "backward_weight");
   const int l = local(layer, "backward_weight");
+  require_stash_on_device(s, slot, "backward_weight");
   if (s.weight_next != l || s.input_next >= l) {
     throw std::logic_error("backward_weight: layer " + std::to_string(layer) + " of slot " +
                            std::to_string(slot) + " is not the next (BwdWeight before BwdInput?)");
@@ -515,6 +524,12 @@ void Piece::begin_output_send(int slot) {
   Slot& s = checked_slot(slot, "begin_output_send");
   if (s.a.back().empty()) throw std::logic_error("begin_output_send: no output to send");
   ++s.output_sends;
+  if (s.stash == StashState::input_only && !s.output_kept) {
+    // A checkpointed forward's output has no other use: a message from now.
+    pool_->ledger().move(MemoryCategory::activations, MemoryCategory::messages,
+                         s.a.back().size_bytes());
+    s.output_kept = true;
+  }
 }
 
 void Piece::end_output_send(int slot) {
@@ -566,6 +581,7 @@ void Piece::release(int slot) {
     const bool sending = k == 0 && s.input_gradient_sending;
     give_back(sending ? MemoryCategory::messages : MemoryCategory::activation_gradients, s.g[k]);
   }
+  drop_host_copy(s);
   for (int l = 0; l < static_cast<int>(shapes_.size()); ++l) give_back_stashes(s, l);
   s.rows = 0;
   s.forward_next = 0;

@@ -22,6 +22,14 @@
 // the piece's input gradient until it is sent, a layer's weight gradient
 // from its first backward until zero_grad().
 //
+// A memory policy (model_offload.cpp) keeps less of a micro-batch between its
+// forward and its backward: a checkpointed forward keeps only the slot's
+// input (and its output until it is sent), and a recomputation runs the
+// forward again from it, leaving the slot as a forward does, bit for bit; an
+// offload copies what the backward reads to host memory (HostCopies) and
+// gives it back on the device when the copy is done, a reload brings it
+// back.
+//
 // A hold (Hold and Drop of a program) keeps an activation or gradient past
 // its last use, counted in its own category, until it is dropped or the
 // step ends (end_holds); a held weight gradient is computed apart from the
@@ -49,6 +57,7 @@
 
 #include "buffer_pool.hpp"
 #include "data.hpp"
+#include "host_copies.hpp"
 #include "memory_ledger.hpp"
 #include "model_config.hpp"
 #include "model_shape.hpp"
@@ -105,6 +114,15 @@ struct LossResult {
 // Called after each layer's weight gradient: (global layer index, that
 // layer's gradients: weight then bias).
 using LayerHook = std::function<void(int, std::span<float>)>;
+
+// Where what a slot's backward reads is (Piece::stash_state).
+enum class StashState : std::uint8_t {
+  on_device,   // after a forward or a recomputation (or nothing forwarded yet)
+  input_only,  // after a checkpointed forward: its input, until recomputed
+  offloading,  // an offload's copy is under way; still on the device
+  on_host,     // offloaded: in host memory only
+  reloading,   // a reload's copy is under way: on the device again when done
+};
 
 // What a hold names of a micro-batch in flight: the activation or the
 // gradient at a boundary (the input of a layer, or one past the piece's
@@ -187,8 +205,32 @@ class Piece {
   void end_input_gradient_send(int slot);
 
   // Gives back every buffer of a slot (a forward-only program's slots),
-  // held ones too, and forgets its holds.
+  // held ones too, and forgets its holds; waits for a copy of it under way
+  // and gives back its host copy.
   void release(int slot);
+
+  // --- memory policies (model_offload.cpp) ---------------------------------
+  // forward_all that keeps only the slot's input (with it, recompute()
+  // needs nothing else) and its output while a send may read it: on the
+  // last piece, whose output nothing sends, not at all. A send of the
+  // output is its last use (begin_output_send).
+  void forward_checkpoint(int slot);
+  // The forward again from the kept input, as forward_all runs it: the slot
+  // holds what a forward leaves, bit for bit. Its output must not be in a
+  // send still (that send completes first).
+  void recompute(int slot);
+  StashState stash_state(int slot) const;
+  // Offload: copies what the slot's backward reads (every activation it
+  // holds, a ViT unit's forward stashes) to a host buffer of `copies`'
+  // pool; after the forward, before the backward. finish_offload waits for
+  // the copy and gives the device's buffers back (the output, while a send
+  // still reads it, as a message until the send completes).
+  void start_offload(int slot, HostCopies& copies);
+  void finish_offload(int slot);
+  // Reload: takes the same buffers on the device again and copies into
+  // them; finish_reload waits and gives the host buffer back.
+  void start_reload(int slot);
+  void finish_reload(int slot);
 
   // --- holds (docs/memory.md) ------------------------------------------------
   // `index` is a global index: for an activation or a gradient the boundary
@@ -275,6 +317,16 @@ class Piece {
     std::vector<std::span<float>> layernorm_gradients;
     // Per boundary k, the holds of a[k], g[k] and layer k's weight gradient.
     std::vector<std::uint8_t> holds;
+    // Memory policies: where the stash is; an offloaded one's host copy,
+    // the copy under way, the buffers it holds (in the order copied) and
+    // the copy's parts.
+    StashState stash = StashState::on_device;
+    HostCopies* copies = nullptr;
+    std::span<float> host;
+    HostCopies::Ticket ticket = 0;
+    std::vector<std::span<float>*> offloaded;
+    std::vector<std::size_t> offloaded_floats;
+    std::vector<HostCopies::Part> parts;
   };
   // A held value past its last use, out of its slot.
   struct Kept {
@@ -316,6 +368,12 @@ class Piece {
   bool give_back_kept(int slot);
   void take_gradients(int local_layer);
   void give_back_gradients(int local_layer);
+  // Memory policies: the stash's buffers in the slot, in a fixed order; a
+  // copy under way waited for and the host copy given back (release).
+  void list_stash(Slot& s);
+  void drop_host_copy(Slot& s);
+  // Throws std::logic_error when the slot's stash is not on the device.
+  void require_stash_on_device(const Slot& s, int slot, const char* operation) const;
 
   ModelConfig config_;
   LayerRange layers_;

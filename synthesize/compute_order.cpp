@@ -145,6 +145,11 @@ std::optional<ComputeOrder> compute_order_of(const Program& program, std::string
         kind = PassKind::backward_input;
       } else if (in.op == Opcode::BwdWeight) {
         kind = PassKind::backward_weight;
+      } else if (in.op == Opcode::FwdCheckpoint || in.op == Opcode::Recompute || in.op == Opcode::Offload ||
+                 in.op == Opcode::Reload) {
+        error = "a program with memory-policy instructions (FwdCheckpoint, Recompute, Offload, Reload) "
+                "cannot be re-lowered: synthesis places whole forwards that keep their activations";
+        return std::nullopt;
       } else {
         continue;
       }

@@ -57,7 +57,7 @@ ComputeOrder with_backwards(ComputeOrder order, bool split);
 // The compute order of a program (its Fwd, Bwd, BwdInput and BwdWeight in
 // stream order; everything else dropped); empty with `error` set for a
 // program synthesis cannot re-lower (replicas, placement mirror, per-layer
-// passes). An overlapped FwdBwd pair becomes its forward then its backward.
+// passes, memory-policy instructions). An overlapped FwdBwd pair becomes its forward then its backward.
 std::optional<ComputeOrder> compute_order_of(const Program& program, std::string& error);
 
 }  // namespace pipevm::synthesis

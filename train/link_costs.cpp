@@ -6,6 +6,7 @@
 #include <cstring>
 #include <span>
 
+#include "host_copies.hpp"
 #include "link_probe.hpp"
 
 namespace pipevm::train {
@@ -53,6 +54,18 @@ MeasuredLinks measure_links(runtime::Comm& comm, const std::vector<std::string>&
   MeasuredLinks links;
   if (!same_host.empty()) links.same_host = fit_link(same_host);
   if (!across_hosts.empty()) links.across_hosts = fit_link(across_hosts);
+  // The host link (Offload, Reload): the rank's own copies, latency alone
+  // and a micro-batch's activations through every layer of the model.
+  std::size_t every_layer = 0;
+  for (const int width : widths) every_layer += static_cast<std::size_t>(width);
+  const std::array<std::size_t, 2> copy_sizes = {
+      kLatencyFloats, std::max(kLatencyFloats, every_layer * static_cast<std::size_t>(rows))};
+  const std::vector<double> copy_times = runtime::time_host_copies(copy_sizes, kRoundTrips);
+  std::vector<MessageTiming> host_memory;
+  for (std::size_t i = 0; i < copy_sizes.size(); ++i) {
+    host_memory.push_back({static_cast<double>(copy_sizes[i]) * sizeof(float), copy_times[i]});
+  }
+  links.host_memory = fit_link(host_memory);
   return links;
 }
 

@@ -2,7 +2,9 @@
 // neighbouring stages (runtime/link_probe.hpp) at two sizes, 8 bytes and the
 // run's largest activation, gathered to world rank 0 and fitted per link
 // class (ranks of one host, ranks on different hosts) into the cost keys
-// send and bandwidth (cross-host-send, cross-host-bandwidth).
+// send and bandwidth (cross-host-send, cross-host-bandwidth); and each
+// rank's copies to host memory (runtime/host_copies.hpp) at two sizes,
+// fitted into host-latency and host-bandwidth.
 // Not here: writing the cost file (trace_recorder.hpp).
 #pragma once
 

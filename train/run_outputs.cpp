@@ -1,6 +1,8 @@
 // Output checks and the report of `pipevm run` (see run_outputs.hpp).
 #include "run_outputs.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
@@ -67,10 +69,13 @@ std::string check_outputs(const RunOutputs& outputs, bool root) {
 bool write_run_report(const std::string& path, runtime::Comm& comm, const Program& program,
                       const Machine& machine, const std::vector<EpochReport>& epochs,
                       std::string& error) {
+  // Each rank's device peak by category, then its host peak.
+  std::array<std::uint64_t, runtime::kMemoryCategories + 1> mine{};
   const runtime::MemoryBytes& peak = machine.peak_bytes();
+  std::copy(peak.bytes.begin(), peak.bytes.end(), mine.begin());
+  mine.back() = machine.peak_host_bytes();
   std::vector<std::size_t> counts;
-  const std::vector<std::byte> all =
-      comm.gather_to_root(std::as_bytes(std::span(peak.bytes)), counts);
+  const std::vector<std::byte> all = comm.gather_to_root(std::as_bytes(std::span(mine)), counts);
   if (comm.world_rank() != 0) return true;
   const Config& c = program.config;
   nlohmann::json report = {{"schedule", program.name},
@@ -90,10 +95,12 @@ bool write_run_report(const std::string& path, runtime::Comm& comm, const Progra
   }
   report["epochs"] = per_epoch;
   nlohmann::json per_rank = nlohmann::json::array();
-  const std::size_t record = sizeof(runtime::MemoryBytes::bytes);
+  const std::size_t record = sizeof(mine);
   for (std::size_t rank = 0; rank * record + record <= all.size(); ++rank) {
     runtime::MemoryBytes bytes;
-    std::memcpy(bytes.bytes.data(), all.data() + rank * record, record);
+    std::memcpy(bytes.bytes.data(), all.data() + rank * record, sizeof(bytes.bytes));
+    std::uint64_t host_peak = 0;
+    std::memcpy(&host_peak, all.data() + rank * record + sizeof(bytes.bytes), sizeof(host_peak));
     using runtime::MemoryCategory;
     per_rank.push_back({{"rank", rank},
                         {"stage", stage_of(c, static_cast<int>(rank))},
@@ -104,6 +111,8 @@ bool write_run_report(const std::string& path, runtime::Comm& comm, const Progra
                         {"activations", bytes[MemoryCategory::activations]},
                         {"activation_gradients", bytes[MemoryCategory::activation_gradients]},
                         {"messages", bytes[MemoryCategory::messages]},
+                        {"host", bytes[MemoryCategory::host]},
+                        {"peak_host_bytes", host_peak},
                         {"total", bytes.total()}});
   }
   report["per_rank"] = per_rank;

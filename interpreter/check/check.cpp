@@ -2,8 +2,8 @@
 // located diagnostics), the model's message widths, and the result's JSON,
 // text and SARIF forms. It links the program once (link.hpp); the passes
 // that turn the link and the streams into findings live in
-// check_matching.cpp, check_replicas.cpp, check_ranks.cpp and
-// check_progress.cpp.
+// check_matching.cpp, check_replicas.cpp, check_ranks.cpp,
+// check_memory_policy.cpp and check_progress.cpp.
 #include "check.hpp"
 
 #include <algorithm>
@@ -146,6 +146,7 @@ CheckResult check(const Program& stepped, const CheckOptions& options) {
   check_shards(one, alone, quiet);
   check_layers(one, alone, quiet);
   check_holds(one, alone, quiet);
+  check_memory_policy(one, one_linked, alone, quiet);
   check_progress(program, linked, reporter, options.p2p_posted_order);
   check_gossip_flight(program, linked, reporter);
 

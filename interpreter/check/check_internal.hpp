@@ -71,6 +71,10 @@ void check_shards(const Program& program, Reporter& reporter, const std::vector<
 // One layer at a time (`layer L` on a forward or backward): each
 // micro-batch's layers in order, once each.
 void check_layers(const Program& program, Reporter& reporter, const std::vector<bool>& quiet);
+// Memory policies (FwdCheckpoint, Recompute, Offload, Reload): where each
+// micro-batch's stash is when something reads it (check_memory_policy.cpp).
+void check_memory_policy(const Program& program, const Link& link, Reporter& reporter,
+                         const std::vector<bool>& quiet);
 // Hold and Drop (core/memory_bytes.hpp's walk): each in its place, and
 // every weight gradient held apart added into its layer's sum in time.
 void check_holds(const Program& program, Reporter& reporter, const std::vector<bool>& quiet);

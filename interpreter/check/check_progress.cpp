@@ -79,12 +79,15 @@ class Engine {
   bool satisfied(std::uint32_t request) const {
     // Only messages are ever matched: the common case reads no instruction.
     if (posted_[request] & kMatched) return true;
-    if (is_collective(program_.code[request].op)) {
+    const Opcode op = program_.code[request].op;
+    // A host copy (Offload, Reload) needs no other rank: it completes.
+    if (is_host_copy(op)) return true;
+    if (is_collective(op)) {
       // A collective's request (GossipStart): done when its slot is full.
       const std::uint32_t slot = link_.to[request];
       return slot != kNone && arrivals_[slot] == link_.slot_size(slot);
     }
-    return eager_ && is_send(program_.code[request].op);
+    return eager_ && is_send(op);
   }
   // `rank` is the one that posted `index`: the callers know it, and the
   // partner's rank follows from the peer (the link pairs within a replica),

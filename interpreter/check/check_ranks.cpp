@@ -7,7 +7,11 @@
 //    both only read it.
 //  - Dataflow: inputs, gradients, forward/backward order, once per
 //    micro-batch and chunk, ZeroGrad and OptimizerStep placement.
-//  - Memory: stashed activations and requests in flight, at their peak.
+//  - Memory: micro-batches whose stash is on the device (a Fwd or Recompute
+//    to the weight gradient, less the time between a completed Offload and
+//    its Reload) and messages in flight, at their peak.
+// Where a stash is between an Offload and its Reload, and what a Recompute
+// needs, is check_memory_policy.cpp's rule.
 // Deadlock and pairing are elsewhere (check_matching.cpp, check_progress.cpp).
 #include <algorithm>
 #include <bit>
@@ -79,6 +83,8 @@ class RankWalker {
   }
 
   void post(std::size_t local);
+  // One more micro-batch's stash on the device.
+  void raise_held() { peak_.peak_activations = std::max(peak_.peak_activations, ++held_); }
   void complete(std::uint32_t local);
   // The link's next request failure, when it is of `kind` at global index `index`.
   bool request_failure(LinkFailureKind kind, std::size_t index);
@@ -135,6 +141,13 @@ void RankWalker::post(std::size_t local) {
   pending_next_[local] = kNone;
   (pending_tail_ == kNone ? pending_head_ : pending_next_[pending_tail_]) = l;
   pending_tail_ = l;
+  // A host copy is no message in flight; a Reload brings a stash back to
+  // the device from its start (the byte walk's rule, memory_bytes.hpp).
+  const Opcode op = program_.code[begin_ + local].op;
+  if (is_host_copy(op)) {
+    if (info(op).direction == Direction::from_host) raise_held();
+    return;
+  }
   ++pending_count_;
   peak_.peak_in_flight = std::max(peak_.peak_in_flight, pending_count_);
 }
@@ -146,6 +159,11 @@ void RankWalker::complete(std::uint32_t local) {
   const std::uint32_t next = pending_next_[local];
   (prev == kNone ? pending_head_ : pending_next_[prev]) = next;
   (next == kNone ? pending_tail_ : pending_prev_[next]) = prev;
+  if (is_host_copy(in.op)) {
+    // A completed Offload has taken its stash off the device.
+    if (info(in.op).direction == Direction::to_host) --held_;
+    return;
+  }
   --pending_count_;
   const std::size_t c = cell(in);
   if (c == cells_ || !info(in.op).produces.contains(Value::message)) return;
@@ -270,6 +288,12 @@ void RankWalker::step_data(std::size_t local, const Instruction& in, std::size_t
       break;
     }
     if (!(f & present_bits[bit])) {
+      // A backward's stash is gone once its weight gradient ran: the rule of
+      // a second backward (report_twice) says what is wrong.
+      if (static_cast<Value>(bit) == Value::stash && (f & weight_gradient_done) &&
+          is_backward(in.op)) {
+        continue;
+      }
       report_missing(local, info(in.op).cls, static_cast<Value>(bit),
                      PieceEnds{(ends & 1) != 0, (ends & 2) != 0});
       break;
@@ -286,8 +310,7 @@ void RankWalker::step_data(std::size_t local, const Instruction& in, std::size_t
   f |= plan.makes;
   if (plan.stashes && !(f & stashed)) {
     f |= stashed;
-    ++held_;
-    peak_.peak_activations = std::max(peak_.peak_activations, held_);
+    raise_held();
   }
   if (plan.unstashes && (f & stashed)) {
     f &= static_cast<std::uint16_t>(~stashed);
@@ -404,6 +427,18 @@ void RankWalker::report_missing(std::size_t local, OpClass reader, Value value, 
                what(local) + " runs before the BwdInput of its micro-batch", local);
       }
       return;
+    case Value::stash: {
+      const std::uint16_t f = flags_[cell(in)];
+      const std::string held = !(f & forwarded) ? " runs before any forward of micro-batch " + mb
+                               : (f & weight_gradient_done)
+                                   ? " runs after the backward of micro-batch " + mb +
+                                         " freed its activations"
+                                   : " reads activations of micro-batch " + mb +
+                                         " that its FwdCheckpoint did not keep (Recompute " + mb +
+                                         " first)";
+      report(DiagnosticKind::StashNotOnDevice, what(local) + held, local);
+      return;
+    }
     case Value::weight_gradient:
     case Value::message:
     case Value::gradient:
@@ -429,7 +464,8 @@ std::string RankWalker::twice(Value value, std::uint32_t micro_batch) {
     case Value::message:
     case Value::gradient:
     case Value::reduced_gradient:
-    case Value::weights: break;
+    case Value::weights:
+    case Value::stash: break;
   }
   return " makes its " + std::string(name(value)) + " of micro-batch " + mb + " a second time";
 }
@@ -442,11 +478,16 @@ GroupSet RankWalker::all_groups() {
 
 void RankWalker::step_optimizer(std::size_t local) {
   if (first_step_ == kNone) first_step_ = static_cast<std::uint32_t>(local);
-  if (pending_head_ != kNone) {
+  // A host copy touches no parameter: one never waited for is finish()'s.
+  std::uint32_t pending = pending_head_;
+  while (pending != kNone && is_host_copy(program_.code[begin_ + pending].op)) {
+    pending = pending_next_[pending];
+  }
+  if (pending != kNone) {
     Diagnostic* d = report(DiagnosticKind::DataflowStepTooEarly,
                            "OptimizerStep runs while a request is still pending", local);
-    reporter_.note(d, "the pending request: " + reporter_.describe(begin_ + pending_head_),
-                   reporter_.at(begin_ + pending_head_));
+    reporter_.note(d, "the pending request: " + reporter_.describe(begin_ + pending),
+                   reporter_.at(begin_ + pending));
   }
   // The parameters have copies on other ranks (or twice on this one): the
   // gradients must be summed over each group that holds them first.
@@ -498,9 +539,18 @@ std::string RankWalker::unreduced_step(Group group) {
 
 void RankWalker::finish() {
   for (std::uint32_t r = pending_head_; r != kNone; r = pending_next_[r]) {
-    if (request_failure(LinkFailureKind::never_completed, begin_ + r)) {
+    if (!request_failure(LinkFailureKind::never_completed, begin_ + r)) continue;
+    if (info(program_.code[begin_ + r].op).direction == Direction::from_host) {
+      report(DiagnosticKind::ReloadNotWaited,
+             what(r) + " is never completed by a WaitReload or WaitAll: its backward would "
+                       "read activations the copy may still be writing",
+             r);
+    } else {
       report(DiagnosticKind::RequestNeverWaited,
-             what(r) + " is never completed by a Wait or WaitAll", r);
+             what(r) + " is never completed by a " +
+                 (is_host_copy(program_.code[begin_ + r].op) ? "WaitOffload" : "Wait") +
+                 " or WaitAll",
+             r);
     }
   }
   if (!loud_) return;

@@ -26,10 +26,11 @@ bool is_sharding(Opcode op) {
          op == Opcode::BwdReduceScatter || op == Opcode::ShardStep;
 }
 
-// Computes with the chunk's weights.
+// Computes with the chunk's weights: a forward (a Recompute too) or a backward.
 bool computes(Opcode op) {
   return info(op).cls != OpClass::p2p &&
-         (is_backward(op) || info(op).produces.contains(Value::activation));
+         (is_backward(op) || info(op).produces.contains(Value::activation) ||
+          info(op).produces.contains(Value::stash));
 }
 
 bool scatters(Opcode op) {

@@ -294,10 +294,11 @@ class MessageLinker {
 // --- requests ----------------------------------------------------------------
 
 // The completion rule, one rank at a time. Pending requests are kept in
-// posting order and, per (direction, kind, chunk, micro-batch), in FIFOs
-// linked through per-instruction arrays, so each step is O(1). A request
-// whose chunk or micro-batch is out of the configuration's range has no
-// FIFO: only WaitAll completes it.
+// posting order and, per (family, chunk, micro-batch), in FIFOs linked
+// through per-instruction arrays, so each step is O(1). A family is a
+// message's direction and kind, or a host copy's direction (Offload, Reload).
+// A request whose chunk or micro-batch is out of the configuration's range
+// has no FIFO: only WaitAll completes it.
 class RequestLinker {
  public:
   explicit RequestLinker(const Program& program)
@@ -305,7 +306,7 @@ class RequestLinker {
         chunks_(std::max(program.config.chunks, program.placement == Placement::looped ? 1 : 2)),
         micro_batches_(std::max(0, program.config.micro_batches)),
         cells_(static_cast<std::size_t>(chunks_) * static_cast<std::size_t>(micro_batches_)),
-        fifo_(4 * cells_, {kNone, kNone}) {}
+        fifo_(kFamilies * cells_, {kNone, kNone}) {}
 
   // One rank at a time, in program order (local indices into its stream).
   void begin_rank(int rank) {
@@ -327,7 +328,7 @@ class RequestLinker {
     }
     const std::size_t c = cell(in);
     if (c == cells_) return;
-    Fifo& fifo = fifo_[slot(is_recv(in.op), in.kind, c)];
+    Fifo& fifo = fifo_[slot(request_family(in), c)];
     (fifo.first == kNone ? fifo.first : posted_[fifo.second].fifo_next) = p;
     fifo.second = p;
   }
@@ -349,7 +350,7 @@ class RequestLinker {
       return true;
     }
     if (!operand_parts(in.op).micro_batch) {
-      // WaitAll: every pending point-to-point request, oldest first.
+      // WaitAll: every pending point-to-point request and host copy, oldest first.
       for (std::size_t p = oldest_; p < posted_.size(); ++p) {
         if (posted_[p].done || posted_[p].collective) continue;
         take(index32(p));
@@ -359,8 +360,7 @@ class RequestLinker {
       return true;
     }
     const std::size_t c = cell(in);
-    const std::uint32_t p =
-        c == cells_ ? kNone : fifo_[slot(in.direction == WaitDirection::recv, in.kind, c)].first;
+    const std::uint32_t p = c == cells_ ? kNone : fifo_[slot(wait_family(in), c)].first;
     if (p == kNone) return false;
     take(p);
     complete(posted_[p].local);
@@ -378,7 +378,7 @@ class RequestLinker {
       // Leave every FIFO empty for the next rank.
       const Instruction& in = program_.code[begin_ + posted_[p].local];
       if (const std::size_t c = cell(in); c != cells_) {
-        fifo_[slot(is_recv(in.op), in.kind, c)] = {kNone, kNone};
+        fifo_[slot(request_family(in), c)] = {kNone, kNone};
       }
     }
   }
@@ -393,9 +393,23 @@ class RequestLinker {
     return static_cast<std::size_t>(in.chunk) * static_cast<std::size_t>(micro_batches_) +
            in.micro_batch;
   }
-  std::size_t slot(bool receive, MessageKind kind, std::size_t c) const {
-    const std::size_t kind_index = kind == MessageKind::grad ? 1 : 0;
-    return ((receive ? 2 : 0) + kind_index) * cells_ + c;
+  // Sends and receives of activations and gradients, offloads, reloads.
+  static constexpr std::size_t kFamilies = 6;
+  static std::size_t family(bool receive, MessageKind kind, Direction copy) {
+    if (copy == Direction::to_host) return 4;
+    if (copy == Direction::from_host) return 5;
+    return (receive ? 2U : 0U) + (kind == MessageKind::grad ? 1U : 0U);
+  }
+  // The family of the request an instruction posts, and of those a wait of
+  // one cell completes (Wait by its operands, the host copies' waits by their row).
+  static std::size_t request_family(const Instruction& in) {
+    return family(is_recv(in.op), in.kind, info(in.op).direction);
+  }
+  static std::size_t wait_family(const Instruction& in) {
+    return family(in.direction == WaitDirection::recv, in.kind, info(in.op).direction);
+  }
+  std::size_t slot(std::size_t request_family, std::size_t c) const {
+    return request_family * cells_ + c;
   }
 
   // Marks a pending request done and takes it off its key's FIFO, whose
@@ -407,7 +421,7 @@ class RequestLinker {
     const Instruction& in = program_.code[begin_ + posted_[p].local];
     const std::size_t c = cell(in);
     if (c == cells_) return;
-    Fifo& fifo = fifo_[slot(is_recv(in.op), in.kind, c)];
+    Fifo& fifo = fifo_[slot(request_family(in), c)];
     fifo.first = posted_[p].fifo_next;
     if (fifo.first == kNone) fifo.second = kNone;
   }

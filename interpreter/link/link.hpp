@@ -12,9 +12,11 @@
 //    in first out per key (MPI's non-overtaking order with no wildcards).
 //    A peer must be a stage of the sender's pipeline to pair at all.
 //  - A Wait completes the oldest pending request of its direction, kind,
-//    micro-batch and chunk; WaitAll every pending point-to-point request,
-//    oldest first; GossipWait (a wait whose row names a group) the oldest
-//    pending collective request (GossipStart).
+//    micro-batch and chunk; WaitOffload and WaitReload the oldest pending
+//    Offload or Reload of their micro-batch and chunk; WaitAll every pending
+//    point-to-point request and host copy, oldest first; GossipWait (a wait
+//    whose row names a group) the oldest pending collective request
+//    (GossipStart).
 //  - The k-th collective a rank issues over a group instance meets the k-th
 //    collective of every other member of that instance (group_members in
 //    program.hpp); the first member's are the reference. A gossip exchange

@@ -48,6 +48,10 @@ void set_link_costs(Costs& costs, const MeasuredLinks& links) {
     costs.cross_host_send = links.across_hosts->latency;
     costs.cross_host_bandwidth = links.across_hosts->bandwidth;
   }
+  if (links.host_memory) {
+    costs.host_latency = links.host_memory->latency;
+    costs.host_bandwidth = links.host_memory->bandwidth;
+  }
 }
 
 namespace {
@@ -102,6 +106,7 @@ Costs medians_over(Costs base, Durations& durations) {
   median_of(CostKind::bwd_weight, [&](double v) { base.bwd_weight = v; });
   median_of(CostKind::bwd, [&](double v) { base.bwd = v; });
   median_of(CostKind::fwd_bwd, [&](double v) { base.fwd_bwd = v; });
+  median_of(CostKind::recompute, [&](double v) { base.recompute = v; });
   median_of(CostKind::load, [&](double v) { base.load = v; });
   median_of(CostKind::zero_grad, [&](double v) { base.zero_grad = v; });
   median_of(CostKind::optimizer, [&](double v) { base.optimizer = v; });

@@ -39,9 +39,11 @@ LinkFit fit_link(const std::vector<MessageTiming>& timings);
 struct MeasuredLinks {
   std::optional<LinkFit> same_host;
   std::optional<LinkFit> across_hosts;
+  std::optional<LinkFit> host_memory;  // copies to host memory and back (Offload, Reload)
 };
 // send and bandwidth from `same_host`, cross-host-send and
-// cross-host-bandwidth from `across_hosts`; an unset class changes nothing.
+// cross-host-bandwidth from `across_hosts`, host-latency and host-bandwidth
+// from `host_memory`; an unset class changes nothing.
 void set_link_costs(Costs& costs, const MeasuredLinks& links);
 
 // The median duration of each cost kind of compute, data and optimizer

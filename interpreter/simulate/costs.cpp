@@ -32,6 +32,9 @@ const std::vector<KeyField>& key_fields() {
       {{"fwd-bwd", "FwdBwd, an overlapped forward+backward pair; default fwd + bwd", true},
        nullptr,
        &Costs::fwd_bwd},
+      {{"recompute", "Recompute: a forward run again from its checkpoint; default fwd", true},
+       nullptr,
+       &Costs::recompute},
       {{"ring-send",
         "latency of one step of a collective's ring between ranks of one host; default send"},
        nullptr,
@@ -55,6 +58,11 @@ const std::vector<KeyField>& key_fields() {
        &Costs::cross_host_send},
       {{"cross-host-bandwidth", "bytes per time unit between hosts; 0 means infinite"},
        &Costs::cross_host_bandwidth},
+      {{"host-latency", "latency of one copy between the device and host memory (Offload, Reload)"},
+       &Costs::host_latency},
+      {{"host-bandwidth",
+        "bytes per time unit of the link to host memory, one copy at a time; 0 means infinite"},
+       &Costs::host_bandwidth},
       {{"compute-rows",
         "0: compute and optimizer costs per instruction; R: per layer and R rows (a step: per "
         "layer it updates)"},
@@ -95,9 +103,12 @@ double Costs::duration(CostKind kind) const {
     case CostKind::bwd_input: return bwd_input;
     case CostKind::bwd_weight: return bwd_weight;
     case CostKind::fwd_bwd: return overlapped();
+    case CostKind::recompute: return recomputation();
     case CostKind::zero_grad: return zero_grad;
     case CostKind::optimizer: return optimizer;
-    // Communication: timed by its partners, not by the rank alone.
+    // Communication: timed by its partners, not by the rank alone; a host
+    // copy by the rank's host link, beside its compute.
+    case CostKind::host_copy:
     case CostKind::none:
     case CostKind::allreduce:
     case CostKind::allgather:
@@ -150,6 +161,8 @@ double Costs::reduction(CostKind kind, int members) const {
     case CostKind::bwd_input:
     case CostKind::bwd_weight:
     case CostKind::fwd_bwd:
+    case CostKind::recompute:
+    case CostKind::host_copy:
     case CostKind::message:
     case CostKind::zero_grad:
     case CostKind::optimizer: return 0;

@@ -59,6 +59,11 @@ struct Costs {
   double cross_host_send = 0;
   double cross_host_bandwidth = 0;
   std::optional<double> fwd_bwd;  // FwdBwd; unset: fwd + backward() (no overlap)
+  std::optional<double> recompute;  // Recompute; unset: fwd
+  // The rank's link to host memory (Offload, Reload): one copy at a time,
+  // beside compute; bandwidth in bytes per time unit, 0: infinite.
+  double host_latency = 0;
+  double host_bandwidth = 0;
   // The latency of one step of a collective's ring on one host; unset: send.
   std::optional<double> ring_send;
   // 0: compute and optimizer costs are per instruction. R > 0: they are per
@@ -73,8 +78,8 @@ struct Costs {
 
   // Compute per pipeline stage, for stages whose pieces differ (a profile
   // of a pipeline measures each): entry s holds stage s's values of the
-  // per-stage keys (fwd, bwd, bwd-input, bwd-weight, fwd-bwd, load,
-  // zero-grad, optimizer); its other fields and its own `stages` are
+  // per-stage keys (fwd, bwd, bwd-input, bwd-weight, fwd-bwd, recompute,
+  // load, zero-grad, optimizer); its other fields and its own `stages` are
   // unused. A stage without an entry takes the keys above.
   std::vector<Costs> stages;
   // In an entry of `stages` only: the same keys per model chunk of that
@@ -85,6 +90,11 @@ struct Costs {
   double backward() const { return bwd.value_or(bwd_input + bwd_weight); }
   double overlapped() const { return fwd_bwd.value_or(fwd + backward()); }
   double ring_latency() const { return ring_send.value_or(send); }
+  double recomputation() const { return recompute.value_or(fwd); }
+  // One copy of `bytes` between the device and host memory.
+  double host_copy_time(double bytes) const {
+    return host_latency + (host_bandwidth > 0 ? bytes / host_bandwidth : 0);
+  }
   double same_host_eager_limit() const { return eager_limit.value_or(kSameHostEagerLimit); }
   double across_hosts_eager_limit() const {
     return cross_host_eager_limit.value_or(kCrossHostEagerLimit);

@@ -123,6 +123,12 @@ double LinkCosts::collective_bytes(std::size_t instruction) const {
   return bytes;
 }
 
+double LinkCosts::host_copy_time(std::size_t instruction) const {
+  const std::vector<std::uint64_t>& bytes = network_.host_copy_bytes;
+  return costs_.host_copy_time(
+      instruction < bytes.size() ? static_cast<double>(bytes[instruction]) : 0.0);
+}
+
 double LinkCosts::reduction(std::uint32_t slot) const {
   const std::uint32_t members = link_.slot_size(slot);
   if (members <= 1) return 0;

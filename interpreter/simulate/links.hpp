@@ -41,6 +41,10 @@ struct Network {
   // all-reduces carry no bytes.
   std::vector<int> layer_widths;
   double micro_batch_rows = 0;
+  // Per Program::code index, the bytes an Offload or Reload copies
+  // (host_copy_bytes, core/memory_bytes.hpp); empty: a copy costs its
+  // latency alone.
+  std::vector<std::uint64_t> host_copy_bytes;
 };
 
 enum class LinkClass : std::uint8_t { same_host, across_hosts };
@@ -73,6 +77,10 @@ class LinkCosts {
   LinkClass slot_class(std::uint32_t slot) const;
   double collective_bytes(std::size_t instruction) const;
   double reduction(std::uint32_t slot) const;
+
+  // An Offload or Reload: its time on the rank's host link (host-latency +
+  // bytes / host-bandwidth).
+  double host_copy_time(std::size_t instruction) const;
 
  private:
   int rank_of(std::size_t instruction) const;

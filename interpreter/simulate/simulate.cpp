@@ -75,6 +75,7 @@ class Simulator {
     waiter_.assign(n, -1);
     slots_.assign(link_.slot_begin.size() - 1, {});
     ranks_.assign(static_cast<std::size_t>(program_.ranks()), {});
+    host_link_free_.assign(static_cast<std::size_t>(program_.ranks()), 0);
     if (options_.p2p_posted_order) build_streams();
     for (int r = program_.ranks() - 1; r >= 0; --r) {
       ranks_[static_cast<std::size_t>(r)].pc = program_.rank_begin[static_cast<std::size_t>(r)];
@@ -405,6 +406,12 @@ class Simulator {
         t.ended = completion_[i];
         return true;
       case OpClass::data:
+        if (row.completion == Completion::request) {
+          start_host_copy(r, i, now);
+          t.started = t.ended = now;
+          return true;
+        }
+        [[fallthrough]];
       case OpClass::compute:
       case OpClass::optimizer:
         t.busy = busy(i);
@@ -413,6 +420,16 @@ class Simulator {
         return true;
     }
     return true;
+  }
+
+  // An Offload or Reload posted at `now`: its rank's host link moves one
+  // copy at a time, in posted order, beside the rank's compute.
+  void start_host_copy(int r, std::size_t i, double now) {
+    double& free_at = host_link_free_[static_cast<std::size_t>(r)];
+    const double begin = std::max(now, free_at);
+    free_at = begin + links_.host_copy_time(i);
+    complete(i, begin, free_at);
+    timeline_.copies.push_back({i, begin, free_at});
   }
 
   // True when every rank reached its end; otherwise reports who waits for whom.
@@ -493,6 +510,7 @@ class Simulator {
   std::vector<double> completion_;
   std::vector<int> waiter_;
   std::vector<RankState> ranks_;
+  std::vector<double> host_link_free_;  // per rank: when its host link's last copy ends
   std::vector<Stream> streams_;  // posted order only
   struct Activation {
     std::size_t instruction;

@@ -9,7 +9,10 @@
 // posted, and the send completes then; a rendezvous one starts when both
 // sides have posted (a blocking Send returns only when its receive is
 // there). Blocking operations return when their part is done, non-blocking
-// ones post a request that its wait completes. In posted order
+// ones post a request that its wait completes. An Offload or Reload posts
+// a copy on its rank's host link, which moves one copy at a time in posted
+// order beside compute (LinkCosts::host_copy_time); the wait that completes
+// it lasts until the copy ends, so a late Reload stalls what follows. In posted order
 // (SimulateOptions) each rank's point-to-point operations start one at a
 // time in the order posted, as NCCL runs them. A collective slot begins when the last member of its
 // group arrives and lasts LinkCosts::reduction (a ring over the group's links).
@@ -65,12 +68,21 @@ struct Hold {
   double end = 0;
 };
 
+// A copy between the device and host memory (an Offload or Reload) on its
+// rank's host link, which moves one copy at a time beside compute.
+struct HostCopy {
+  std::size_t instruction = 0;  // index into Program::code
+  double begin = 0;
+  double end = 0;
+};
+
 // Times of every instruction and the messages between them: what a trace or
 // a picture shows, from a simulation or from a real run.
 struct Timeline {
   std::vector<InstructionTime> times;  // one per Program::code entry
   std::vector<MessageFlow> flows;
   std::vector<Hold> holds;  // posted order only, in the order found
+  std::vector<HostCopy> copies;  // simulated only, in posting order
   double makespan = 0;
 };
 
@@ -82,25 +94,32 @@ enum class Activity : std::uint8_t {
   backward_input,   // BwdInput
   backward_weight,  // BwdWeight
   overlapped,       // FwdBwd: a forward and a backward as one step
+  recompute,        // Recompute: a forward run again from its checkpoint
   data,             // LoadInput, LoadTarget
   optimizer,        // ZeroGrad, OptimizerStep
   communication,    // a message in flight or a reduction
+  host_copy,        // waiting for a copy to or from host memory (a late Reload stalls here)
   held,             // posted order: the rank's stream waits behind an early operation (Hold)
 };
 Activity activity_of(Opcode op);
-// One letter per activity, as the terminal grid draws it: . F B I W X L O - #
+// One letter per activity, as the terminal grid draws it: . F B I W X R L O - H #
 char letter_of(Activity activity);
 std::string_view name(Activity activity);
 // Whether the activity counts as busy (compute, data, optimizer).
 constexpr bool is_busy(Activity a) {
-  return a != Activity::idle && a != Activity::communication && a != Activity::held;
+  return a != Activity::idle && a != Activity::communication && a != Activity::host_copy &&
+         a != Activity::held;
+}
+// Waiting for something that moves data (a message, a reduction, a host copy).
+constexpr bool is_waiting(Activity a) {
+  return a == Activity::communication || a == Activity::host_copy;
 }
 
 // A pass: a forward or backward (or half, or overlapped pair) of a model
 // chunk, what the papers' figures count.
 constexpr bool is_pass(Activity a) {
   return a == Activity::forward || a == Activity::backward || a == Activity::backward_input ||
-         a == Activity::backward_weight || a == Activity::overlapped;
+         a == Activity::backward_weight || a == Activity::overlapped || a == Activity::recompute;
 }
 
 struct RankFigures {
@@ -159,9 +178,11 @@ std::optional<Simulation> simulate(const Program& program, const Link& link, con
                                    const SimulateOptions& options = {});
 
 // Peak activations of each rank, from the order of its stream alone: a Fwd
-// stashes an activation until the Bwd, BwdWeight or BwdAllReduce of the same
-// chunk and micro-batch, or to the end of the step when none comes (as the
-// checker counts them: a forward-only program's peak is its forwards).
+// (or Recompute) stashes an activation until the Bwd, BwdWeight or
+// BwdAllReduce of the same chunk and micro-batch, or to the end of the step
+// when none comes, less the time from the wait that completes an Offload of
+// it to its Reload (as the checker counts them: a forward-only program's
+// peak is its forwards; a FwdCheckpoint stashes nothing).
 std::vector<int> peak_activations(const Program& program);
 
 // For each non-blocking request (ISend, IRecv), the Wait or WaitAll that

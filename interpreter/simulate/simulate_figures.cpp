@@ -10,6 +10,8 @@
 namespace pipevm {
 
 Activity activity_of(Opcode op) {
+  // A copy to or from host memory, and its wait: the rank only waits for it.
+  if (is_host_copy(op)) return Activity::host_copy;
   switch (info(op).cost) {
     case CostKind::fwd: return Activity::forward;
     case CostKind::bwd:
@@ -18,6 +20,7 @@ Activity activity_of(Opcode op) {
     case CostKind::bwd_input: return Activity::backward_input;
     case CostKind::bwd_weight: return Activity::backward_weight;
     case CostKind::fwd_bwd: return Activity::overlapped;
+    case CostKind::recompute: return Activity::recompute;
     case CostKind::load: return Activity::data;
     case CostKind::zero_grad:
     case CostKind::optimizer: return Activity::optimizer;
@@ -25,6 +28,7 @@ Activity activity_of(Opcode op) {
     case CostKind::allreduce:
     case CostKind::allgather:
     case CostKind::reduce_scatter:
+    case CostKind::host_copy:
     case CostKind::message: return Activity::communication;
   }
   return Activity::idle;
@@ -44,12 +48,16 @@ char letter_of(Activity activity) {
       return 'W';
     case Activity::overlapped:
       return 'X';
+    case Activity::recompute:
+      return 'R';
     case Activity::data:
       return 'L';
     case Activity::optimizer:
       return 'O';
     case Activity::communication:
       return '-';
+    case Activity::host_copy:
+      return 'H';
     case Activity::held:
       return '#';
   }
@@ -70,12 +78,16 @@ std::string_view name(Activity activity) {
       return "backward-weight";
     case Activity::overlapped:
       return "forward-backward";
+    case Activity::recompute:
+      return "recompute";
     case Activity::data:
       return "load";
     case Activity::optimizer:
       return "optimizer";
     case Activity::communication:
       return "communication";
+    case Activity::host_copy:
+      return "host-copy";
     case Activity::held:
       return "held in posted order";
   }
@@ -84,19 +96,39 @@ std::string_view name(Activity activity) {
 
 std::vector<int> peak_activations(const Program& program) {
   std::vector<int> peaks(static_cast<std::size_t>(program.ranks()), 0);
+  // Per instruction, the Offloads it completes (a wait): each takes a stash
+  // off the device. The link is needed only when there are Offloads.
+  std::vector<int> offloads_completed;
+  if (std::any_of(program.code.begin(), program.code.end(),
+                  [](const Instruction& in) { return in.op == Opcode::Offload; })) {
+    offloads_completed.assign(program.code.size(), 0);
+    const std::vector<std::size_t> completer = completing_instructions(program);
+    for (std::size_t i = 0; i < program.code.size(); ++i) {
+      if (program.code[i].op == Opcode::Offload && completer[i] < program.code.size()) {
+        ++offloads_completed[completer[i]];
+      }
+    }
+  }
   std::unordered_map<std::uint64_t, int> held;  // (chunk, micro-batch) -> activations
   for (int r = 0; r < program.ranks(); ++r) {
     held.clear();
     int now = 0;
     int peak = 0;
-    for (const Instruction& whole : program.rank(r)) {
+    const std::size_t begin = program.rank_begin[static_cast<std::size_t>(r)];
+    for (std::size_t i = begin; i < program.rank_begin[static_cast<std::size_t>(r) + 1]; ++i) {
+      const Instruction& whole = program.code[i];
+      if (!offloads_completed.empty()) now -= offloads_completed[i];
+      // A Reload brings a stash back to the device from its start.
+      if (posts_request(whole.op) && info(whole.op).direction == Direction::from_host) {
+        peak = std::max(peak, ++now);
+      }
       // An overlapped pair holds its forward's activation before its
       // backward frees the other's: its halves in order.
       for (int h = 0; h < half_count(whole); ++h) {
         const Instruction in = half(whole, h);
         const std::uint64_t key = (static_cast<std::uint64_t>(in.chunk) << 32) | in.micro_batch;
         const OpcodeInfo& row = info(in.op);
-        if (row.produces.contains(Value::activation)) {
+        if (row.produces.contains(Value::stash)) {
           ++held[key];
           peak = std::max(peak, ++now);
         } else if (row.produces.contains(Value::weight_gradient)) {

@@ -94,8 +94,9 @@ std::vector<Segment> segments_of(const Program& program, const Timeline& timelin
     if (t.busy > 0) {
       segments.push_back({t.started, compute_end, activity, i});
     }
-    if (t.ended > compute_end && (activity == Activity::communication || t.busy > 0)) {
-      segments.push_back({compute_end, t.ended, Activity::communication, i});
+    if (t.ended > compute_end && (is_waiting(activity) || t.busy > 0)) {
+      segments.push_back({compute_end, t.ended,
+                          activity == Activity::host_copy ? activity : Activity::communication, i});
     }
   }
   return segments;
@@ -168,14 +169,14 @@ std::string render_grid(const Program& program, const Timeline& timeline, int wi
         const Segment& segment = segments[owner[c]];
         const Instruction& in = program.code[segment.instruction];
         char letter = letter_of(segment.activity);
-        if (segment.activity != Activity::communication && in.chunk % 2 == 1) {
+        if (!is_waiting(segment.activity) && in.chunk % 2 == 1) {
           letter = static_cast<char>(letter - 'A' + 'a');
         }
         std::fill(row.begin() + static_cast<std::ptrdiff_t>(c),
                   row.begin() + static_cast<std::ptrdiff_t>(run_end), letter);
         const std::string digits = std::to_string(in.micro_batch);
         const bool numbered =
-            operand_parts(in.op).micro_batch && segment.activity != Activity::communication;
+            operand_parts(in.op).micro_batch && !is_waiting(segment.activity);
         if (numbered && run_end - c >= 1 + digits.size()) {
           row.replace(c + 1, digits.size(), digits);
         }
@@ -206,6 +207,13 @@ std::string render_text(const Program& program, const Simulation& simulation, co
   const bool pairs = std::any_of(program.code.begin(), program.code.end(),
                                  [](const Instruction& in) { return is_pair(in.op); });
   if (pairs) out << "X forward+backward (its forward's micro-batch and chunk)\n";
+  const bool policies =
+      std::any_of(program.code.begin(), program.code.end(), [](const Instruction& in) {
+        return in.op == Opcode::Recompute || is_host_copy(in.op);
+      });
+  if (policies) {
+    out << "R recompute  H waiting for a copy to or from host memory (a late Reload stalls here)\n";
+  }
   out << "- communication  . idle; digits: micro-batch; lowercase: odd chunk\n";
   if (!timeline.holds.empty()) {
     out << "# held in posted order: the rank's stream waits behind an operation posted earlier\n"

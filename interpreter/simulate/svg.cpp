@@ -44,12 +44,16 @@ Shade shade_of(Activity activity) {
       return {"#e9a23b", "#f5d29c", "#000000"};
     case Activity::overlapped:
       return {"#7b5ea7", "#c2b3da", "#ffffff"};
+    case Activity::recompute:
+      return {"#72b7b2", "#b9dbd8", "#000000"};
     case Activity::data:
       return {"#b279a2", "#dcbfd3", "#ffffff"};
     case Activity::optimizer:
       return {"#e45756", "#f2aaa9", "#ffffff"};
     case Activity::communication:
       return {"#bab0ac", "#bab0ac", "#000000"};
+    case Activity::host_copy:
+      return {"#9d755d", "#9d755d", "#ffffff"};
     case Activity::held:
       return {"#f28e8c", "#f28e8c", "#000000"};
     case Activity::idle:
@@ -97,7 +101,7 @@ std::string block_label(const Instruction& in) {
 }
 
 bool labelled(const Instruction& in, Activity activity) {
-  return operand_parts(in.op).micro_batch && activity != Activity::communication;
+  return operand_parts(in.op).micro_batch && !is_waiting(activity);
 }
 
 double label_width(const std::string& label, double font) {
@@ -170,13 +174,27 @@ void write_svg(std::ostream& out, const Program& program, const Timeline& timeli
                     disassemble(program.code[hold->blocker]) + "` (posted order)")
           << "</title></rect>\n";
     }
+    // The rank's host link: each copy as a line along the row's foot.
+    for (const HostCopy& copy : timeline.copies) {
+      if (copy.instruction < program.rank_begin[static_cast<std::size_t>(r)] ||
+          copy.instruction >= program.rank_begin[static_cast<std::size_t>(r) + 1]) {
+        continue;
+      }
+      seen[static_cast<std::size_t>(Activity::host_copy)] = true;
+      out << "<rect x=\"" << number(left + copy.begin * scale) << "\" y=\""
+          << number(y + kRowHeight * 0.85) << "\" width=\""
+          << number((copy.end - copy.begin) * scale) << "\" height=\"" << number(kRowHeight * 0.15)
+          << "\" fill=\"" << shade_of(Activity::host_copy).solid << "\"><title>"
+          << escape("`" + disassemble(program.code[copy.instruction]) + "` on the host link")
+          << "</title></rect>\n";
+    }
     for (const Segment& segment : segments_of(program, timeline, r)) {
       const Instruction& in = program.code[segment.instruction];
       const Shade shade = shade_of(segment.activity);
       seen[static_cast<std::size_t>(segment.activity)] = true;
       const double x = left + segment.begin * scale;
       const double w = (segment.end - segment.begin) * scale;
-      if (segment.activity == Activity::communication) {
+      if (is_waiting(segment.activity)) {
         out << "<rect x=\"" << number(x) << "\" y=\"" << number(y + kRowHeight * 0.4)
             << "\" width=\"" << number(w) << "\" height=\"" << number(kRowHeight * 0.2)
             << "\" fill=\"" << shade.solid << "\"><title>" << escape(disassemble(in))

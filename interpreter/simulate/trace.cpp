@@ -120,6 +120,35 @@ nlohmann::json chrome_trace(const Program& program, const Timeline& timeline) {
       events.push_back(std::move(slice));
     }
   }
+  // Each rank's host link (Offload, Reload), a track below the ranks'.
+  std::vector<bool> named(static_cast<std::size_t>(program.ranks()), false);
+  for (const HostCopy& copy : timeline.copies) {
+    const int r = owner[copy.instruction];
+    const int tid = program.ranks() + r;
+    if (!named[static_cast<std::size_t>(r)]) {
+      named[static_cast<std::size_t>(r)] = true;
+      events.push_back({{"ph", "M"},
+                        {"name", "thread_name"},
+                        {"pid", 0},
+                        {"tid", tid},
+                        {"args", {{"name", rank_name(config, r) + " host link"}}}});
+      events.push_back({{"ph", "M"},
+                        {"name", "thread_sort_index"},
+                        {"pid", 0},
+                        {"tid", tid},
+                        {"args", {{"sort_index", tid}}}});
+    }
+    events.push_back(
+        {{"ph", "X"},
+         {"name", disassemble(program.code[copy.instruction])},
+         {"cat", std::string(name(Activity::host_copy))},
+         {"pid", 0},
+         {"tid", tid},
+         {"ts", microseconds(nanoseconds(copy.begin))},
+         {"dur", microseconds(nanoseconds(copy.end) - nanoseconds(copy.begin))},
+         {"args",
+          {{"index", copy.instruction - program.rank_begin[static_cast<std::size_t>(r)]}}}});
+  }
   // The arrows' ends: a zero-length slice per message, on the rank where its
   // data arrives, at the later of the send and the start of the arriving
   // instruction. After every instruction's slice in the file, so that

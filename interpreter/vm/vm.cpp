@@ -325,6 +325,20 @@ void VmStep::execute(const Instruction& in) {
     case Opcode::Drop:
       hold_or_drop(in, in.op == Opcode::Hold);
       return;
+    case Opcode::FwdCheckpoint:
+      forward_checkpoint(in);
+      return;
+    case Opcode::Recompute:
+      recompute(in);
+      return;
+    case Opcode::Offload:
+    case Opcode::Reload:
+      start_host_copy(in);
+      return;
+    case Opcode::WaitOffload:
+    case Opcode::WaitReload:
+      wait(in);
+      return;
   }
   unsupported("unknown opcode " + std::to_string(static_cast<int>(in.op)));
 }
@@ -435,6 +449,7 @@ void VmStep::backward_input(const Instruction& in) {
   const runtime::LayerRange held = chunk.piece.layers();
   if (!(flags & dataflow::forwarded)) unsupported("backward before the micro-batch's forward");
   if (flags & dataflow::input_gradient_done) unsupported("the input gradient was already computed");
+  require_stash(chunk, in);
   if (layers.end == held.end) {
     // The output's last use is this backward: a Send of it has completed by
     // now (its receiver's forward made the gradient this backward takes).
@@ -469,6 +484,7 @@ void VmStep::backward_weight(const Instruction& in, bool reduce_per_layer) {
   const runtime::LayerRange layers = layers_of(chunk, in);
   const runtime::LayerRange held = chunk.piece.layers();
   if (flags & dataflow::weight_gradient_done) unsupported("the weight gradients were already accumulated");
+  require_stash(chunk, in);
   const int slot = static_cast<int>(in.micro_batch);
   runtime::LayerHook hook;
   Machine* machine = &m_;
@@ -544,6 +560,13 @@ void VmStep::send(const Instruction& in) {
     chunk.piece.end_input_gradient_send(slot);
     return;
   }
+  if (blocking && chunk.piece.stash_state(slot) == runtime::StashState::input_only) {
+    // Nor has a checkpointed forward's output.
+    m_.comm_.send(peer, tag, data);
+    chunk.piece.begin_output_send(slot);
+    chunk.piece.end_output_send(slot);
+    return;
+  }
   act ? chunk.piece.begin_output_send(slot) : chunk.piece.begin_input_gradient_send(slot);
   // A blocking Send of an activation returns once posted, and completes
   // before the output's last use (backward_input) or at the end of the step.
@@ -586,6 +609,11 @@ void VmStep::receive(const Instruction& in) {
 }
 
 void VmStep::complete(const Machine::PendingMessage& message) {
+  if (is_host_copy(code_[message.instruction].op)) {
+    finish_host_copy(message);
+    return;
+  }
+  m_.comm_.wait(message.request);
   Chunk& chunk = m_.chunks_[message.chunk];
   const int slot = static_cast<int>(message.micro_batch);
   if (message.direction == WaitDirection::send) {
@@ -611,23 +639,22 @@ void VmStep::wait(const Instruction& /*in*/) {
   if (request == kNoLink || match == m_.pending_.end()) unsupported("no such request is pending");
   const Machine::PendingMessage message = *match;
   m_.pending_.erase(match);
-  m_.comm_.wait(message.request);
   complete(message);
 }
 
 void VmStep::wait_all() {
   // Request by request: a gossip exchange in flight is GossipWait's.
-  for (const Machine::PendingMessage& message : m_.pending_) {
-    m_.comm_.wait(message.request);
-    complete(message);
-  }
+  for (const Machine::PendingMessage& message : m_.pending_) complete(message);
   m_.pending_.clear();
 }
 
 void VmStep::require_no_pending() const {
-  if (!m_.pending_.empty()) {
-    unsupported("requests are still pending (" +
-                disassemble(code_[m_.pending_.front().instruction]) +
+  // A host copy touches no parameter: one never waited for is finish_step's.
+  const auto message = std::find_if(
+      m_.pending_.begin(), m_.pending_.end(),
+      [&](const Machine::PendingMessage& p) { return !is_host_copy(code_[p.instruction].op); });
+  if (message != m_.pending_.end()) {
+    unsupported("requests are still pending (" + disassemble(code_[message->instruction]) +
                 "); their buffers may still change");
   }
 }

@@ -10,6 +10,8 @@
 // source position); an optional observer sees every instruction's start and
 // end time. Once the first step has run, a step allocates nothing.
 // Not here: the epoch loop, evaluation and saving (train/trainer.hpp).
+// The memory policies (FwdCheckpoint, Recompute, Offload, Reload and their
+// waits) are vm_memory_policy.cpp's.
 #pragma once
 
 #include <cstddef>
@@ -110,8 +112,10 @@ class Machine {
   runtime::Comm& comm() { return comm_; }
 
   // The bytes this rank's buffers hold, by category, at the worst moment of
-  // the steps run so far (moments: before a step and after each instruction).
+  // the steps run so far (moments: before a step and after each
+  // instruction), and the most it held in host memory (offloaded stashes).
   const runtime::MemoryBytes& peak_bytes() const { return ledger_.peak(); }
+  std::uint64_t peak_host_bytes() const { return ledger_.host_peak(); }
   const runtime::MemoryLedger& ledger() const { return ledger_; }
 
   // A chunk's whole parameters, flat (as Piece::parameters() of an unsharded
@@ -169,7 +173,8 @@ class Machine {
     std::vector<std::uint16_t> flags;  // per micro-batch: dataflow::CellState bits
   };
 
-  // A non-blocking point-to-point operation the program has not waited for.
+  // A non-blocking point-to-point operation, or a host copy (Offload,
+  // Reload: its request unused), the program has not waited for.
   struct PendingMessage {
     WaitDirection direction = WaitDirection::none;
     MessageKind kind = MessageKind::none;
@@ -236,6 +241,11 @@ class Machine {
 
   void start_gossip(int round);
   bool wait_gossip();  // false when no exchange is in flight
+
+  // Offloaded stashes (vm_memory_policy.cpp). Declared last, so destroyed
+  // first: it finishes the copies under way (a step that failed may leave
+  // one) while the pieces whose buffers they move still exist.
+  runtime::HostCopies host_copies_{ledger_};
 };
 
 class Vm {

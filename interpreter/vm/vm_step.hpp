@@ -50,6 +50,13 @@ class VmStep {
   void load_input(const Instruction& in);
   void load_target(const Instruction& in);
   void forward(const Instruction& in);
+  // Memory policies (vm_memory_policy.cpp).
+  void forward_checkpoint(const Instruction& in);
+  void recompute(const Instruction& in);
+  void start_host_copy(const Instruction& in);
+  void finish_host_copy(const Machine::PendingMessage& copy);
+  // Refuses a backward of a cell whose stash is not on the device.
+  void require_stash(Chunk& chunk, const Instruction& in);
   void backward_input(const Instruction& in);
   void backward_weight(const Instruction& in, bool reduce_per_layer);
   // The layers an instruction works on: its `layer L`, else its chunk's.

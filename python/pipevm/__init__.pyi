@@ -73,6 +73,8 @@ class RankBytes:
     activations: int
     activation_gradients: int
     messages: int
+    host: int
+    peak_host_bytes: int
     @property
     def peak_bytes(self) -> int: ...
 

@@ -68,27 +68,32 @@ TEST(cli, json_sweep_with_skipped_configurations) {
 }
 
 // The bytes of each rank are one walk of its stream: check and simulate,
-// given the same configuration, report the same figures.
+// given the same configuration, report the same figures (the device's and
+// the host's, for the memory policies).
 TEST(cli, json_per_rank_bytes_equal_the_simulators) {
-  const std::string args =
-      "schedules/pp-fsdp.pipe --stages 2 --micro-batches 2 --dp 2 --format json "
-      "--config examples/synthetic-quick.yaml";
-  const Outcome checked = pipevm_check(args);
-  ASSERT_EQ(checked.status, 0);
-  const auto per_rank = nlohmann::json::parse(checked.out)["files"][0]["per_rank"];
-  ASSERT_EQ(per_rank.size(), 4u);
-  EXPECT_GT(per_rank[0]["peak_bytes"].get<long>(), 0);
-  const std::string command = std::string("cd '") + PIPEVM_SOURCE_DIR + "' && '" +
-                              PIPEVM_BINARY_DIR + "/pipevm' simulate " + args + " 2>/dev/null";
-  FILE* pipe = popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string out;
-  std::array<char, 4096> buffer{};
-  for (std::size_t n; (n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0;) {
-    out.append(buffer.data(), n);
+  for (const char* schedule : {"pp-fsdp", "1f1b-recompute", "1f1b-offload"}) {
+    const std::string args = std::string("schedules/") + schedule +
+                             ".pipe --stages 2 --micro-batches 2 --dp 2 --format json "
+                             "--config examples/synthetic-quick.yaml";
+    const Outcome checked = pipevm_check(args);
+    ASSERT_EQ(checked.status, 0) << schedule;
+    const auto per_rank = nlohmann::json::parse(checked.out)["files"][0]["per_rank"];
+    ASSERT_EQ(per_rank.size(), 4u);
+    EXPECT_GT(per_rank[0]["peak_bytes"].get<long>(), 0);
+    EXPECT_EQ(per_rank[0]["peak_host_bytes"].get<long>() > 0,
+              std::string(schedule) == "1f1b-offload");
+    const std::string command = std::string("cd '") + PIPEVM_SOURCE_DIR + "' && '" +
+                                PIPEVM_BINARY_DIR + "/pipevm' simulate " + args + " 2>/dev/null";
+    FILE* pipe = popen(command.c_str(), "r");
+    ASSERT_NE(pipe, nullptr);
+    std::string out;
+    std::array<char, 4096> buffer{};
+    for (std::size_t n; (n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0;) {
+      out.append(buffer.data(), n);
+    }
+    ASSERT_EQ(pclose(pipe), 0);
+    EXPECT_EQ(nlohmann::json::parse(out)["per_rank"], per_rank) << schedule;
   }
-  ASSERT_EQ(pclose(pipe), 0);
-  EXPECT_EQ(nlohmann::json::parse(out)["per_rank"], per_rank);
 }
 
 TEST(cli, json_and_sarif_findings) {

@@ -208,6 +208,102 @@ TEST(memory, a_layer_with_stashes_frees_its_input_at_its_forward) {
                   {23, 0, 0, 0, 0, 0}});  // the step
 }
 
+// Host memory after each instruction, apart from the device's figures.
+void expect_host(const std::vector<RankBytes>& after, const std::vector<std::uint64_t>& expected) {
+  std::vector<std::uint64_t> host;
+  for (const RankBytes& r : after) host.push_back(r.host);
+  EXPECT_EQ(host, expected);
+}
+
+// Memory policies (docs/memory.md): a checkpointed forward keeps the input
+// only; the recomputation makes what a forward leaves.
+TEST(memory, a_checkpointed_forward_keeps_its_input_until_the_recomputation) {
+  const Program p = program_of(
+      "ZeroGrad\nLoadInput 0\nFwdCheckpoint 0\nLoadTarget 0\nRecompute 0\nBwd 0\n"
+      "OptimizerStep\n",
+      Config{1, 1});
+  expect_moments(bytes_after_each(p, shape(0))[0],
+                 {{23, 0, 0, 0, 0, 0},
+                  {23, 0, 0, 4, 0, 0},
+                  {23, 0, 0, 4, 0, 0},  // the input only: the last piece sends no output
+                  {23, 0, 0, 4, 0, 0},
+                  {23, 0, 0, 9, 0, 0},  // as after a Fwd
+                  {23, 23, 0, 0, 0, 0},
+                  {23, 0, 0, 0, 0, 0}});
+}
+
+TEST(memory, a_checkpointed_output_lives_until_its_send) {
+  const Program p = program_of(
+      "stage 0 {\n  ZeroGrad\n  LoadInput 0\n  FwdCheckpoint 0\n  ISend act 0\n  Recv grad 0\n"
+      "  Wait send act 0\n  Recompute 0\n  Bwd 0\n  WaitAll\n  OptimizerStep\n}\n"
+      "stage 1 {\n  ZeroGrad\n  Recv act 0\n  Fwd 0\n  LoadTarget 0\n  Bwd 0\n  ISend grad 0\n"
+      "  WaitAll\n  OptimizerStep\n}\n",
+      Config{2, 1});
+  expect_moments(bytes_after_each(p, shape(0))[0],
+                 {{15, 0, 0, 0, 0, 0},
+                  {15, 0, 0, 4, 0, 0},
+                  {15, 0, 0, 7, 0, 0},  // the input and the output
+                  {15, 0, 0, 4, 0, 3},  // sent: its last use, a message while in flight
+                  {15, 0, 0, 4, 3, 3},
+                  {15, 0, 0, 4, 3, 0},
+                  {15, 0, 0, 7, 3, 0},  // the output again
+                  {15, 15, 0, 0, 0, 0},
+                  {15, 15, 0, 0, 0, 0},
+                  {15, 0, 0, 0, 0, 0}});
+}
+
+TEST(memory, an_offload_moves_the_stash_to_host_memory_and_a_reload_back) {
+  const Program p = program_of(
+      "ZeroGrad\nLoadInput 0\nFwd 0\nOffload 0\nWaitOffload 0\nReload 0\nWaitReload 0\n"
+      "LoadTarget 0\nBwd 0\nOptimizerStep\n",
+      Config{1, 1});
+  const std::vector<RankBytes> after = bytes_after_each(p, shape(0))[0];
+  expect_moments(after, {{23, 0, 0, 0, 0, 0},
+                         {23, 0, 0, 4, 0, 0},
+                         {23, 0, 0, 9, 0, 0},
+                         {23, 0, 0, 9, 0, 0},  // on the device until the copy is complete
+                         {23, 0, 0, 0, 0, 0},
+                         {23, 0, 0, 9, 0, 0},  // taken on the device from the reload's start
+                         {23, 0, 0, 9, 0, 0},
+                         {23, 0, 0, 9, 0, 0},
+                         {23, 23, 0, 0, 0, 0},
+                         {23, 0, 0, 0, 0, 0}});
+  expect_host(after, {0, 0, 0, 9, 9, 9, 0, 0, 0, 0});
+  EXPECT_EQ(after.back().host_peak, 9u);
+  const RankBytes peak = peak_bytes(p, shape(0))[0];
+  EXPECT_EQ(peak.total(), 23u + 23) << "host bytes are not the device's";
+  EXPECT_EQ(peak.host_peak, 9u);
+  const std::vector<std::uint64_t> copied = host_copy_bytes(p, shape(0));
+  EXPECT_EQ(copied[3], 9u);
+  EXPECT_EQ(copied[5], 9u);
+  EXPECT_EQ(copied[4], 0u);
+}
+
+TEST(memory, an_offloaded_output_a_send_still_reads_is_a_message_until_sent) {
+  const Program p = program_of(
+      "stage 0 {\n  ZeroGrad\n  LoadInput 0\n  Fwd 0\n  ISend act 0\n  Offload 0\n"
+      "  WaitOffload 0\n  Wait send act 0\n  Reload 0\n  Recv grad 0\n  WaitReload 0\n  Bwd 0\n"
+      "  WaitAll\n  OptimizerStep\n}\n"
+      "stage 1 {\n  ZeroGrad\n  Recv act 0\n  Fwd 0\n  LoadTarget 0\n  Bwd 0\n  ISend grad 0\n"
+      "  WaitAll\n  OptimizerStep\n}\n",
+      Config{2, 1});
+  const std::vector<RankBytes> after = bytes_after_each(p, shape(0))[0];
+  expect_moments(after, {{15, 0, 0, 0, 0, 0},
+                         {15, 0, 0, 4, 0, 0},
+                         {15, 0, 0, 7, 0, 0},
+                         {15, 0, 0, 7, 0, 0},
+                         {15, 0, 0, 7, 0, 0},
+                         {15, 0, 0, 0, 0, 3},  // off the device but for the send
+                         {15, 0, 0, 0, 0, 0},
+                         {15, 0, 0, 7, 0, 0},
+                         {15, 0, 0, 7, 3, 0},
+                         {15, 0, 0, 7, 3, 0},
+                         {15, 15, 0, 0, 0, 0},
+                         {15, 15, 0, 0, 0, 0},
+                         {15, 0, 0, 0, 0, 0}});
+  expect_host(after, {0, 0, 0, 0, 7, 7, 7, 7, 7, 0, 0, 0, 0});
+}
+
 TEST(memory, without_biases_a_layer_is_its_weights) {
   MemoryShape s = shape(2);
   s.bias = false;

@@ -45,8 +45,22 @@ TEST(table, columns_are_consistent) {
       case OpClass::compute:
       case OpClass::optimizer:
         EXPECT_FALSE(talks) << row.name << " talks to another rank but its class does not";
-        EXPECT_EQ(row.completion, Completion::local) << row.name;
+        // Only a copy to or from host memory posts a request (its wait completes it).
+        EXPECT_EQ(row.completion,
+                  is_host_copy(op) ? Completion::request : Completion::local)
+            << row.name;
         break;
+    }
+    // A host copy and the wait that completes it name their direction and one cell.
+    if (is_host_copy(op)) {
+      EXPECT_TRUE(row.cls == OpClass::data || row.cls == OpClass::wait) << row.name;
+      EXPECT_EQ(row.operands, OperandSyntax::cell) << row.name;
+      EXPECT_EQ(row.cost, row.cls == OpClass::data ? CostKind::host_copy : CostKind::none)
+          << row.name;
+    }
+    // What reads a stash is a backward, or moves it to host memory.
+    if (row.consumes.contains(Value::stash)) {
+      EXPECT_TRUE(is_backward(op) || row.direction == Direction::to_host) << row.name;
     }
     // `over` may name the row's own group, and only a collective takes it.
     if (!row.over.empty()) {
@@ -67,6 +81,8 @@ TEST(table, operand_syntax_is_declared_once) {
   EXPECT_EQ(operand_syntax(Opcode::AllGather), "[chunk C | layer L] [over dp|world]");
   EXPECT_EQ(operand_syntax(Opcode::Release), "[chunk C | layer L]");
   EXPECT_EQ(operand_syntax(Opcode::WaitAll), "");
+  EXPECT_EQ(operand_syntax(Opcode::Offload), "mb [chunk C]");
+  EXPECT_EQ(operand_syntax(Opcode::WaitReload), "mb [chunk C]");
   Instruction sum;
   sum.op = Opcode::AllReduce;
   EXPECT_EQ(disassemble(sum), "AllReduce");

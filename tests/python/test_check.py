@@ -36,6 +36,20 @@ def test_memory_figures_match_the_cli():
         m["peak_activations"] for m in expected["memory"]]
 
 
+def test_offloaded_bytes_are_host_memory_apart_from_the_peak():
+    path = SCHEDULES / "1f1b-offload.pipe"
+    status, out = run_cli("check", path, "-p", 4, "-m", 8, "--dp", 1, "--format", "json")
+    assert status == 0
+    expected = json.loads(out)["files"][0]["per_rank"]
+    result = pipevm.check(path, stages=4, micro_batches=8, dp=1)
+    assert [(r.peak_bytes, r.host, r.peak_host_bytes) for r in result.per_rank] == [
+        (r["peak_bytes"], r["host"], r["peak_host_bytes"]) for r in expected]
+    assert result.per_rank[0].peak_host_bytes > 0
+    plain = pipevm.check(SCHEDULES / "1f1b.pipe", stages=4, micro_batches=8, dp=1)
+    assert result.per_rank[0].peak_bytes < plain.per_rank[0].peak_bytes
+    assert all(r.peak_host_bytes == 0 for r in plain.per_rank)
+
+
 def test_a_sweep_counts_configurations():
     result = pipevm.check(SCHEDULES / "1f1b.pipe", stages=(2, 4), micro_batches=(1, 4))
     assert result.ok

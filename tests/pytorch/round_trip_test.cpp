@@ -85,6 +85,21 @@ TEST(round_trip, posted_order_safe_when_pytorch_lowers_not_in_pipevm_order) {
   EXPECT_EQ(result.diagnostics[0].kind, DiagnosticKind::BufferingHazard);
 }
 
+// A checkpointed forward is PyTorch's F, and the policies' other
+// instructions have no action: 1f1b-recompute and 1f1b-offload export
+// 1F1B's table.
+TEST(round_trip, memory_policies_export_the_table_of_their_order) {
+  const Config config{.stages = 4, .micro_batches = 8};
+  std::string error;
+  const auto plain = to_table(compiled({"1f1b.pipe", config}), true, error);
+  ASSERT_TRUE(plain) << error;
+  for (const char* schedule : {"1f1b-recompute.pipe", "1f1b-offload.pipe"}) {
+    const auto table = to_table(compiled({schedule, config}), true, error);
+    ASSERT_TRUE(table) << error;
+    EXPECT_EQ(write_table(*table), write_table(*plain)) << schedule;
+  }
+}
+
 TEST(round_trip, mirror_placement_has_no_table) {
   const Program program =
       compiled({"dualpipe.pipe", {.stages = 4, .micro_batches = 8, .chunks = 2}});

@@ -71,6 +71,10 @@ const std::vector<Entry>& library() {
       {"wsdp", 1, [](int, int, int, int) { return 1; }},
       {"pp-fsdp", 1, [](int, int m, int, int) { return m; }},
       {"gossip", 1, [](int, int m, int, int) { return m; }},
+      // One micro-batch's activations on the device at a time (the rest is
+      // inputs kept, or in host memory).
+      {"1f1b-recompute", 1, [](int, int, int, int) { return 1; }},
+      {"1f1b-offload", 1, [](int, int, int, int) { return 1; }},
   };
   return entries;
 }
@@ -169,6 +173,53 @@ TEST(library, memory_fsdp) { expect_memory_formula(entry("fsdp")); }
 TEST(library, memory_wsdp) { expect_memory_formula(entry("wsdp")); }
 TEST(library, memory_pp_fsdp) { expect_memory_formula(entry("pp-fsdp")); }
 
+TEST(library, memory_1f1b_recompute) { expect_memory_formula(entry("1f1b-recompute")); }
+TEST(library, memory_1f1b_offload) { expect_memory_formula(entry("1f1b-offload")); }
+
+// The selective forms of 1f1b-recompute and 1f1b-offload: a copy of the
+// file with its `let` changed, as the headers say. On the first k stages a
+// stage holds one micro-batch's activations, on the others 1F1B's
+// min(p-s, m); every other micro-batch: at most 1F1B's, at least one.
+TEST(library, selective_memory_policies_pass_with_the_peaks_they_promise) {
+  for (const auto& [name, prefix] : {std::pair{"1f1b-recompute", "recompute"},
+                                     std::pair{"1f1b-offload", "offload"}}) {
+    for (const bool by_stage : {true, false}) {
+      const std::string let = std::string("let ") + prefix + (by_stage ? "_stages" : "_every");
+      std::string text = slurp(path_of(name));
+      const std::size_t at = text.find(let + " = ");
+      ASSERT_NE(at, std::string::npos) << name << ": no `" << let << "`";
+      const std::size_t end = text.find('\n', at);
+      text.replace(at, end - at, let + " = 2");
+      Diagnostics diagnostics;
+      const auto schedule =
+          parse(std::make_shared<const SourceFile>(std::string(name) + ".pipe", text), diagnostics);
+      ASSERT_TRUE(schedule) << name;
+      for (int dp = 1; dp <= 2; ++dp) {
+        for (int p = 1; p <= 6; ++p) {
+          for (int m = p; m <= 12; ++m) {
+            const Config c = Config{p, m, 1, dp};
+            const std::string what = describe(name, c) + " " + let + " = 2";
+            const auto program = expand_if_allowed(*schedule, c, what);
+            ASSERT_TRUE(program) << what;
+            const CheckResult result = check(*program);
+            ASSERT_TRUE(result.ok()) << what << ": " << first_message(result);
+            for (int s = 0; s < p; ++s) {
+              const int peak = result.memory[static_cast<std::size_t>(s)].peak_activations;
+              const int plain = std::min(p - s, m);
+              if (by_stage) {
+                EXPECT_EQ(peak, s < 2 ? 1 : plain) << what << " stage " << s;
+              } else {
+                EXPECT_LE(peak, plain) << what << " stage " << s;
+                EXPECT_GE(peak, 1) << what << " stage " << s;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(library, interleaved_memory_with_three_chunks) {
   Entry three = entry("interleaved-1f1b");
   three.chunks = 3;
@@ -241,6 +292,8 @@ TEST(library, interleaved_passes_with_one_to_three_chunks) {
 TEST(library, requires_exclude_what_the_headers_say) {
   const std::map<std::string, std::vector<Config>> excluded = {
       {"1f1b", {Config{4, 3, 1}}},
+      {"1f1b-recompute", {Config{4, 3, 1}, Config{2, 4, 2}}},
+      {"1f1b-offload", {Config{4, 3, 1}, Config{2, 4, 2}}},
       {"zb-h1", {Config{4, 3, 1}}},
       {"zb-h2", {Config{4, 8, 2}}},
       {"interleaved-1f1b", {Config{4, 6, 2}}},

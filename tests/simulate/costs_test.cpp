@@ -80,14 +80,20 @@ TEST(costs, link_fit_without_a_time_per_byte_is_latency_only) {
 TEST(costs, measured_links_set_their_class_keys_only) {
   Costs costs;
   costs.cross_host_send = 30;
-  set_link_costs(costs, {LinkFit{2.5, 4000}, std::nullopt});
+  set_link_costs(costs, {LinkFit{2.5, 4000}, std::nullopt, std::nullopt});
   EXPECT_EQ(costs.send, 2.5);
   EXPECT_EQ(costs.bandwidth, 4000);
   EXPECT_EQ(costs.cross_host_send, 30);
-  set_link_costs(costs, {std::nullopt, LinkFit{40, 120}});
+  set_link_costs(costs, {std::nullopt, LinkFit{40, 120}, std::nullopt});
   EXPECT_EQ(costs.send, 2.5);
   EXPECT_EQ(costs.cross_host_send, 40);
   EXPECT_EQ(costs.cross_host_bandwidth, 120);
+  EXPECT_EQ(costs.host_latency, 0);
+  set_link_costs(costs, {std::nullopt, std::nullopt, LinkFit{3, 9000}});
+  EXPECT_EQ(costs.host_latency, 3);
+  EXPECT_EQ(costs.host_bandwidth, 9000);
+  EXPECT_EQ(costs.cross_host_send, 40);
+  EXPECT_EQ(costs.host_copy_time(18000), 5) << "latency + bytes / bandwidth";
 }
 
 TEST(costs, bad_flags_say_what_is_wrong) {
@@ -194,6 +200,25 @@ TEST(costs, measurements_give_medians_in_microseconds) {
   EXPECT_DOUBLE_EQ(costs.fwd, 2);
   EXPECT_DOUBLE_EQ(costs.backward(), 5);
   EXPECT_DOUBLE_EQ(costs.optimizer, 0);
+}
+
+// A Recompute's key is its own median (unset: the forward's); the copies
+// of Offload and Reload are the host link's, measured apart (run_links.cpp).
+TEST(costs, measured_recomputation_has_its_own_key) {
+  const Program program = testing::make_program(
+      {1, 1, 1, 1}, {{testing::op(Opcode::FwdCheckpoint), testing::op(Opcode::Offload),
+                      testing::op(Opcode::Recompute)}});
+  Costs costs = costs_from_measurements(program, {{0, 0, 0, 2000}, {0, 2, 2000, 5000}});
+  EXPECT_DOUBLE_EQ(costs.fwd, 2);
+  EXPECT_DOUBLE_EQ(costs.duration(CostKind::recompute), 3);
+  EXPECT_DOUBLE_EQ(costs.duration(CostKind::host_copy), 0);
+  costs.recompute.reset();
+  EXPECT_DOUBLE_EQ(costs.duration(CostKind::recompute), 2) << "default: the forward's";
+  std::string error;
+  ASSERT_TRUE(parse_cost_flags("recompute=0.5,host-latency=2,host-bandwidth=100", costs, error))
+      << error;
+  EXPECT_DOUBLE_EQ(costs.duration(CostKind::recompute), 0.5);
+  EXPECT_DOUBLE_EQ(costs.host_copy_time(300), 5);
 }
 
 TEST(costs, measurements_give_medians_per_stage_too) {

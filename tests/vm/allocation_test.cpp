@@ -118,5 +118,17 @@ TEST(allocation, steps_holding_values_allocate_nothing) {
   }
 }
 
+// Recomputation takes its buffers from the pool as a forward does; an
+// offload's host buffer comes from the host pool, its copy's parts and its
+// queue entry from room reserved or grown by the first steps.
+TEST(allocation, steps_recomputing_or_offloading_allocate_nothing) {
+  for (const char* schedule : {"1f1b-recompute", "1f1b-offload"}) {
+    for (const long count :
+         steady_state_allocations(vm_test::schedule_path(schedule), Config{4, 4, 1, 1})) {
+      EXPECT_EQ(count, 0) << schedule;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pipevm

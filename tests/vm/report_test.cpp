@@ -57,7 +57,8 @@ void expect_measured_equals_simulated(const std::string& schedule, int stages, i
   ASSERT_EQ(counted.size(), measured.size());
   for (std::size_t r = 0; r < measured.size(); ++r) {
     for (const char* key : {"rank", "stage", "peak_bytes", "weights", "gradients", "optimizer",
-                            "activations", "activation_gradients", "messages"}) {
+                            "activations", "activation_gradients", "messages", "host",
+                            "peak_host_bytes"}) {
       EXPECT_EQ(measured[r][key], counted[r][key]) << schedule << ", rank " << r << ": " << key;
     }
     EXPECT_EQ(measured[r]["total"], measured[r]["peak_bytes"]);
@@ -115,6 +116,42 @@ TEST(report, vit_pipeline_measured_equals_simulated) {
 // half it holds the stash the weight half reads.
 TEST(report, vit_zero_bubble_measured_equals_simulated) {
   expect_measured_equals_simulated("zb-h1", 4, 1, 4, "report_vit");
+}
+
+// Memory policies (docs/memory.md): recomputation and offload measured as
+// counted, device and host apart, on the MLP (2 stages x 2 replicas) and
+// the ViT (4 stages).
+TEST(report, recompute_measured_equals_simulated) {
+  expect_measured_equals_simulated("1f1b-recompute", 2, 2);
+  expect_measured_equals_simulated("1f1b-recompute", 4, 1, 4, "report_vit");
+}
+
+TEST(report, offload_measured_equals_simulated) {
+  expect_measured_equals_simulated("1f1b-offload", 2, 2);
+  expect_measured_equals_simulated("1f1b-offload", 4, 1, 4, "report_vit");
+}
+
+// Their device peak, the most of any rank, is below 1f1b's; only offload
+// holds host memory.
+TEST(report, memory_policies_keep_less_on_the_device_than_1f1b) {
+  const auto most = [](const nlohmann::json& report, const char* key) {
+    std::uint64_t peak = 0;
+    for (const nlohmann::json& rank : report["per_rank"]) {
+      peak = std::max(peak, rank[key].get<std::uint64_t>());
+    }
+    return peak;
+  };
+  for (const char* prefix : {"", "report_vit_"}) {
+    const nlohmann::json plain = read_report(std::string(prefix) + "1f1b");
+    ASSERT_TRUE(plain.contains("per_rank")) << prefix;
+    for (const char* schedule : {"1f1b-recompute", "1f1b-offload"}) {
+      const nlohmann::json kept = read_report(std::string(prefix) + schedule);
+      ASSERT_TRUE(kept.contains("per_rank")) << prefix << schedule;
+      EXPECT_LT(most(kept, "peak_bytes"), most(plain, "peak_bytes")) << prefix << schedule;
+      EXPECT_EQ(most(kept, "peak_host_bytes") > 0, std::string(schedule) == "1f1b-offload")
+          << prefix << schedule;
+    }
+  }
 }
 
 std::uint64_t model_state(const nlohmann::json& rank) {

@@ -17,6 +17,7 @@
 #include "message_tags.hpp"
 #include "register_test.hpp"
 #include "vm.hpp"
+#include "vm_test_bytes.hpp"
 #include "vm_test_support.hpp"
 
 namespace pipevm {
@@ -24,67 +25,16 @@ namespace {
 
 using vm_test::compile_file;
 using vm_test::compile_text;
+using vm_test::expect_measured_equals_counted;
+using vm_test::measured_peaks;
 using vm_test::relative_difference;
 using vm_test::schedule_path;
 using vm_test::sequential_reference;
-using vm_test::train_steps;
+using vm_test::train_in_process;
 using vm_test::training_options;
 
 constexpr int kGlobalBatch = 16;
 constexpr int kSteps = 3;
-
-// Trains `program` in-process on stages x dp threads; rank 0's model.
-std::vector<float> train_in_process(const Program& program, const TrainingOptions& options) {
-  std::vector<float> model;
-  std::mutex mutex;
-  runtime::run_in_process(program.config.stages, program.config.dp, [&](runtime::Comm& comm) {
-    std::vector<float> mine = train_steps(program, comm, options);
-    if (comm.world_rank() == 0) {
-      std::lock_guard lock(mutex);
-      model = std::move(mine);
-    }
-  });
-  return model;
-}
-
-// Each rank's peak bytes as its Machine's ledger measured them over the
-// steps, in rank order.
-std::vector<runtime::MemoryBytes> measured_peaks(const Program& program,
-                                                 const TrainingOptions& options) {
-  std::vector<runtime::MemoryBytes> peaks(static_cast<std::size_t>(program.ranks()));
-  runtime::run_in_process(program.config.stages, program.config.dp, [&](runtime::Comm& comm) {
-    Trainer trainer(program, comm, options, &vm_test::small_data());
-    trainer.train_epoch(0);
-    peaks[static_cast<std::size_t>(comm.world_rank())] = trainer.machine().peak_bytes();
-  });
-  return peaks;
-}
-
-// The simulator's count for the same program and options (docs/memory.md):
-// equal to the measured peaks, rank by rank and category by category.
-void expect_measured_equals_counted(const Program& program, const TrainingOptions& options) {
-  MemoryShape shape;
-  shape.layer_widths = options.machine.model.sizes;
-  shape.rows = options.machine.global_batch / (program.config.dp * program.config.micro_batches);
-  shape.optimizer_states = options.machine.optimizer.kind == "adam"    ? 2
-                           : options.machine.optimizer.momentum > 0.0F ? 1
-                                                                       : 0;
-  const std::vector<RankBytes> counted = peak_bytes(program, shape);
-  const std::vector<runtime::MemoryBytes> measured = measured_peaks(program, options);
-  ASSERT_EQ(counted.size(), measured.size());
-  using runtime::MemoryCategory;
-  for (std::size_t r = 0; r < counted.size(); ++r) {
-    const RankBytes& c = counted[r];
-    const runtime::MemoryBytes& m = measured[r];
-    EXPECT_EQ((std::vector<std::uint64_t>{c.weights, c.gradients, c.optimizer, c.activations,
-                                          c.activation_gradients, c.messages}),
-              (std::vector<std::uint64_t>{
-                  m[MemoryCategory::weights], m[MemoryCategory::gradients],
-                  m[MemoryCategory::optimizer], m[MemoryCategory::activations],
-                  m[MemoryCategory::activation_gradients], m[MemoryCategory::messages]}))
-        << "rank " << r;
-  }
-}
 
 struct Shape {
   const char* schedule;
@@ -368,7 +318,7 @@ TEST(machine, held_values_are_measured_as_the_semantics_say) {
   const Config config{1, 2, 1, 1};
   const Program program = compile_text(text, config);
   const TrainingOptions options = training_options(4, 2);
-  const std::vector<runtime::MemoryBytes> peaks = measured_peaks(program, options);
+  const std::vector<vm_test::MeasuredPeak> peaks = measured_peaks(program, options);
   ASSERT_EQ(peaks.size(), 1U);
   const std::vector<int>& w = options.machine.model.sizes;  // 24, 20, 18, 16, 14, 6
   std::uint64_t parameters = 0;
@@ -380,7 +330,7 @@ TEST(machine, held_values_are_measured_as_the_semantics_say) {
   constexpr std::uint64_t kRows = 2;
   constexpr std::uint64_t kFloat = sizeof(float);
   using runtime::MemoryCategory;
-  const runtime::MemoryBytes& peak = peaks[0];
+  const runtime::MemoryBytes& peak = peaks[0].device;
   EXPECT_EQ(peak[MemoryCategory::weights], parameters * kFloat);
   EXPECT_EQ(peak[MemoryCategory::gradients], parameters * kFloat);
   EXPECT_EQ(peak[MemoryCategory::optimizer], parameters * kFloat) << "SGD with momentum";

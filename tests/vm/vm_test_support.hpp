@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -14,6 +15,7 @@
 #include "comm.hpp"
 #include "compile.hpp"
 #include "data.hpp"
+#include "inprocess_comm.hpp"
 #include "model.hpp"
 #include "optimizer.hpp"
 #include "sequential.hpp"
@@ -128,10 +130,45 @@ inline TrainingOptions training_options(int global_batch, int steps,
 
 // `steps` steps of `program` through `comm`; the whole model on world rank 0.
 inline std::vector<float> train_steps(const Program& program, runtime::Comm& comm,
-                                      const TrainingOptions& options) {
-  Trainer trainer(program, comm, options, &small_data());
+                                      const TrainingOptions& options,
+                                      const runtime::DataSplit& data = small_data()) {
+  Trainer trainer(program, comm, options, &data);
   trainer.train_epoch(0);
   return trainer.gather_parameters();
+}
+
+// Trains `program` in-process on stages x dp threads; rank 0's model.
+inline std::vector<float> train_in_process(const Program& program, const TrainingOptions& options,
+                                           const runtime::DataSplit& data = small_data()) {
+  std::vector<float> model;
+  std::mutex mutex;
+  runtime::run_in_process(program.config.stages, program.config.dp, [&](runtime::Comm& comm) {
+    std::vector<float> mine = train_steps(program, comm, options, data);
+    if (comm.world_rank() == 0) {
+      std::lock_guard lock(mutex);
+      model = std::move(mine);
+    }
+  });
+  return model;
+}
+
+// Each rank's peak bytes as its Machine's ledger measured them over the
+// steps, and its host peak, in rank order.
+struct MeasuredPeak {
+  runtime::MemoryBytes device;
+  std::uint64_t host = 0;
+};
+inline std::vector<MeasuredPeak> measured_peaks(const Program& program,
+                                                const TrainingOptions& options,
+                                                const runtime::DataSplit& data = small_data()) {
+  std::vector<MeasuredPeak> peaks(static_cast<std::size_t>(program.ranks()));
+  runtime::run_in_process(program.config.stages, program.config.dp, [&](runtime::Comm& comm) {
+    Trainer trainer(program, comm, options, &data);
+    trainer.train_epoch(0);
+    peaks[static_cast<std::size_t>(comm.world_rank())] = {trainer.machine().peak_bytes(),
+                                                          trainer.machine().peak_host_bytes()};
+  });
+  return peaks;
 }
 
 // The same steps, trained sequentially on one whole-model piece.
