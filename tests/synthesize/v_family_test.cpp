@@ -12,6 +12,7 @@
 #include "building_blocks.hpp"
 #include "compile.hpp"
 #include "synthesize.hpp"
+#include "timed_order.hpp"
 
 namespace pipevm::synthesis {
 namespace {
@@ -39,11 +40,11 @@ ComputeOrder order_of_file(const std::string& name, const Config& config) {
   return order ? *order : ComputeOrder{};
 }
 
+// The Zero Bubble rate the search scores orders by (timed_order.hpp).
 double bubble(const ComputeOrder& order, const Problem& problem) {
-  std::string error;
-  const auto lowered = lower(order, problem.costs, 1, error);
-  EXPECT_TRUE(lowered) << error;
-  return lowered ? lowered->bubble_rate_zb : 1;
+  const auto timed = time_order(order, problem.costs);
+  EXPECT_TRUE(timed) << "the order deadlocks";
+  return timed ? timed->simulation.bubble_rate_zb : 1;
 }
 
 double largest(const std::vector<double>& peaks) { return *std::max_element(peaks.begin(), peaks.end()); }
@@ -57,7 +58,7 @@ std::string describe(int p, int m) { return "p " + std::to_string(p) + " m " + s
 // chunk activations.
 TEST(v_family, files_are_the_bare_blocks_at_the_authors_peak) {
   for (int p = 1; p <= 8; ++p) {
-    for (const int m : {1, 2, p, 2 * p, 3 * p + 1}) {
+    for (const int m : {1, p, 2 * p + 1}) {
       const Problem problem = equal_costs(p, m);
       const struct {
         const char* file;
