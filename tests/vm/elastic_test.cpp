@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <ostream>
 
 #include "checkpoint.hpp"
 #include "checkpoints.hpp"
@@ -141,6 +142,10 @@ struct RoundTrip {
   Layout from;
 };
 
+void PrintTo(const RoundTrip& param, std::ostream* out) {
+  *out << model_name(param.model) << " from " << param.from.name;
+}
+
 class round_trip : public testing::TestWithParam<RoundTrip> {};
 
 TEST_P(round_trip, every_layout_saves_the_bits_it_loaded) {
@@ -185,7 +190,7 @@ std::string round_trip_name(const testing::TestParamInfo<RoundTrip>& info) {
   return model_name(info.param.model) + "_from_" + info.param.from.name;
 }
 
-INSTANTIATE_TEST_SUITE_P(matrix, round_trip, testing::ValuesIn(round_trips()), round_trip_name);
+INSTANTIATE_TEST_SUITE_P(elastic, round_trip, testing::ValuesIn(round_trips()), round_trip_name);
 
 // ---- continued training -----------------------------------------------
 
@@ -231,6 +236,10 @@ struct Pair {
   Layout to;
 };
 
+void PrintTo(const Pair& pair, std::ostream* out) {
+  *out << model_name(pair.model) << " " << pair.from.name << " to " << pair.to.name;
+}
+
 class continued : public testing::TestWithParam<Pair> {};
 
 TEST_P(continued, to_the_weights_of_an_uninterrupted_run) {
@@ -272,7 +281,7 @@ std::string pair_name(const testing::TestParamInfo<Pair>& info) {
   return model_name(info.param.model) + "_" + info.param.from.name + "_to_" + info.param.to.name;
 }
 
-INSTANTIATE_TEST_SUITE_P(matrix, continued, testing::ValuesIn(pairs()), pair_name);
+INSTANTIATE_TEST_SUITE_P(elastic, continued, testing::ValuesIn(pairs()), pair_name);
 
 }  // namespace
 }  // namespace pipevm
