@@ -67,9 +67,9 @@ Command add_run_command(CLI::App& root) {
                   "Checkpoint every N steps (counted across epochs) instead of after every epoch")
       ->type_name("N");
   app->add_option("--resume", r.resume,
-                  "Continue from the checkpoint in DIR (made by the same schedule, world, model "
-                  "and training configuration; --epochs may differ): the final weights are the "
-                  "bits an uninterrupted run would give")
+                  "Continue from the checkpoint in DIR, under this run's layout (any schedule, "
+                  "stages, dp, chunks, hosts); the model, optimizer, data, batch size and seeds "
+                  "must be the checkpoint's (--epochs may differ)")
       ->type_name("DIR");
   app->add_option(
          "--trace", r.trace,

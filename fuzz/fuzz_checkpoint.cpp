@@ -1,15 +1,18 @@
 // Fuzz target `checkpoint`: what `pipevm run --resume` reads. The first
 // byte chooses the file the rest of the input replaces in a real one-rank
-// checkpoint (written once, at the first input, into a temporary directory):
+// checkpoint (written once, at the first input, into a temporary directory;
+// two slices of two layers with Adam's arrays):
 //   even: DIR/manifest.json. Asserts that a manifest read_manifest accepts
-//         has its position in range and names piece files inside DIR
-//         (relative, no '..'), and that read_piece accepts a piece only when
-//         the file's size and FNV-1a digest are the manifest's record.
+//         has its position in range, names piece files inside DIR
+//         (relative, no '..') and slices with begin < end, and that
+//         read_slices accepts only when every piece it needed has the
+//         manifest's size and FNV-1a digest, and then gives exactly the
+//         floats asked for, with one array per optimizer array.
 //   odd:  the rank's piece (a safetensors file). With the real manifest, a
 //         piece whose bytes differ from the real one is refused (truncated
 //         or altered); with a manifest rewritten to record these bytes, the
-//         piece is refused with CheckpointError or decodes to at most 1024
-//         chunks (the VM then compares each array with its model's).
+//         piece is refused with CheckpointError or gives exactly the floats
+//         asked for.
 // Only CheckpointError may escape the readers. Leaves out write_checkpoint's
 // side (tests/runtime/checkpoint_test.cpp) and the identity comparison.
 #include <cstddef>
@@ -21,6 +24,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -35,6 +39,9 @@ namespace {
 namespace fs = std::filesystem;
 using pipevm::runtime::CheckpointError;
 using pipevm::runtime::Manifest;
+
+// What the seed checkpoint holds, and what the reader asks for.
+const std::vector<pipevm::runtime::LayerSlice> kWanted = {{0, 0, 3}, {1, 0, 2}};
 
 void write_file(const fs::path& path, std::string_view bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -60,14 +67,18 @@ struct Checkpoint {
     pipevm::runtime::InProcessWorld world(1, 1);
     pipevm::runtime::InProcessComm comm(world, 0);
     pipevm::runtime::RankCheckpoint mine;
-    mine.chunks.push_back(
-        {{1.0F, 2.0F, 3.0F}, {0.5F, 0.25F, 0.125F}, {7, {{"m", {0.1F, 0.2F, 0.3F}}}}});
-    mine.epoch_loss = 1.5;
-    mine.epoch_correct = 3;
-    mine.epoch_rows = 4;
-    const auto result = pipevm::runtime::write_checkpoint(comm, directory.string(), {12, 1, 2, 10},
-                                                          {{"schedule", "gpipe"}}, mine);
-    FUZZ_ASSERT(result.committed, "the seed checkpoint is written");
+    for (const pipevm::runtime::LayerSlice& where : kWanted) {
+      pipevm::runtime::SliceState slice{where, {}, {7, {{"m", {}}, {"v", {}}}}};
+      for (std::uint64_t i = where.begin; i < where.end; ++i) {
+        slice.parameters.push_back(static_cast<float>(i) + 0.5F);
+        slice.optimizer.arrays[0].second.push_back(0.25F);
+        slice.optimizer.arrays[1].second.push_back(0.125F);
+      }
+      mine.slices.push_back(std::move(slice));
+    }
+    mine.epoch = {1.5, 3, 4};
+    const auto result = pipevm::runtime::write_checkpoint(
+        comm, directory.string(), {12, 1, 2, 10}, {{{"model.sizes", "3-2"}}, {}}, mine);
     manifest =
         pipevm::runtime::read_whole_file((directory / pipevm::runtime::kManifestName).string());
     const Manifest read = pipevm::runtime::read_manifest(directory.string());
@@ -102,13 +113,26 @@ bool read_manifest(const fs::path& directory, Manifest& manifest) {
   }
 }
 
-bool read_piece(const fs::path& directory, const Manifest& manifest, int rank,
-                pipevm::runtime::RankCheckpoint& piece) {
+bool read_slices(const fs::path& directory, const Manifest& manifest,
+                 std::vector<pipevm::runtime::SliceState>& slices) {
   try {
-    piece = pipevm::runtime::read_piece(directory.string(), manifest, rank);
+    slices = pipevm::runtime::read_slices(directory.string(), manifest, kWanted);
     return true;
   } catch (const CheckpointError&) {
     return false;
+  }
+}
+
+// What an accepted read must give: the floats asked for, each array whole.
+void assert_usable(const std::vector<pipevm::runtime::SliceState>& slices) {
+  FUZZ_ASSERT(slices.size() == kWanted.size(), "one slice per slice asked for");
+  for (std::size_t i = 0; i < slices.size(); ++i) {
+    FUZZ_ASSERT(slices[i].where == kWanted[i] &&
+                    slices[i].parameters.size() == kWanted[i].size(),
+                "an accepted slice holds exactly the floats asked for");
+    for (const auto& [name, values] : slices[i].optimizer.arrays) {
+      FUZZ_ASSERT(values.size() == kWanted[i].size(), "each optimizer array covers the slice");
+    }
   }
 }
 
@@ -127,16 +151,25 @@ void fuzz_manifest(const Checkpoint& real, std::string_view text) {
     for (const fs::path& part : file) {
       FUZZ_ASSERT(part != "..", "an accepted piece file stays inside the checkpoint");
     }
-    pipevm::runtime::RankCheckpoint piece;
-    if (!read_piece(real.directory, manifest, record.rank, piece)) continue;
-    // read_piece reads the last record of that rank: compare with it.
-    const pipevm::runtime::PieceRecord* last = nullptr;
-    for (const auto& other : manifest.pieces) {
-      if (other.rank == record.rank) last = &other;
+    for (const pipevm::runtime::LayerSlice& slice : record.slices) {
+      FUZZ_ASSERT(slice.begin < slice.end, "an accepted slice is not empty");
     }
+  }
+  std::vector<pipevm::runtime::SliceState> slices;
+  if (!read_slices(real.directory, manifest, slices)) return;
+  assert_usable(slices);
+  for (const pipevm::runtime::PieceRecord& record : manifest.pieces) {
+    bool needed = false;
+    for (const auto& held : record.slices) {
+      for (const auto& wanted : kWanted) {
+        needed = needed || (held.layer == wanted.layer && held.begin < wanted.end &&
+                            wanted.begin < held.end);
+      }
+    }
+    if (!needed) continue;
     const std::string bytes =
-        pipevm::runtime::read_whole_file((real.directory / last->file).string());
-    FUZZ_ASSERT(bytes.size() == last->bytes && digest_of(bytes) == last->digest,
+        pipevm::runtime::read_whole_file((real.directory / record.file).string());
+    FUZZ_ASSERT(bytes.size() == record.bytes && digest_of(bytes) == record.digest,
                 "a piece is read only when its size and digest are the manifest's");
   }
 }
@@ -146,9 +179,9 @@ void fuzz_piece(const Checkpoint& real, std::string_view bytes) {
   write_file(real.directory / pipevm::runtime::kManifestName, real.manifest);
   Manifest manifest;
   FUZZ_ASSERT(read_manifest(real.directory, manifest), "the real manifest reads");
-  pipevm::runtime::RankCheckpoint piece;
+  std::vector<pipevm::runtime::SliceState> slices;
   if (bytes != real.piece_bytes) {
-    FUZZ_ASSERT(!read_piece(real.directory, manifest, 0, piece),
+    FUZZ_ASSERT(!read_slices(real.directory, manifest, slices),
                 "a truncated or altered piece is refused");
   }
   // The same bytes recorded by the manifest: the piece's content is checked.
@@ -160,9 +193,8 @@ void fuzz_piece(const Checkpoint& real, std::string_view bytes) {
   json["pieces"][0]["fnv1a64"] = std::string(digest);
   write_file(real.directory / pipevm::runtime::kManifestName, json.dump(2));
   FUZZ_ASSERT(read_manifest(real.directory, manifest), "the rewritten manifest reads");
-  if (!read_piece(real.directory, manifest, 0, piece)) return;
-  // The VM compares every array's size with its model's before using it.
-  FUZZ_ASSERT(piece.chunks.size() <= 1024, "an accepted piece has a plausible chunk count");
+  if (!read_slices(real.directory, manifest, slices)) return;
+  assert_usable(slices);
 }
 
 }  // namespace

@@ -1,18 +1,17 @@
-// Checkpoint pieces (safetensors files), the manifest (JSON) and the
-// world-wide commit (see checkpoint.hpp).
+// Writing a checkpoint's pieces (safetensors files), the manifest (JSON)
+// and the world-wide commit; reading the manifest back (checkpoint.hpp).
+// Reading the slices is checkpoint_slices.cpp's.
 #include "checkpoint.hpp"
 
 #include <algorithm>
 #include <bit>
-#include <charconv>
-#include <cinttypes>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <system_error>
 
+#include "checkpoint_names.hpp"
 #include "digest.hpp"
 #include "json_integer.hpp"
 #include "output_files.hpp"
@@ -22,109 +21,35 @@ namespace pipevm::runtime {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr const char* kManifestFormat = "pipevm checkpoint 1";
-constexpr const char* kPieceFormat = "pipevm checkpoint piece 1";
-constexpr const char* kStepPrefix = "step-";
-
-std::string step_directory(std::int64_t step) {
-  char name[32];
-  std::snprintf(name, sizeof name, "%s%08" PRId64, kStepPrefix, step);
-  return name;
-}
-
-std::string piece_file(std::int64_t step, int rank) {
-  char name[32];
-  std::snprintf(name, sizeof name, "/rank-%04d.safetensors", rank);
-  return step_directory(step) + name;
-}
-
-std::string hex(std::uint64_t value) {
-  char text[17];
-  std::snprintf(text, sizeof text, "%016" PRIx64, value);
-  return text;
-}
-
-std::string chunk_key(std::size_t chunk, const std::string& what) {
-  return "chunk." + std::to_string(chunk) + "." + what;
-}
+using namespace checkpoint_names;
 
 std::string encode_piece(const RankCheckpoint& mine, const CheckpointPosition& position, int rank) {
   std::vector<TensorToWrite> tensors;
-  std::map<std::string, std::string> metadata = {
-      {"format", kPieceFormat},
-      {"rank", std::to_string(rank)},
-      {"step", std::to_string(position.step)},
-      {"chunks", std::to_string(mine.chunks.size())},
-      // The bits of the double, so that the sum continues exactly.
-      {"epoch.loss", std::to_string(std::bit_cast<std::uint64_t>(mine.epoch_loss))},
-      {"epoch.correct", std::to_string(mine.epoch_correct)},
-      {"epoch.rows", std::to_string(mine.epoch_rows)}};
+  std::map<std::string, std::string> metadata = {{"format", kPieceFormat},
+                                                 {"rank", std::to_string(rank)},
+                                                 {"step", std::to_string(position.step)}};
   const auto add = [&tensors](const std::string& name, const std::vector<float>& values) {
     tensors.push_back({name, {static_cast<std::int64_t>(values.size())}, values});
   };
-  for (std::size_t c = 0; c < mine.chunks.size(); ++c) {
-    const RankCheckpoint::Chunk& chunk = mine.chunks[c];
-    add(chunk_key(c, "parameters"), chunk.parameters);
-    add(chunk_key(c, "gradients"), chunk.gradients);
+  for (const SliceState& slice : mine.slices) {
+    const int layer = slice.where.layer;
+    add(layer_key(layer, "parameters"), slice.parameters);
     std::string names;
-    for (const auto& [name, values] : chunk.optimizer.arrays) {
-      add(chunk_key(c, "optimizer." + name), values);
+    for (const auto& [name, values] : slice.optimizer.arrays) {
+      add(layer_key(layer, "optimizer." + name), values);
       names += (names.empty() ? "" : ",") + name;
     }
-    metadata[chunk_key(c, "optimizer.steps")] = std::to_string(chunk.optimizer.steps);
-    metadata[chunk_key(c, "optimizer.arrays")] = names;
+    metadata[layer_key(layer, "begin")] = std::to_string(slice.where.begin);
+    metadata[layer_key(layer, "optimizer.steps")] = std::to_string(slice.optimizer.steps);
+    metadata[layer_key(layer, "optimizer.arrays")] = names;
   }
   return encode_safetensors(tensors, metadata);
 }
 
-template <typename Integer>
-Integer to_integer(const std::string& text, const std::string& what, const std::string& path) {
-  Integer value{};
-  const char* end = text.data() + text.size();
-  const auto [stop, error] = std::from_chars(text.data(), end, value);
-  if (text.empty() || error != std::errc() || stop != end) {
-    throw CheckpointError(path + ": " + what + " is not an integer ('" + text + "')");
-  }
-  return value;
-}
-
-RankCheckpoint decode_piece(const SafetensorsFile& file, const std::string& path) {
-  const auto meta = [&](const std::string& key) -> const std::string& {
-    const auto found = file.metadata.find(key);
-    if (found == file.metadata.end()) {
-      throw CheckpointError(path + ": the piece has no '" + key + "' in its metadata");
-    }
-    return found->second;
-  };
-  const auto tensor = [&](const std::string& name) -> const std::vector<float>& {
-    const auto found = file.tensors.find(name);
-    if (found == file.tensors.end()) throw CheckpointError(path + ": no tensor " + name);
-    return found->second.data;
-  };
-  RankCheckpoint piece;
-  const auto chunks = to_integer<std::size_t>(meta("chunks"), "chunks", path);
-  if (chunks > 1024) throw CheckpointError(path + ": implausible chunk count");
-  for (std::size_t c = 0; c < chunks; ++c) {
-    RankCheckpoint::Chunk chunk;
-    chunk.parameters = tensor(chunk_key(c, "parameters"));
-    chunk.gradients = tensor(chunk_key(c, "gradients"));
-    chunk.optimizer.steps =
-        to_integer<std::int64_t>(meta(chunk_key(c, "optimizer.steps")), "optimizer steps", path);
-    const std::string& names = meta(chunk_key(c, "optimizer.arrays"));
-    for (std::size_t begin = 0; begin < names.size();) {
-      const std::size_t end = std::min(names.find(',', begin), names.size());
-      const std::string name = names.substr(begin, end - begin);
-      chunk.optimizer.arrays.emplace_back(name, tensor(chunk_key(c, "optimizer." + name)));
-      begin = end + 1;
-    }
-    piece.chunks.push_back(std::move(chunk));
-  }
-  piece.epoch_loss =
-      std::bit_cast<double>(to_integer<std::uint64_t>(meta("epoch.loss"), "epoch.loss", path));
-  piece.epoch_correct = to_integer<std::int64_t>(meta("epoch.correct"), "epoch.correct", path);
-  piece.epoch_rows = to_integer<std::int64_t>(meta("epoch.rows"), "epoch.rows", path);
-  return piece;
+nlohmann::json encode_slices(const std::vector<LayerSlice>& slices) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const LayerSlice& slice : slices) list.push_back({slice.layer, slice.begin, slice.end});
+  return list;
 }
 
 std::string encode_manifest(const Manifest& manifest) {
@@ -133,7 +58,15 @@ std::string encode_manifest(const Manifest& manifest) {
     pieces.push_back({{"rank", piece.rank},
                       {"file", piece.file},
                       {"bytes", piece.bytes},
-                      {"fnv1a64", hex(piece.digest)}});
+                      {"fnv1a64", hex(piece.digest)},
+                      {"slices", encode_slices(piece.slices)}});
+  }
+  nlohmann::json sums = nlohmann::json::array();
+  for (const EpochSums& rank : manifest.epoch_sums) {
+    // The bits of the double, so that the sum continues exactly.
+    sums.push_back({{"loss_bits", hex(std::bit_cast<std::uint64_t>(rank.loss))},
+                    {"correct", rank.correct},
+                    {"rows", rank.rows}});
   }
   const CheckpointPosition& at = manifest.position;
   const nlohmann::json json = {{"format", kManifestFormat},
@@ -142,7 +75,9 @@ std::string encode_manifest(const Manifest& manifest) {
                                  {"epoch", at.epoch},
                                  {"step_in_epoch", at.step_in_epoch},
                                  {"steps_per_epoch", at.steps_per_epoch}}},
-                               {"made_for", manifest.made_for},
+                               {"made_for", manifest.run.made_for},
+                               {"layout", manifest.run.layout},
+                               {"epoch_sums", sums},
                                {"pieces", pieces}};
   return json.dump(2) + "\n";
 }
@@ -167,48 +102,97 @@ void remove_uncommitted(const std::string& directory, const Manifest& manifest) 
   }
 }
 
-// What each rank tells world rank 0 after writing its piece.
+// What each rank tells world rank 0 after writing its slices; the slices
+// follow it as (layer, begin, end) triples.
 struct PieceReport {
-  std::uint64_t written = 0;
+  std::uint64_t written = 0;  // 1: the rank did its part (maybe no file)
+  std::uint64_t has_file = 0;
   std::uint64_t bytes = 0;
   std::uint64_t digest = 0;
+  std::uint64_t loss_bits = 0;
+  std::int64_t correct = 0;
+  std::int64_t rows = 0;
 };
+
+std::vector<std::byte> encode_report(const PieceReport& report, const RankCheckpoint& mine) {
+  std::vector<std::uint64_t> slices;
+  for (const SliceState& slice : mine.slices) {
+    slices.insert(slices.end(), {static_cast<std::uint64_t>(slice.where.layer), slice.where.begin,
+                                 slice.where.end});
+  }
+  std::vector<std::byte> bytes(sizeof report + slices.size() * sizeof(std::uint64_t));
+  std::memcpy(bytes.data(), &report, sizeof report);
+  if (!slices.empty()) {
+    std::memcpy(bytes.data() + sizeof report, slices.data(), slices.size() * sizeof(std::uint64_t));
+  }
+  return bytes;
+}
+
+// World rank 0: the manifest from every rank's report, or why it cannot be.
+Manifest collect_reports(const std::vector<std::byte>& gathered,
+                         const std::vector<std::size_t>& counts,
+                         const CheckpointPosition& position, const RunRecord& run,
+                         std::string& failed) {
+  Manifest manifest{position, run, {}, {}};
+  std::size_t at = 0;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    PieceReport report;
+    std::memcpy(&report, gathered.data() + at, sizeof report);
+    std::vector<std::uint64_t> triples((counts[r] - sizeof report) / sizeof(std::uint64_t));
+    if (!triples.empty()) {
+      std::memcpy(triples.data(), gathered.data() + at + sizeof report,
+                  triples.size() * sizeof(std::uint64_t));
+    }
+    at += counts[r];
+    const int rank = static_cast<int>(r);
+    if (report.written == 0) failed += (failed.empty() ? "" : ", ") + std::to_string(rank);
+    manifest.epoch_sums.push_back(
+        {std::bit_cast<double>(report.loss_bits), report.correct, report.rows});
+    if (report.has_file == 0) continue;
+    PieceRecord piece{rank, piece_file(position.step, rank), report.bytes, report.digest, {}};
+    for (std::size_t i = 0; i + 2 < triples.size(); i += 3) {
+      piece.slices.push_back({static_cast<int>(triples[i]), triples[i + 1], triples[i + 2]});
+    }
+    manifest.pieces.push_back(std::move(piece));
+  }
+  return manifest;
+}
 
 }  // namespace
 
 CheckpointResult write_checkpoint(Comm& comm, const std::string& directory,
-                                  const CheckpointPosition& position, const RunIdentity& identity,
+                                  const CheckpointPosition& position, const RunRecord& run,
                                   const RankCheckpoint& mine) {
   const int rank = comm.world_rank();
-  const std::string file = piece_file(position.step, rank);
   PieceReport report;
+  report.loss_bits = std::bit_cast<std::uint64_t>(mine.epoch.loss);
+  report.correct = mine.epoch.correct;
+  report.rows = mine.epoch.rows;
   std::string error;
   try {
-    const std::string bytes = encode_piece(mine, position, rank);
-    const std::string step_path = directory + "/" + step_directory(position.step);
-    std::error_code made;
-    fs::create_directory(step_path, made);
-    if (made) throw FileError("cannot create " + step_path + ": " + made.message());
-    write_file_durably(directory + "/" + file, std::as_bytes(std::span<const char>(bytes)));
-    report = {1, bytes.size(), fnv1a_bytes(std::as_bytes(std::span<const char>(bytes)))};
+    if (!mine.slices.empty()) {
+      const std::string bytes = encode_piece(mine, position, rank);
+      const std::string step_path = directory + "/" + step_directory(position.step);
+      std::error_code made;
+      fs::create_directory(step_path, made);
+      if (made) throw FileError("cannot create " + step_path + ": " + made.message());
+      write_file_durably(directory + "/" + piece_file(position.step, rank),
+                         std::as_bytes(std::span<const char>(bytes)));
+      report.has_file = 1;
+      report.bytes = bytes.size();
+      report.digest = fnv1a_bytes(std::as_bytes(std::span<const char>(bytes)));
+    }
+    report.written = 1;
   } catch (const std::exception& failure) {
     error = failure.what();
   }
 
   std::vector<std::size_t> counts;
-  const std::vector<std::byte> gathered =
-      comm.gather_to_root(std::as_bytes(std::span<const PieceReport>(&report, 1)), counts);
+  const std::vector<std::byte> gathered = comm.gather_to_root(encode_report(report, mine), counts);
   std::string commit_error;
   if (rank == 0) {
-    Manifest manifest{position, identity, {}};
     std::string failed;
-    for (int r = 0; r < comm.world_size(); ++r) {
-      PieceReport piece;
-      std::memcpy(&piece, gathered.data() + static_cast<std::size_t>(r) * sizeof piece,
-                  sizeof piece);
-      if (piece.written == 0) failed += (failed.empty() ? "" : ", ") + std::to_string(r);
-      manifest.pieces.push_back({r, piece_file(position.step, r), piece.bytes, piece.digest});
-    }
+    const Manifest manifest = collect_reports(gathered, counts, position, run, failed);
     if (!failed.empty()) {
       commit_error = "rank(s) " + failed + " could not write their piece";
     } else {
@@ -233,6 +217,59 @@ bool has_checkpoint(const std::string& directory) {
   return fs::exists(fs::path(directory) / kManifestName, error);
 }
 
+namespace {
+
+// The manifest's fields, or CheckpointError naming `path`.
+Manifest decode_manifest(const nlohmann::json& json, const std::string& path) {
+  // A number out of its type's range (1e30 for an int) is refused, not converted.
+  const auto integer = [&]<typename T>(const nlohmann::json& value, const char* what, T) {
+    const std::optional<T> number = json_integer<T>(value);
+    if (!number) throw CheckpointError(path + ": '" + what + "' is not an integer in range");
+    return *number;
+  };
+  Manifest manifest;
+  const nlohmann::json& at = json.at("position");
+  manifest.position = {integer(at.at("step"), "step", std::int64_t{}),
+                       integer(at.at("epoch"), "epoch", int{}),
+                       integer(at.at("step_in_epoch"), "step_in_epoch", int{}),
+                       integer(at.at("steps_per_epoch"), "steps_per_epoch", int{})};
+  manifest.run.made_for = json.at("made_for").get<RunIdentity>();
+  manifest.run.layout = json.at("layout").get<RunIdentity>();
+  for (const nlohmann::json& sums : json.at("epoch_sums")) {
+    const std::string bits = sums.at("loss_bits").get<std::string>();
+    if (bits.size() != 16 || bits.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      throw CheckpointError(path + ": 'loss_bits' is not 16 hexadecimal digits");
+    }
+    manifest.epoch_sums.push_back({std::bit_cast<double>(std::stoull(bits, nullptr, 16)),
+                                   integer(sums.at("correct"), "correct", std::int64_t{}),
+                                   integer(sums.at("rows"), "rows", std::int64_t{})});
+  }
+  for (const nlohmann::json& piece : json.at("pieces")) {
+    const std::string digest = piece.at("fnv1a64").get<std::string>();
+    if (digest.empty() || digest.size() > 16 ||
+        digest.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      throw CheckpointError(path + ": 'fnv1a64' is not a 64-bit hexadecimal digest");
+    }
+    PieceRecord record{integer(piece.at("rank"), "rank", int{}), piece.at("file").get<std::string>(),
+                       integer(piece.at("bytes"), "bytes", std::uint64_t{}),
+                       std::stoull(digest, nullptr, 16), {}};
+    for (const nlohmann::json& slice : piece.at("slices")) {
+      const LayerSlice where{integer(slice.at(0), "slices", int{}),
+                             integer(slice.at(1), "slices", std::uint64_t{}),
+                             integer(slice.at(2), "slices", std::uint64_t{})};
+      if (slice.size() != 3 || where.layer < 0 || where.begin >= where.end) {
+        throw CheckpointError(path + ": a slice of " + record.file +
+                              " is not [layer, begin, end] with begin < end");
+      }
+      record.slices.push_back(where);
+    }
+    manifest.pieces.push_back(std::move(record));
+  }
+  return manifest;
+}
+
+}  // namespace
+
 Manifest read_manifest(const std::string& directory) {
   const std::string path = directory + "/" + kManifestName;
   if (!has_checkpoint(directory)) {
@@ -248,25 +285,19 @@ Manifest read_manifest(const std::string& directory) {
   Manifest manifest;
   try {
     const nlohmann::json json = nlohmann::json::parse(text);
+    if (json.at("format") == kOldManifestFormat) {
+      throw CheckpointError(
+          path + ": a checkpoint in the format '" + kOldManifestFormat +
+          "' (one piece per rank, readable only under the layout that wrote it); this pipevm "
+          "reads '" + kManifestFormat + "' only. There is no converter: finish that run with "
+          "the pipevm that wrote it, under its own layout, or start this run afresh with "
+          "--checkpoint in a new directory");
+    }
     if (json.at("format") != kManifestFormat) {
-      throw CheckpointError(path + ": format '" + json.at("format").dump() + "', expected '" +
+      throw CheckpointError(path + ": format " + json.at("format").dump() + ", expected '" +
                             kManifestFormat + "'");
     }
-    // A number out of its type's range (1e30 for an int) is refused, not converted.
-    const auto integer = [&]<typename T>(const nlohmann::json& object, const char* key, T) {
-      const std::optional<T> number = json_integer<T>(object.at(key));
-      if (!number) throw CheckpointError(path + ": '" + key + "' is not an integer in range");
-      return *number;
-    };
-    const nlohmann::json& at = json.at("position");
-    manifest.position = {integer(at, "step", std::int64_t{}), integer(at, "epoch", int{}),
-                         integer(at, "step_in_epoch", int{}), integer(at, "steps_per_epoch", int{})};
-    manifest.made_for = json.at("made_for").get<RunIdentity>();
-    for (const nlohmann::json& piece : json.at("pieces")) {
-      manifest.pieces.push_back({integer(piece, "rank", int{}), piece.at("file").get<std::string>(),
-                                 integer(piece, "bytes", std::uint64_t{}),
-                                 std::stoull(piece.at("fnv1a64").get<std::string>(), nullptr, 16)});
-    }
+    manifest = decode_manifest(json, path);
   } catch (const CheckpointError&) {
     throw;
   } catch (const std::exception& error) {
@@ -311,50 +342,6 @@ std::string identity_mismatch(const RunIdentity& made_for, const RunIdentity& no
     if (!made_for.contains(key)) differ(key, "none", value);
   }
   return differences.empty() ? "" : "the checkpoint was made for " + differences;
-}
-
-RankCheckpoint read_piece(const std::string& directory, const Manifest& manifest, int rank) {
-  const PieceRecord* record = nullptr;
-  for (const PieceRecord& piece : manifest.pieces) {
-    if (piece.rank == rank) record = &piece;
-  }
-  if (record == nullptr) {
-    throw CheckpointError(directory + "/" + kManifestName + " has no piece for rank " +
-                          std::to_string(rank));
-  }
-  const std::string path = directory + "/" + record->file;
-  std::string bytes;
-  try {
-    bytes = read_whole_file(path);
-  } catch (const FileError& error) {
-    throw CheckpointError(std::string("a piece of the checkpoint is missing: ") + error.what());
-  }
-  if (bytes.size() != record->bytes) {
-    throw CheckpointError(path + " has " + std::to_string(bytes.size()) +
-                          " bytes, the manifest records " + std::to_string(record->bytes) +
-                          ": the piece was truncated or replaced");
-  }
-  const std::uint64_t digest = fnv1a_bytes(std::as_bytes(std::span<const char>(bytes)));
-  if (digest != record->digest) {
-    throw CheckpointError(path + ": its FNV-1a digest " + hex(digest) + " is not the manifest's " +
-                          hex(record->digest) + ": the piece changed after the checkpoint");
-  }
-  SafetensorsFile file;
-  try {
-    file = decode_safetensors(bytes, path);
-  } catch (const std::runtime_error& error) {
-    throw CheckpointError(error.what());
-  }
-  const auto meta = [&](const char* key) {
-    const auto found = file.metadata.find(key);
-    return found == file.metadata.end() ? std::string() : found->second;
-  };
-  if (meta("format") != kPieceFormat || meta("rank") != std::to_string(rank) ||
-      meta("step") != std::to_string(manifest.position.step)) {
-    throw CheckpointError(path + ": not rank " + std::to_string(rank) + "'s piece of step " +
-                          std::to_string(manifest.position.step));
-  }
-  return decode_piece(file, path);
 }
 
 }  // namespace pipevm::runtime

@@ -1,23 +1,29 @@
-// Checkpoints of a training run. Every rank writes its own piece (its
-// chunks' weights, gradients and optimizer state, and its sums over the
-// epoch so far); once every piece is on disk, world rank 0 writes the
-// manifest, which commits them. A checkpoint directory DIR holds
+// Layout-free checkpoints of a training run. The state is kept per model
+// layer, not per rank: each layer's parameters and optimizer state (Adam's
+// moments, SGD's velocity, the step count), cut into slices of the layer's
+// flat floats. A rank writes the slices it is responsible for (one file,
+// none when it has nothing to write); once every rank has written, world
+// rank 0 writes the manifest, which commits them. A checkpoint directory
+// DIR holds
 //
 //   DIR/manifest.json                          the latest complete checkpoint
-//   DIR/step-00000120/rank-0000.safetensors    one piece per world rank
+//   DIR/step-00000120/rank-0000.safetensors    the slices world rank 0 wrote
 //
-// The manifest records where training stands (steps taken, epoch, step in
-// the epoch), what the run is (RunIdentity: schedule, configuration, world,
-// model) and each piece's file, size and FNV-1a digest. Every file is
-// written durably (output_files.hpp). A step directory the manifest does not
-// name is not a checkpoint (a run cut short while writing it): readers never
-// look at it, and the next commit removes it with the older checkpoints.
-// Leaves out: keeping more than the latest checkpoint, writing in the
-// background while training goes on.
+// The manifest records where training stands, what must not change to
+// resume (made_for: model, optimizer, data, global batch, seeds), the
+// layout that wrote it (schedule, stages, dp, chunks, ...: free to change),
+// each rank's sums over the epoch so far, and each file with its size,
+// FNV-1a digest and slices. A reader asks for the slices it needs under its
+// own layout and reads only the files that hold part of them. Every file is
+// written durably (output_files.hpp); a step directory the manifest does not
+// name is a checkpoint cut short, never read and removed at the next commit.
+// Leaves out: which rank writes what (train/), keeping more than the latest
+// checkpoint, writing in the background while training goes on.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -43,36 +49,60 @@ struct CheckpointPosition {
   int steps_per_epoch = 0;  // of the run that wrote it
 };
 
-// One rank's share of a checkpoint.
-struct RankCheckpoint {
-  struct Chunk {
-    std::vector<float> parameters;
-    std::vector<float> gradients;
-    Optimizer::State optimizer;
-  };
-  std::vector<Chunk> chunks;  // in the rank's chunk order
-  // This rank's sums over the epoch's steps taken so far, so that the
-  // epoch's report after a resume is the one an uninterrupted run prints.
-  double epoch_loss = 0.0;
-  std::int64_t epoch_correct = 0;
-  std::int64_t epoch_rows = 0;
+// The floats [begin, end) of model layer `layer`'s flat parameters.
+struct LayerSlice {
+  int layer = 0;
+  std::uint64_t begin = 0;
+  std::uint64_t end = 0;
+  std::uint64_t size() const { return end - begin; }
+  bool operator==(const LayerSlice&) const = default;
 };
 
-// What a run is, key by key ("schedule", "model.sizes", "world.dp", ...): a
-// checkpoint resumes only a run whose identity is the one it was made for.
+// A slice's parameters and optimizer state (its arrays over the slice's
+// floats, and the optimizer's step count).
+struct SliceState {
+  LayerSlice where;
+  std::vector<float> parameters;
+  Optimizer::State optimizer;
+};
+
+// A rank's sums over the steps of the current epoch taken so far, so that
+// the epoch's report after a resume is the one an uninterrupted run prints.
+struct EpochSums {
+  double loss = 0.0;
+  std::int64_t correct = 0;
+  std::int64_t rows = 0;
+};
+
+// One rank's share of a checkpoint.
+struct RankCheckpoint {
+  std::vector<SliceState> slices;  // what this rank writes: possibly none
+  EpochSums epoch;
+};
+
+// Key by key ("model.sizes", "training.lr", "schedule", "world.dp", ...).
 using RunIdentity = std::map<std::string, std::string>;
+
+// What a checkpoint records about its run: `made_for` must be the resuming
+// run's too; `layout` says how the run was laid out, and may change.
+struct RunRecord {
+  RunIdentity made_for;
+  RunIdentity layout;
+};
 
 struct PieceRecord {
   int rank = 0;
   std::string file;  // relative to the checkpoint directory
   std::uint64_t bytes = 0;
-  std::uint64_t digest = 0;  // FNV-1a 64 of the file's bytes
+  std::uint64_t digest = 0;        // FNV-1a 64 of the file's bytes
+  std::vector<LayerSlice> slices;  // what the file holds
 };
 
 struct Manifest {
   CheckpointPosition position;
-  RunIdentity made_for;
-  std::vector<PieceRecord> pieces;  // one per world rank, in rank order
+  RunRecord run;
+  std::vector<EpochSums> epoch_sums;  // per world rank of the run that wrote it
+  std::vector<PieceRecord> pieces;    // in rank order; ranks that wrote nothing have none
 };
 
 struct CheckpointResult {
@@ -82,28 +112,33 @@ struct CheckpointResult {
 };
 
 // World-wide: every rank calls it after the same step. Writes this rank's
-// piece under `directory` (which must exist), then world rank 0 commits the
-// manifest once every rank's piece is on disk and removes every other step
+// slices under `directory` (which must exist), then world rank 0 commits the
+// manifest once every rank has written and removes every other step
 // directory. When nothing is committed, the previous checkpoint stays the
 // latest. Never throws: a rank that failed still takes part, so that no
 // rank waits for it.
 CheckpointResult write_checkpoint(Comm& comm, const std::string& directory,
-                                  const CheckpointPosition& position, const RunIdentity& identity,
+                                  const CheckpointPosition& position, const RunRecord& run,
                                   const RankCheckpoint& mine);
 
 // Whether `directory` holds a committed checkpoint (a manifest).
 bool has_checkpoint(const std::string& directory);
 
 // The committed manifest of `directory`. Throws CheckpointError when there
-// is none or it is malformed.
+// is none, it is malformed, or of another format (today's "pipevm
+// checkpoint 1" is refused with how to go on from it).
 Manifest read_manifest(const std::string& directory);
 
 // Empty when `now` is the run `made_for` describes; else a message naming
 // every key whose value differs.
 std::string identity_mismatch(const RunIdentity& made_for, const RunIdentity& now);
 
-// World rank `rank`'s piece of the manifest's checkpoint, once its size,
-// digest, rank and step match the manifest. Throws CheckpointError.
-RankCheckpoint read_piece(const std::string& directory, const Manifest& manifest, int rank);
+// The state of each of the `wanted` slices, in their order, assembled from
+// the files of the manifest's checkpoint that hold part of them (and only
+// those are read), once each file's size, digest, rank and step match the
+// manifest. Throws CheckpointError, also when a wanted float is missing or
+// held twice, or the files disagree about the optimizer.
+std::vector<SliceState> read_slices(const std::string& directory, const Manifest& manifest,
+                                    std::span<const LayerSlice> wanted);
 
 }  // namespace pipevm::runtime

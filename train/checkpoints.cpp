@@ -1,8 +1,8 @@
-// A run's identity, resuming from a checkpoint and the checkpoint schedule
-// (checkpoints.hpp).
+// A run's record, resuming from a checkpoint under any layout and the
+// checkpoint schedule (checkpoints.hpp).
 #include "checkpoints.hpp"
 
-#include <charconv>
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 
@@ -29,87 +29,88 @@ std::string split_key(const std::vector<runtime::LayerRange>& split) {
   return key;
 }
 
-}  // namespace
-
-std::vector<runtime::LayerRange> recorded_split(const std::string& directory, int layers) {
-  const runtime::Manifest manifest = runtime::read_manifest(directory);
-  const auto found = manifest.made_for.find("model.split");
-  const std::string key = found == manifest.made_for.end() ? "" : found->second;
-  std::vector<runtime::LayerRange> split;
-  const char* at = key.data();
-  const char* const end = key.data() + key.size();
-  // Pieces must be contiguous, cover every layer and be written as split_key writes them.
-  while (at < end) {
-    runtime::LayerRange piece;
-    int last = -1;
-    auto parsed = std::from_chars(at, end, piece.begin);
-    if (parsed.ec == std::errc{} && parsed.ptr < end && *parsed.ptr == '-') {
-      parsed = std::from_chars(parsed.ptr + 1, end, last);
-    } else {
-      parsed.ec = std::errc::invalid_argument;
-    }
-    piece.end = last + 1;
-    const int expected_begin = split.empty() ? 0 : split.back().end;
-    if (parsed.ec != std::errc{} || piece.begin != expected_begin || piece.end <= piece.begin ||
-        (parsed.ptr < end && *parsed.ptr != '|')) {
-      split.clear();
-      break;
-    }
-    split.push_back(piece);
-    at = parsed.ptr < end ? parsed.ptr + 1 : end;
-  }
-  if (split.empty() || split.back().end != layers) {
-    throw runtime::CheckpointError(
-        "--resume " + directory + ": the manifest does not say how the model of " +
-        std::to_string(layers) + " layers was cut (model.split '" + key + "')");
-  }
-  return split;
+std::string value_of(const runtime::RunIdentity& identity, const std::string& key) {
+  const auto found = identity.find(key);
+  return found == identity.end() ? "?" : found->second;
 }
 
-runtime::RunIdentity run_identity(const config::RunConfig& config, const Program& program,
-                                  const std::vector<runtime::LayerRange>& split) {
+}  // namespace
+
+runtime::RunRecord run_record(const config::RunConfig& config, const Program& program,
+                              const std::vector<runtime::LayerRange>& split,
+                              const std::vector<std::string>& hosts) {
   std::uint64_t digest = runtime::kFnv1aBasis;
   for (int rank = 0; rank < program.ranks(); ++rank) {
     const std::string text = disassemble_rank(program, rank);
     digest = runtime::fnv1a_bytes(std::as_bytes(std::span<const char>(text)), digest);
   }
-  const std::string sizes = runtime::describe(config.model);
+  std::vector<std::string> distinct = hosts;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
   const runtime::OptimizerConfig& optimizer = config.optimizer;
-  runtime::RunIdentity identity = {{"schedule", program.name},
-                                   {"schedule.program_fnv1a64", hex(digest)},
-                                   {"world.ranks", std::to_string(program.config.ranks())},
-                                   {"world.stages", std::to_string(program.config.stages)},
-                                   {"world.dp", std::to_string(program.config.dp)},
-                                   {"world.chunks", std::to_string(program.config.chunks)},
-                                   {"world.placement", std::string(name(program.placement))},
-                                   {"model.sizes", sizes},
-                                   {"model.loss", std::string(runtime::name(config.model.loss))},
-                                   {"model.seed", std::to_string(config.model.seed)},
-                                   {"model.split", split_key(split)},
-                                   {"data.source", config.data},
-                                   {"training.batch_size", std::to_string(config.batch_size)},
-                                   {"training.micro_batches", std::to_string(config.micro_batches)},
-                                   {"training.seed", std::to_string(config.seed)},
-                                   {"training.optimizer", optimizer.kind},
-                                   {"training.lr", shortest_text(optimizer.lr)},
-                                   {"training.momentum", shortest_text(optimizer.momentum)},
-                                   {"training.beta1", shortest_text(optimizer.beta1)},
-                                   {"training.beta2", shortest_text(optimizer.beta2)},
-                                   {"training.eps", shortest_text(optimizer.eps)}};
+  runtime::RunRecord record;
+  record.made_for = {{"model.sizes", runtime::describe(config.model)},
+                     {"model.loss", std::string(runtime::name(config.model.loss))},
+                     {"model.seed", std::to_string(config.model.seed)},
+                     {"data.source", config.data},
+                     {"training.batch_size", std::to_string(config.batch_size)},
+                     {"training.seed", std::to_string(config.seed)},
+                     {"training.optimizer", optimizer.kind},
+                     {"training.lr", shortest_text(optimizer.lr)},
+                     {"training.momentum", shortest_text(optimizer.momentum)},
+                     {"training.beta1", shortest_text(optimizer.beta1)},
+                     {"training.beta2", shortest_text(optimizer.beta2)},
+                     {"training.eps", shortest_text(optimizer.eps)}};
   if (config.data == "synthetic") {
-    identity["data.synthetic_train"] = std::to_string(config.synthetic_train);
-    identity["data.synthetic_test"] = std::to_string(config.synthetic_test);
+    record.made_for["data.synthetic_train"] = std::to_string(config.synthetic_train);
+    record.made_for["data.synthetic_test"] = std::to_string(config.synthetic_test);
   }
-  return identity;
+  record.layout = {{"schedule", program.name},
+                   {"schedule.program_fnv1a64", hex(digest)},
+                   {"world.ranks", std::to_string(program.config.ranks())},
+                   {"world.stages", std::to_string(program.config.stages)},
+                   {"world.dp", std::to_string(program.config.dp)},
+                   {"world.chunks", std::to_string(program.config.chunks)},
+                   {"world.placement", std::string(name(program.placement))},
+                   {"world.hosts", std::to_string(std::max<std::size_t>(1, distinct.size()))},
+                   {"model.split", split_key(split)},
+                   {"training.micro_batches", std::to_string(program.config.micro_batches)}};
+  return record;
 }
 
-Resumed read_resume(const std::string& directory, const runtime::RunIdentity& identity, int rank) {
-  const runtime::Manifest manifest = runtime::read_manifest(directory);
-  const std::string mismatch = runtime::identity_mismatch(manifest.made_for, identity);
+std::string describe_layout(const runtime::RunIdentity& layout) {
+  const std::string chunks = value_of(layout, "world.chunks");
+  const std::string hosts = value_of(layout, "world.hosts");
+  return value_of(layout, "schedule") + " x " + value_of(layout, "world.stages") +
+         " stages" + (chunks == "1" ? "" : " x " + chunks + " chunks") + " x dp " +
+         value_of(layout, "world.dp") + (hosts == "1" ? "" : " on " + hosts + " hosts");
+}
+
+runtime::Manifest read_resume(const std::string& directory, const runtime::RunIdentity& now) {
+  runtime::Manifest manifest = runtime::read_manifest(directory);
+  const std::string mismatch = runtime::identity_mismatch(manifest.run.made_for, now);
   if (!mismatch.empty()) {
     throw runtime::CheckpointError("--resume " + directory + ": " + mismatch);
   }
-  return {manifest.position, runtime::read_piece(directory, manifest, rank)};
+  return manifest;
+}
+
+Resumed read_rank_state(const std::string& directory, const runtime::Manifest& manifest,
+                        const Trainer& trainer, int rank, int world) {
+  Resumed resumed;
+  const std::vector<runtime::LayerSlice> wanted = trainer.resume_slices();
+  resumed.slices = runtime::read_slices(directory, manifest, wanted);
+  const std::vector<runtime::EpochSums>& sums = manifest.epoch_sums;
+  if (static_cast<int>(sums.size()) == world) {
+    resumed.sums = sums[static_cast<std::size_t>(rank)];
+  } else if (rank == 0) {
+    for (const runtime::EpochSums& other : sums) {
+      resumed.sums.loss += other.loss;
+      resumed.sums.correct += other.correct;
+      resumed.sums.rows += other.rows;
+    }
+  }
+  return resumed;
 }
 
 void Checkpoints::after_step(Trainer& trainer, runtime::Comm& comm, int done, int total) {
@@ -126,7 +127,7 @@ void Checkpoints::after_epoch(Trainer& trainer, runtime::Comm& comm) {
 void Checkpoints::write(Trainer& trainer, runtime::Comm& comm) {
   const runtime::CheckpointPosition position = trainer.position();
   const runtime::CheckpointResult result =
-      runtime::write_checkpoint(comm, directory_, position, identity_, trainer.checkpoint());
+      runtime::write_checkpoint(comm, directory_, position, record_, trainer.checkpoint());
   if (result.committed) latest_ = position;
   if (!result.error.empty()) {
     log_.warning(

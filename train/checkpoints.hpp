@@ -1,8 +1,7 @@
-// Checkpoints of a run: what a run is (its identity, which a checkpoint
-// must match to be resumed), where its model was cut, reading this rank's
-// piece to resume from, and writing one every epoch or every N steps.
-// resume_or_init (resume_steps.cpp) is where a run resumes; a run under
-// another layout would read its pieces here. Not here: the files' format
+// Checkpoints of a run: what a run is (what a checkpoint must match to be
+// resumed, and the layout, which may change), reading what this rank needs
+// to resume from, and writing one every epoch or every N steps.
+// resume_or_init (resume_steps.cpp) is where a run resumes. Not here: the files' format
 // (runtime/checkpoint.hpp), checking the directory is writable
 // (run_outputs.hpp).
 #pragma once
@@ -21,25 +20,32 @@
 
 namespace pipevm::train {
 
-// What a run is, for the manifest: the schedule (name, digest of every
-// rank's program), the world, the model and the training configuration, but
-// not the epoch count (a resumed run may train longer).
-runtime::RunIdentity run_identity(const config::RunConfig& config, const Program& program,
-                                  const std::vector<runtime::LayerRange>& split);
+// What a run is, for the manifest: what must not change to resume it
+// (made_for: the model, optimizer, data, global batch and seeds) and how it
+// is laid out (layout: the schedule and the digest of every rank's program,
+// stages, dp, chunks, placement, micro-batches, the cut of the model and the
+// number of hosts), which a resumed run may change. Not the epoch count (a
+// resumed run may train longer).
+runtime::RunRecord run_record(const config::RunConfig& config, const Program& program,
+                              const std::vector<runtime::LayerRange>& split,
+                              const std::vector<std::string>& hosts);
 
-// The cut of the model recorded in the checkpoint in `directory`
-// ("model.split"): a resumed run must cut the model where the interrupted one
-// did, since its pieces hold those layers, and a fresh measurement of the
-// layers' costs may cut elsewhere. Throws runtime::CheckpointError.
-std::vector<runtime::LayerRange> recorded_split(const std::string& directory, int layers);
+// "1f1b x 2 stages x dp 1" (with "x 2 chunks" where ranks hold several).
+std::string describe_layout(const runtime::RunIdentity& layout);
 
+// The checkpoint in `directory`, once the run it was made for is `now`'s.
+// Throws runtime::CheckpointError with a message for users.
+runtime::Manifest read_resume(const std::string& directory, const runtime::RunIdentity& now);
+
+// What a resumed rank needs: the slices its trainer holds, read from the
+// checkpoint, and its sums over the epoch so far (its own when the world
+// has the checkpoint's size, else the world's total on rank 0).
 struct Resumed {
-  runtime::CheckpointPosition position;
-  runtime::RankCheckpoint piece;
+  std::vector<runtime::SliceState> slices;
+  runtime::EpochSums sums;
 };
-// World rank `rank`'s piece of the checkpoint in `directory`, made for a run
-// of `identity`. Throws runtime::CheckpointError with a message for users.
-Resumed read_resume(const std::string& directory, const runtime::RunIdentity& identity, int rank);
+Resumed read_rank_state(const std::string& directory, const runtime::Manifest& manifest,
+                        const Trainer& trainer, int rank, int world);
 
 // Writes the checkpoints of a run when they are due: after every epoch, or
 // after every `every_steps` steps (counted from the run's first step, across
@@ -47,11 +53,11 @@ Resumed read_resume(const std::string& directory, const runtime::RunIdentity& id
 // on and the previous checkpoint stays the latest.
 class Checkpoints {
  public:
-  Checkpoints(std::string directory, int every_steps, runtime::RunIdentity identity,
+  Checkpoints(std::string directory, int every_steps, runtime::RunRecord record,
               const RunLog& log)
       : directory_(std::move(directory)),
         every_steps_(every_steps),
-        identity_(std::move(identity)),
+        record_(std::move(record)),
         log_(log) {}
 
   // World-wide, after each step of an epoch (`done` of `total`).
@@ -68,7 +74,7 @@ class Checkpoints {
 
   std::string directory_;
   int every_steps_;
-  runtime::RunIdentity identity_;
+  runtime::RunRecord record_;
   const RunLog& log_;
   std::optional<runtime::CheckpointPosition> latest_;
 };

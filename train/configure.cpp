@@ -67,7 +67,11 @@ Stop load_config(RunState& run) {
     return run.everyone_fails(
         kExitUsage, "the batch size " + std::to_string(config.batch_size) +
                         " is not divisible by dp x micro-batches = " + std::to_string(config.dp) +
-                        " x " + std::to_string(config.micro_batches));
+                        " x " + std::to_string(config.micro_batches) +
+                        (run.request.resume.empty()
+                             ? ""
+                             : " (--resume keeps the checkpoint's global batch: choose dp and "
+                               "micro-batches whose product divides it)"));
   }
   run.shape = Config{run.stages, config.micro_batches, config.chunks, config.dp};
   return std::nullopt;

@@ -28,7 +28,7 @@ void print_header(const RunState& run) {
       run.data->test.samples);
   std::fprintf(out, "pipevm run: GEMMs on %s; %s\n",
                runtime::products_backend(config.model).c_str(),
-               describe_split(run.split, run.layer_costs, !run.request.resume.empty()).c_str());
+               describe_split(run.split, run.layer_costs).c_str());
   for (const std::string& line : run.placement.lines) std::fprintf(out, "%s\n", line.c_str());
   for (const std::string& warning : run.placement.warnings) {
     run.log.warning(warning + " [" + std::string(code(DiagnosticKind::SharedCpu)) + "]");
@@ -39,9 +39,11 @@ void print_header(const RunState& run) {
                                  : "after every epoch";
     std::fprintf(out, "checkpoints into %s %s\n", config.checkpoint.c_str(), when.c_str());
   }
-  if (!run.request.resume.empty()) {
-    std::fprintf(out, "resumed from %s at %s\n", run.request.resume.c_str(),
-                 describe(run.trainer->position()).c_str());
+  if (run.resumed_from) {
+    std::fprintf(out, "resumed from %s: %s at %s; now %s\n", run.request.resume.c_str(),
+                 describe_layout(run.resumed_from->run.layout).c_str(),
+                 describe(run.trainer->position()).c_str(),
+                 describe_layout(run.record.layout).c_str());
   }
   std::fflush(out);
 }

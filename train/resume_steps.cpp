@@ -1,5 +1,5 @@
-// The steps of a run that make its trainer (steps.hpp): this rank's piece
-// of the checkpoint read when resuming, the data loaded, the communicator
+// The steps of a run that make its trainer (steps.hpp): the checkpoint's
+// manifest read when resuming, the data loaded, the communicator
 // and the trainer made, from the checkpoint's state when resuming.
 // resume_or_init is where a run continues from a checkpoint.
 #include <stdexcept>
@@ -40,13 +40,14 @@ runtime::DataSplit load_data(const config::RunConfig& config, runtime::DataParts
 
 }  // namespace
 
-// Resuming: every rank reads and checks its piece before the data loads.
+// Resuming: every rank reads and checks the manifest before the data loads
+// (the slices it needs are read once its trainer says which they are).
 Stop read_checkpoint(RunState& run) {
-  run.identity = run_identity(run.config, *run.program, run.split);
+  run.record = run_record(run.config, *run.program, run.split, run.placement.hosts);
   if (run.request.resume.empty()) return std::nullopt;
   std::string resume_error;
   try {
-    run.resumed = read_resume(run.request.resume, run.identity, run.world_rank);
+    run.resumed_from = read_resume(run.request.resume, run.record.made_for);
   } catch (const runtime::CheckpointError& error) {
     resume_error = error.what();
   }
@@ -74,7 +75,8 @@ Stop load_rank_data(RunState& run) {
 }
 
 // The communicator and the trainer, from the checkpoint's state when
-// resuming, and the checkpoints to write.
+// resuming (the slices of the layers this rank holds, whatever layout
+// wrote them), and the checkpoints to write.
 Stop resume_or_init(RunState& run) {
   const config::RunConfig& config = run.config;
   runtime::tune_eigen_for_one_core();
@@ -98,10 +100,14 @@ Stop resume_or_init(RunState& run) {
   } catch (const std::exception& error) {
     return run.everyone_fails(kExitUsage, error.what());
   }
-  if (run.resumed) {
+  if (run.resumed_from) {
     std::string resume_error;
     try {
-      run.trainer->resume(run.resumed->piece, run.resumed->position);
+      const Resumed mine = read_rank_state(run.request.resume, *run.resumed_from, *run.trainer,
+                                           run.world_rank, run.comm->world_size());
+      run.trainer->resume(mine.slices, run.resumed_from->position, mine.sums);
+    } catch (const runtime::CheckpointError& error) {
+      resume_error = error.what();
     } catch (const std::invalid_argument& error) {
       resume_error = "--resume " + run.request.resume + ": " + error.what();
     }
@@ -109,10 +115,15 @@ Stop resume_or_init(RunState& run) {
                run.log)) {
       return kExitUsage;
     }
-    run.resumed.reset();  // the piece's copy of the weights is no longer needed
+  }
+  if (!config.checkpoint.empty() && run.program->topology) {
+    return run.everyone_fails(kExitUsage,
+                              "--checkpoint " + config.checkpoint +
+                                  ": a gossip schedule's replicas hold different weights, which "
+                                  "a checkpoint (one copy of each layer) cannot keep");
   }
   if (!config.checkpoint.empty()) {
-    run.checkpoints.emplace(config.checkpoint, config.checkpoint_every, run.identity, run.log);
+    run.checkpoints.emplace(config.checkpoint, config.checkpoint_every, run.record, run.log);
   }
   return std::nullopt;
 }

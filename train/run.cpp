@@ -9,9 +9,10 @@
 //                       cut_model                the layers of each piece (measured or flops)
 //                       check_schedule           the checker's proof: a failing schedule
 //                                                never starts
-//   resume_steps.cpp    read_checkpoint          this rank's piece, when resuming
+//   resume_steps.cpp    read_checkpoint          the manifest, when resuming
 //                       load_rank_data           only what this rank reads
-//                       resume_or_init           the communicator and the trainer
+//                       resume_or_init           the communicator and the trainer, from the
+//                                                checkpoint's slices when resuming
 //   epoch_steps.cpp     print_header, start_recording, train_epochs, write_recordings,
 //                       finish_model
 //

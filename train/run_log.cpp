@@ -54,7 +54,7 @@ void ProgressBar::clear() {
 }
 
 std::string describe_split(const std::vector<LayerRange>& split,
-                           const std::vector<double>& layer_costs, bool resumed) {
+                           const std::vector<double>& layer_costs) {
   std::string layers = "layers ";
   std::string shares;
   double total = 0.0;
@@ -72,7 +72,6 @@ std::string describe_split(const std::vector<LayerRange>& split,
     }
   }
   if (split.size() == 1) return "one piece";
-  if (resumed) return layers + ", as in the checkpoint";
   return layers + (total > 0.0 ? ", split by measured time " + shares : ", split by multiply-adds");
 }
 

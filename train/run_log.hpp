@@ -53,9 +53,8 @@ class ProgressBar {
   int drawn_ = -1;
 };
 
-// "layers 0-1 | 2-6, split by measured time 48% | 52%" (or by multiply-adds,
-// or as the checkpoint a run resumes from was).
+// "layers 0-1 | 2-6, split by measured time 48% | 52%" (or by multiply-adds).
 std::string describe_split(const std::vector<LayerRange>& split,
-                           const std::vector<double>& layer_costs, bool resumed);
+                           const std::vector<double>& layer_costs);
 
 }  // namespace pipevm::train

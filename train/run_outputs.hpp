@@ -19,8 +19,8 @@ struct RunOutputs {
   std::string save;        // written by world rank 0
   std::string trace;       // written by world rank 0
   std::string profile;     // written by world rank 0
-  std::string checkpoint;  // every rank writes its piece there
-  std::string resume;      // every rank reads its piece there
+  std::string checkpoint;  // every rank writes its slices there
+  std::string resume;      // every rank reads the slices it needs there
   std::string report;      // written by world rank 0
 };
 

@@ -38,27 +38,13 @@ Stop compile_schedule(RunState& run) {
 }
 
 // Where the model is cut: by each layer's time measured on rank 0 (every
-// rank must cut it alike), or by multiply-adds; a resumed run where its
-// checkpoint's run did. Every layer computes the same bits whatever the
-// cut, so the trained weights do not depend on it. The schedule is
+// rank must cut it alike), or by multiply-adds; a resumed run too (its
+// checkpoint holds layers, not pieces). Every layer computes the same bits
+// whatever the cut, so the trained weights do not depend on it. The schedule is
 // compiled again when its `layer L` operands named another cut.
 Stop cut_model(RunState& run) {
   const config::RunConfig& config = run.config;
   const int layers = runtime::layer_count(config.model.sizes);
-  if (!run.request.resume.empty()) {
-    std::string resume_error;
-    try {
-      run.split = recorded_split(run.request.resume, layers);
-      if (static_cast<int>(run.split.size()) != run.pieces) {
-        resume_error = "--resume " + run.request.resume + ": the checkpoint's model is cut into " +
-                       std::to_string(run.split.size()) + " pieces, this schedule needs " +
-                       std::to_string(run.pieces);
-      }
-    } catch (const runtime::CheckpointError& error) {
-      resume_error = error.what();
-    }
-    if (!run.session_agrees(resume_error)) return kExitUsage;
-  }
   if (run.split.empty() && run.pieces > 1 && run.request.split == "measured") {
     run.layer_costs.assign(static_cast<std::size_t>(layers), 0.0);
     if (run.root) {

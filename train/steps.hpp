@@ -61,8 +61,8 @@ struct RunState {
   int pieces = 1;
   std::vector<LayerRange> split;
   std::vector<double> layer_costs;
-  runtime::RunIdentity identity;
-  std::optional<Resumed> resumed;
+  runtime::RunRecord record;
+  std::optional<runtime::Manifest> resumed_from;  // the checkpoint, when resuming
   std::unique_ptr<runtime::DataSplit> data;
   std::unique_ptr<runtime::MpiComm> comm;
   std::unique_ptr<Trainer> trainer;

@@ -174,53 +174,96 @@ runtime::CheckpointPosition Trainer::position() const {
 }
 
 runtime::RankCheckpoint Trainer::checkpoint() {
-  runtime::RankCheckpoint piece;
-  for (std::size_t c = 0; c < machine_.chunk_count(); ++c) {
-    piece.chunks.push_back({machine_.whole_parameters(c), machine_.piece(c).gradients(),
-                            machine_.optimizer(c).state()});
+  if (program_.topology) {
+    throw std::logic_error("a gossip run's replicas hold different weights: no checkpoint");
   }
-  piece.epoch_loss = sums_.loss;
-  piece.epoch_correct = sums_.correct;
-  piece.epoch_rows = sums_.rows;
-  return piece;
+  runtime::RankCheckpoint mine;
+  const auto members = static_cast<std::size_t>(program_.config.dp);
+  const auto replica = static_cast<std::size_t>(machine_.dp_rank());
+  for (std::size_t c = 0; c < machine_.chunk_count(); ++c) {
+    if (machine_.position(c).lane != 0) continue;
+    const runtime::Optimizer::State state = machine_.optimizer(c).state();
+    for (const Machine::HeldLayer& held : machine_.held_layers(c)) {
+      const std::size_t size =
+          runtime::parameter_count(options_.machine.model, {held.layer, held.layer + 1});
+      const std::size_t per = (size + members - 1) / members;
+      const std::size_t begin = std::max(std::min(size, per * replica), held.offset);
+      const std::size_t end = std::min({size, per * replica + per, held.offset + held.count});
+      if (begin >= end) continue;
+      const std::size_t from = begin - held.offset;
+      const std::span<const float> params =
+          machine_.held_parameters(c, held.layer).subspan(from, end - begin);
+      runtime::SliceState slice{{held.layer, begin, end}, {params.begin(), params.end()}, {}};
+      slice.optimizer.steps = state.steps;
+      for (const auto& [name, values] : state.arrays) {
+        const auto first = values.begin() + static_cast<std::ptrdiff_t>(held.state_offset + from);
+        slice.optimizer.arrays.emplace_back(
+            name, std::vector<float>(first, first + static_cast<std::ptrdiff_t>(end - begin)));
+      }
+      mine.slices.push_back(std::move(slice));
+    }
+  }
+  mine.epoch = {sums_.loss, sums_.correct, sums_.rows};
+  return mine;
 }
 
-void Trainer::resume(const runtime::RankCheckpoint& piece,
-                     const runtime::CheckpointPosition& position) {
+std::vector<runtime::LayerSlice> Trainer::resume_slices() const {
+  std::vector<runtime::LayerSlice> wanted;
+  for (std::size_t c = 0; c < machine_.chunk_count(); ++c) {
+    for (const Machine::HeldLayer& held : machine_.held_layers(c)) {
+      if (held.count > 0) wanted.push_back({held.layer, held.offset, held.offset + held.count});
+    }
+  }
+  return wanted;
+}
+
+void Trainer::resume(std::span<const runtime::SliceState> slices,
+                     const runtime::CheckpointPosition& position, const runtime::EpochSums& sums) {
   if (position.steps_per_epoch != steps_per_epoch_) {
     throw std::invalid_argument(
         "the checkpoint was made with " + std::to_string(position.steps_per_epoch) +
         " steps per epoch, this run has " + std::to_string(steps_per_epoch_) +
         " (is the data set another one?)");
   }
-  if (piece.chunks.size() != machine_.chunk_count()) {
-    throw std::invalid_argument("the checkpoint's piece holds " +
-                                std::to_string(piece.chunks.size()) + " chunk(s), this rank " +
-                                std::to_string(machine_.chunk_count()));
+  const std::vector<runtime::LayerSlice> wanted = resume_slices();
+  if (slices.size() != wanted.size()) {
+    throw std::invalid_argument("the checkpoint gives " + std::to_string(slices.size()) +
+                                " slices of layers, this rank holds " +
+                                std::to_string(wanted.size()));
   }
+  std::size_t next = 0;
   for (std::size_t c = 0; c < machine_.chunk_count(); ++c) {
-    const runtime::Piece& chunk = machine_.piece(c);
-    const runtime::RankCheckpoint::Chunk& saved = piece.chunks[c];
-    const runtime::LayerRange layers = chunk.layers();
-    const std::size_t whole = runtime::parameter_count(chunk.config(), layers);
-    if (saved.parameters.size() != whole || saved.gradients.size() != whole) {
-      throw std::invalid_argument("chunk " + std::to_string(c) + " of the checkpoint holds " +
-                                  std::to_string(saved.parameters.size()) +
-                                  " parameters, this rank's " + std::to_string(whole));
+    runtime::Optimizer::State state = machine_.optimizer(c).state();
+    for (const Machine::HeldLayer& held : machine_.held_layers(c)) {
+      if (held.count == 0) continue;
+      const runtime::SliceState& slice = slices[next++];
+      if (slice.where != wanted[next - 1] || slice.parameters.size() != held.count ||
+          slice.optimizer.arrays.size() != state.arrays.size()) {
+        throw std::invalid_argument("the checkpoint's slice of layer " +
+                                    std::to_string(slice.where.layer) +
+                                    " is not what this rank holds of it");
+      }
+      const std::span<float> params = machine_.held_parameters(c, held.layer);
+      std::copy(slice.parameters.begin(), slice.parameters.end(), params.begin());
+      state.steps = slice.optimizer.steps;
+      for (std::size_t a = 0; a < state.arrays.size(); ++a) {
+        const auto& [name, values] = slice.optimizer.arrays[a];
+        if (name != state.arrays[a].first || values.size() != held.count) {
+          throw std::invalid_argument("the checkpoint's optimizer state of layer " +
+                                      std::to_string(held.layer) + " is not " +
+                                      options_.machine.optimizer.kind + "'s");
+        }
+        std::copy(values.begin(), values.end(),
+                  state.arrays[a].second.begin() + static_cast<std::ptrdiff_t>(held.state_offset));
+      }
     }
-  }
-  // Between steps the gradients are gone (the step frees them): only the
-  // parameters and the optimizer state come back.
-  for (std::size_t c = 0; c < machine_.chunk_count(); ++c) {
-    const runtime::RankCheckpoint::Chunk& saved = piece.chunks[c];
-    machine_.optimizer(c).restore(saved.optimizer);
-    machine_.set_parameters(c, saved.parameters);
+    machine_.optimizer(c).restore(state);
   }
   epoch_ = position.epoch;
   step_ = position.step_in_epoch;
-  sums_.loss = piece.epoch_loss;
-  sums_.correct = static_cast<int>(piece.epoch_correct);
-  sums_.rows = static_cast<int>(piece.epoch_rows);
+  sums_.loss = sums.loss;
+  sums_.correct = static_cast<int>(sums.correct);
+  sums_.rows = static_cast<int>(sums.rows);
 }
 
 std::uint64_t Trainer::local_digest() {

@@ -9,8 +9,8 @@
 // compared by a digest of their parameters.
 //
 // A Trainer knows where training stands (position()) and gives or takes
-// this rank's share of a checkpoint (runtime/checkpoint.hpp): weights,
-// gradients, optimizer state and the epoch's sums so far. The data position
+// this rank's share of a layout-free checkpoint (runtime/checkpoint.hpp):
+// slices of layers' weights and optimizer state, and the epoch's sums so far. The data position
 // is (epoch, step): the Batcher draws each epoch's order from the seed and
 // the epoch alone, so no generator state needs keeping.
 // Not here: configuration files, printing, MPI start-up (run.hpp and its steps).
@@ -72,13 +72,22 @@ class Trainer {
 
   // Where training stands between two steps.
   runtime::CheckpointPosition position() const;
-  // This rank's share of a checkpoint at position().
-  // (World-wide when weights are sharded: every rank calls it together.)
+  // This rank's share of a layout-free checkpoint at position(): of every
+  // layer its chunks hold, the floats this rank writes (each layer's floats
+  // are cut into dp equal slices, one per replica, the shard rule of
+  // sharded layers; under mirror placement lane 0 writes), with their
+  // optimizer state, and its sums over the epoch so far. Throws
+  // std::logic_error for a gossip program (its replicas differ).
   runtime::RankCheckpoint checkpoint();
-  // Continues from this rank's piece of a checkpoint taken at `position`.
-  // Throws std::invalid_argument when the piece does not fit this rank's
-  // chunks or the position this run's epochs (the Trainer is then unusable).
-  void resume(const runtime::RankCheckpoint& piece, const runtime::CheckpointPosition& position);
+  // The slices of the model this rank needs to resume: what its chunks hold.
+  std::vector<runtime::LayerSlice> resume_slices() const;
+  // Continues from `slices` (read for resume_slices(), in its order) of a
+  // checkpoint taken at `position`, with `sums` as this rank's sums over the
+  // epoch so far. Throws std::invalid_argument when they do not fit this
+  // rank's chunks or the position this run's epochs (the Trainer is then
+  // unusable).
+  void resume(std::span<const runtime::SliceState> slices,
+              const runtime::CheckpointPosition& position, const runtime::EpochSums& sums);
 
   // The whole model's flat parameter array on world rank 0, empty elsewhere.
   std::vector<float> gather_parameters();

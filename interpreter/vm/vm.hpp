@@ -129,6 +129,18 @@ class Machine {
   // The optimizer's floats of a chunk: its whole layers' and own shards'
   // (padded to equal shards), in layer order (what optimizer(chunk) steps).
   std::size_t own_floats(std::size_t chunk) const;
+  // What a chunk holds of each of its layers and steps: the floats
+  // [offset, offset + count) of the layer's flat parameters (the own shard,
+  // or the whole layer), at `state_offset` in its optimizer's state arrays.
+  struct HeldLayer {
+    int layer = 0;
+    std::size_t offset = 0;
+    std::size_t count = 0;
+    std::size_t state_offset = 0;
+  };
+  std::vector<HeldLayer> held_layers(std::size_t chunk) const;
+  // Those floats of a chunk's layer, in place (a checkpoint reads and sets them).
+  std::span<float> held_parameters(std::size_t chunk, int layer);
 
   // Gossip (programs with a topology). Waits for the exchange in flight, if
   // any, and mixes it in: the end of training.

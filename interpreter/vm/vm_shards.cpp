@@ -76,6 +76,20 @@ std::size_t Machine::own_floats(std::size_t chunk) const {
   return floats;
 }
 
+std::vector<Machine::HeldLayer> Machine::held_layers(std::size_t chunk) const {
+  std::vector<HeldLayer> held;
+  for (const Layer& l : chunks_[chunk].layers) {
+    held.push_back({l.index, l.offset, l.count, l.own_offset});
+  }
+  return held;
+}
+
+std::span<float> Machine::held_parameters(std::size_t chunk, int index) {
+  Chunk& c = chunks_[chunk];
+  Layer& l = layer(c, index);
+  return c.bound ? std::span<float>(l.own).first(l.count) : c.piece.layer_parameters(index).all;
+}
+
 void Machine::gather(Chunk& chunk, Layer& layer) {
   if (!layer.sharded) throw std::logic_error("AllGather of a layer this rank does not shard");
   if (!layer.gathered.empty()) throw std::logic_error("the layer's weights are already whole");

@@ -51,6 +51,19 @@ processes_on() { # host name
   done
 }
 
+# The first rank of pipevm on HOST, once there is one, while JOB runs
+# (else fails with LOG); at most 30 s.
+first_rank_on() { # host job log
+  local rank
+  for _ in $(seq 1500); do
+    kill -0 "$2" 2>/dev/null || { cat "$3"; fail "the run ended before it started on $1"; }
+    rank=$(processes_on "$1" pipevm | head -n 1)
+    [[ -z $rank ]] || { echo "$rank"; return 0; }
+    sleep 0.02
+  done
+  fail "no rank on $1 within 30 s"
+}
+
 fail() {
   echo "FAIL: $*" >&2
   exit 1

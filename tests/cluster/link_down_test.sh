@@ -40,15 +40,7 @@ job=$!
 trap 'kill -9 "$job" 2>/dev/null || true' EXIT
 
 # A rank on h2, run in slices of 10 ms and stopped while the manifest is read.
-victim=""
-for _ in $(seq 1500); do
-  kill -0 "$job" 2>/dev/null || { cat "$work/cut.log"; fail "the run ended before it started on h2"; }
-  mapfile -t ranks_on_h2 < <(processes_on h2 pipevm)
-  victim=${ranks_on_h2[0]:-}
-  [[ -z $victim ]] || break
-  sleep 0.02
-done
-[[ -n $victim ]] || fail "no rank on h2 within 30 s"
+victim=$(first_rank_on h2 "$job" "$work/cut.log")
 manifest=$work/checkpoint/manifest.json
 step=""
 for _ in $(seq 3000); do

@@ -1,9 +1,10 @@
 // Checkpoint files over the in-process Comm: what is written reads back bit
-// for bit, the manifest commits only complete checkpoints, older ones and
-// leftovers go at the next commit, and a damaged checkpoint (no manifest, a
-// missing, truncated or changed piece, another run's identity) is refused
-// with a message that says which and why. Also the optimizer's state round
-// trip that checkpoints rely on.
+// for bit, cut and joined into other slices than were written; a reader
+// reads only the files it needs; the manifest commits only complete
+// checkpoints, older ones and leftovers go at the next commit; a damaged
+// checkpoint (no manifest, a missing, truncated or changed piece, today's
+// older format) is refused with a message that says which and why. Also
+// the optimizer's state round trip that checkpoints rely on.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -30,60 +31,67 @@ std::string fresh_directory(const std::string& name) {
   return path.string();
 }
 
-// Rank `rank`'s made-up state: values that differ by rank, chunk and array.
-RankCheckpoint piece_of(int rank, int chunks = 2) {
+// The value of float i of layer `layer` in made-up array `array` (0: the
+// parameters), as every writer and reader below agrees.
+float value(int layer, int array, std::uint64_t i) {
+  return static_cast<float>(layer * 1000 + array * 100 + static_cast<int>(i)) / 7.0F;
+}
+
+SliceState slice_of(LayerSlice where) {
+  SliceState slice{where, {}, {}};
+  slice.optimizer.steps = 40;
+  slice.optimizer.arrays = {{"first_moment", {}}, {"second_moment", {}}};
+  for (std::uint64_t i = where.begin; i < where.end; ++i) {
+    slice.parameters.push_back(value(where.layer, 0, i));
+    slice.optimizer.arrays[0].second.push_back(value(where.layer, 1, i));
+    slice.optimizer.arrays[1].second.push_back(value(where.layer, 2, i));
+  }
+  return slice;
+}
+
+// What each rank of a 2-rank world writes: layer 0 and the first part of
+// layer 1 on rank 0, the rest of layer 1 and layer 2 on rank 1.
+RankCheckpoint piece_of(int rank) {
   RankCheckpoint piece;
-  for (int c = 0; c < chunks; ++c) {
-    const auto value = [&](int array, int i) {
-      return static_cast<float>(rank * 1000 + c * 100 + array * 10 + i) / 7.0F;
-    };
-    RankCheckpoint::Chunk chunk;
-    for (int i = 0; i < 5 + c; ++i) {
-      chunk.parameters.push_back(value(0, i));
-      chunk.gradients.push_back(value(1, i));
-    }
-    chunk.optimizer.steps = 40 + rank;
-    chunk.optimizer.arrays.emplace_back("first_moment", chunk.parameters);
-    chunk.optimizer.arrays.emplace_back("second_moment", chunk.gradients);
-    piece.chunks.push_back(std::move(chunk));
+  if (rank == 0) {
+    piece.slices = {slice_of({0, 0, 10}), slice_of({1, 0, 4})};
+  } else {
+    piece.slices = {slice_of({1, 4, 9}), slice_of({2, 0, 6})};
   }
   // Not exact in decimal; rank 1's has the sign bit set (its bits pass 2^63).
-  piece.epoch_loss = rank == 0 ? 0.1 : -1.1;
-  piece.epoch_correct = 17 + rank;
-  piece.epoch_rows = 32;
+  piece.epoch = {rank == 0 ? 0.1 : -1.1, 17 + rank, 32};
   return piece;
 }
 
-const RunIdentity kIdentity = {{"schedule", "1f1b"}, {"world.ranks", "2"}};
+const RunRecord kRecord = {{{"model.sizes", "4-3-2"}, {"training.lr", "0.1"}},
+                           {{"schedule", "1f1b"}, {"world.ranks", "2"}}};
 
 CheckpointPosition at_step(std::int64_t step) {
   return {step, static_cast<int>(step / 8), static_cast<int>(step % 8), 8};
 }
 
-// Every rank of a 2-stage world writes its piece at `step`; the results.
+// Every rank of a 2-rank world writes its piece at `step`; the results.
 std::vector<CheckpointResult> write_all(const std::string& directory, std::int64_t step) {
   std::vector<CheckpointResult> results(2);
   std::mutex mutex;
   run_in_process(2, 1, [&](Comm& comm) {
     const CheckpointResult result =
-        write_checkpoint(comm, directory, at_step(step), kIdentity, piece_of(comm.world_rank()));
+        write_checkpoint(comm, directory, at_step(step), kRecord, piece_of(comm.world_rank()));
     std::lock_guard lock(mutex);
     results[static_cast<std::size_t>(comm.world_rank())] = result;
   });
   return results;
 }
 
-void expect_same(const RankCheckpoint& a, const RankCheckpoint& b) {
-  ASSERT_EQ(a.chunks.size(), b.chunks.size());
-  for (std::size_t c = 0; c < a.chunks.size(); ++c) {
-    EXPECT_EQ(a.chunks[c].parameters, b.chunks[c].parameters);
-    EXPECT_EQ(a.chunks[c].gradients, b.chunks[c].gradients);
-    EXPECT_EQ(a.chunks[c].optimizer.steps, b.chunks[c].optimizer.steps);
-    EXPECT_EQ(a.chunks[c].optimizer.arrays, b.chunks[c].optimizer.arrays);
+void expect_same(const std::vector<SliceState>& read, const std::vector<LayerSlice>& wanted) {
+  ASSERT_EQ(read.size(), wanted.size());
+  for (std::size_t i = 0; i < read.size(); ++i) {
+    const SliceState expected = slice_of(wanted[i]);
+    EXPECT_EQ(read[i].where, wanted[i]);
+    EXPECT_EQ(read[i].parameters, expected.parameters);  // the same bits, not nearly
+    EXPECT_EQ(read[i].optimizer.steps, expected.optimizer.steps);
+    EXPECT_EQ(read[i].optimizer.arrays, expected.optimizer.arrays);
   }
-  EXPECT_EQ(a.epoch_loss, b.epoch_loss);  // the same bits, not nearly
-  EXPECT_EQ(a.epoch_correct, b.epoch_correct);
-  EXPECT_EQ(a.epoch_rows, b.epoch_rows);
 }
 
 // The message of the CheckpointError that `read` throws, or "(no error)".
@@ -97,6 +105,8 @@ std::string refusal(Read read) {
   return "(no error)";
 }
 
+const std::vector<LayerSlice> kWhole = {{0, 0, 10}, {1, 0, 9}, {2, 0, 6}};
+
 TEST(checkpoint, round_trip_is_bit_exact) {
   const std::string dir = fresh_directory("checkpoint-round-trip");
   for (const CheckpointResult& result : write_all(dir, 13)) {
@@ -107,10 +117,39 @@ TEST(checkpoint, round_trip_is_bit_exact) {
   EXPECT_EQ(manifest.position.step, 13);
   EXPECT_EQ(manifest.position.epoch, 1);
   EXPECT_EQ(manifest.position.step_in_epoch, 5);
-  EXPECT_EQ(manifest.made_for, kIdentity);
+  EXPECT_EQ(manifest.run.made_for, kRecord.made_for);
+  EXPECT_EQ(manifest.run.layout, kRecord.layout);
   ASSERT_EQ(manifest.pieces.size(), 2u);
   EXPECT_EQ(manifest.pieces[1].file, "step-00000013/rank-0001.safetensors");
-  for (int rank = 0; rank < 2; ++rank) expect_same(read_piece(dir, manifest, rank), piece_of(rank));
+  EXPECT_EQ(manifest.pieces[1].slices, (std::vector<LayerSlice>{{1, 4, 9}, {2, 0, 6}}));
+  ASSERT_EQ(manifest.epoch_sums.size(), 2u);
+  EXPECT_EQ(manifest.epoch_sums[1].loss, -1.1);
+  EXPECT_EQ(manifest.epoch_sums[1].correct, 18);
+  expect_same(read_slices(dir, manifest, kWhole), kWhole);
+  fs::remove_all(dir);
+}
+
+TEST(checkpoint, slices_are_cut_and_joined_across_pieces) {
+  const std::string dir = fresh_directory("checkpoint-reslice");
+  write_all(dir, 8);
+  const Manifest manifest = read_manifest(dir);
+  const std::vector<LayerSlice> wanted = {{2, 1, 3}, {1, 2, 7}, {0, 9, 10}};
+  expect_same(read_slices(dir, manifest, wanted), wanted);
+  fs::remove_all(dir);
+}
+
+TEST(checkpoint, a_rank_without_slices_writes_no_file) {
+  const std::string dir = fresh_directory("checkpoint-empty-rank");
+  run_in_process(2, 1, [&](Comm& comm) {
+    RankCheckpoint mine = comm.world_rank() == 0 ? piece_of(0) : RankCheckpoint{};
+    mine.epoch.rows = 5;
+    EXPECT_TRUE(write_checkpoint(comm, dir, at_step(3), kRecord, mine).committed);
+  });
+  const Manifest manifest = read_manifest(dir);
+  ASSERT_EQ(manifest.pieces.size(), 1u);
+  EXPECT_EQ(manifest.pieces[0].rank, 0);
+  EXPECT_EQ(manifest.epoch_sums.at(1).rows, 5);
+  EXPECT_FALSE(fs::exists(dir + "/step-00000003/rank-0001.safetensors"));
   fs::remove_all(dir);
 }
 
@@ -148,10 +187,14 @@ TEST(checkpoint, with_a_damaged_piece_is_refused) {
   write_all(dir, 8);
   const Manifest manifest = read_manifest(dir);
   const std::string piece = dir + "/" + manifest.pieces[1].file;
+  const std::vector<LayerSlice> second = {{2, 0, 6}};
 
   fs::resize_file(piece, fs::file_size(piece) - 3);
-  EXPECT_NE(refusal([&] { read_piece(dir, manifest, 1); }).find("truncated"), std::string::npos);
-  expect_same(read_piece(dir, manifest, 0), piece_of(0));  // the other piece is fine
+  EXPECT_NE(refusal([&] { read_slices(dir, manifest, second); }).find("truncated"),
+            std::string::npos);
+  // A reader that needs nothing of the damaged piece does not read it.
+  const std::vector<LayerSlice> first = {{0, 0, 10}, {1, 0, 4}};
+  expect_same(read_slices(dir, manifest, first), first);
 
   write_all(dir, 8);
   {
@@ -159,30 +202,44 @@ TEST(checkpoint, with_a_damaged_piece_is_refused) {
     file.seekp(-1, std::ios::end);
     file.put('\x7f');
   }
-  EXPECT_NE(refusal([&] { read_piece(dir, manifest, 1); }).find("digest"), std::string::npos);
+  EXPECT_NE(refusal([&] { read_slices(dir, manifest, second); }).find("digest"),
+            std::string::npos);
 
   fs::remove(piece);
-  const std::string missing = refusal([&] { read_piece(dir, manifest, 1); });
+  const std::string missing = refusal([&] { read_slices(dir, manifest, second); });
   EXPECT_NE(missing.find("missing"), std::string::npos) << missing;
   EXPECT_NE(missing.find("rank-0001.safetensors"), std::string::npos) << missing;
-  EXPECT_NE(refusal([&] { read_piece(dir, manifest, 2); }).find("no piece for rank 2"),
+  const std::vector<LayerSlice> beyond = {{3, 0, 1}};
+  EXPECT_NE(refusal([&] { read_slices(dir, manifest, beyond); })
+                .find("no piece holds floats [0, 1) of layer 3"),
             std::string::npos);
   fs::remove_all(dir);
 }
 
 TEST(checkpoint, with_a_malformed_manifest_is_refused) {
   const std::string dir = fresh_directory("checkpoint-malformed");
-  std::ofstream(dir + "/manifest.json") << "{\"format\": \"pipevm checkpoint 1\"}";
+  std::ofstream(dir + "/manifest.json") << "{\"format\": \"pipevm checkpoint 2\"}";
   EXPECT_NE(refusal([&] { read_manifest(dir); }).find("not a pipevm checkpoint manifest"),
             std::string::npos);
   fs::remove_all(dir);
 }
 
+TEST(checkpoint, of_the_old_format_is_refused_with_what_to_do) {
+  const std::string dir = fresh_directory("checkpoint-old-format");
+  std::ofstream(dir + "/manifest.json") << "{\"format\": \"pipevm checkpoint 1\"}";
+  const std::string message = refusal([&] { read_manifest(dir); });
+  EXPECT_NE(message.find("'pipevm checkpoint 1' (one piece per rank"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("finish that run with the pipevm that wrote it"), std::string::npos)
+      << message;
+  fs::remove_all(dir);
+}
+
 TEST(checkpoint, identity_mismatch_names_every_difference) {
-  const RunIdentity now = {{"schedule", "gpipe"}, {"world.ranks", "2"}, {"extra", "1"}};
-  EXPECT_EQ(identity_mismatch(kIdentity, kIdentity), "");
-  EXPECT_EQ(identity_mismatch(kIdentity, now),
-            "the checkpoint was made for schedule 1f1b (this run: gpipe); extra none (this run: "
+  const RunIdentity now = {{"model.sizes", "4-3-2"}, {"training.lr", "0.2"}, {"extra", "1"}};
+  EXPECT_EQ(identity_mismatch(kRecord.made_for, kRecord.made_for), "");
+  EXPECT_EQ(identity_mismatch(kRecord.made_for, now),
+            "the checkpoint was made for training.lr 0.1 (this run: 0.2); extra none (this run: "
             "1)");
 }
 

@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "checkpoint.hpp"
+#include "checkpoints.hpp"
 #include "inprocess_comm.hpp"
 #include "vm_test_support.hpp"
 
@@ -78,13 +79,14 @@ class checkpoint : public testing::TestWithParam<Case> {
       Trainer trainer(program_, comm, options_, &small_data());
       if (resume) {
         const runtime::Manifest manifest = runtime::read_manifest(directory_);
-        trainer.resume(runtime::read_piece(directory_, manifest, comm.world_rank()),
-                       manifest.position);
+        const train::Resumed mine = train::read_rank_state(directory_, manifest, trainer,
+                                                           comm.world_rank(), comm.world_size());
+        trainer.resume(mine.slices, manifest.position, mine.sums);
       }
       const auto on_step = [&](int, int) {
         if (!write || trainer.position().step != kCheckpointStep) return;
         const runtime::CheckpointResult result = runtime::write_checkpoint(
-            comm, directory_, trainer.position(), {{"test", "1"}}, trainer.checkpoint());
+            comm, directory_, trainer.position(), {{{"test", "1"}}, {}}, trainer.checkpoint());
         if (!result.committed) throw std::runtime_error("no checkpoint: " + result.error);
       };
       EpochReport report;
@@ -125,16 +127,17 @@ INSTANTIATE_TEST_SUITE_P(cases, checkpoint,
                                          Case{"dualpipev", 2, 1, 2, "sgd"}),
                          case_name);
 
-TEST(checkpoint, resume_refuses_a_piece_of_another_shape) {
+TEST(checkpoint, resume_refuses_slices_of_another_shape) {
   const Program program = compile_file(schedule_path("gpipe"), Config{1, 4, 1, 1});
   runtime::run_in_process(1, 1, [&](runtime::Comm& comm) {
     Trainer trainer(program, comm, training_options(kGlobalBatch, kStepsPerEpoch), &small_data());
-    runtime::RankCheckpoint piece = trainer.checkpoint();
-    EXPECT_THROW(trainer.resume(piece, {0, 0, 0, kStepsPerEpoch + 1}), std::invalid_argument);
-    piece.chunks.front().parameters.pop_back();
-    EXPECT_THROW(trainer.resume(piece, trainer.position()), std::invalid_argument);
-    piece.chunks.clear();
-    EXPECT_THROW(trainer.resume(piece, trainer.position()), std::invalid_argument);
+    runtime::RankCheckpoint mine = trainer.checkpoint();
+    EXPECT_THROW(trainer.resume(mine.slices, {0, 0, 0, kStepsPerEpoch + 1}, {}),
+                 std::invalid_argument);
+    mine.slices.front().parameters.pop_back();
+    EXPECT_THROW(trainer.resume(mine.slices, trainer.position(), {}), std::invalid_argument);
+    mine.slices.pop_back();
+    EXPECT_THROW(trainer.resume(mine.slices, trainer.position(), {}), std::invalid_argument);
   });
 }
 

@@ -52,8 +52,10 @@ rm "$piece"
 refused "rank 1: a piece of the checkpoint is missing: .*rank-0001.safetensors: No such file" \
   "$@" --resume "$work/missing"
 
-refused "the checkpoint was made for .*training.micro_batches 4 \(this run: 2\)" \
-  "$@" --resume "$work/good" --micro-batches 2
+refused "the checkpoint was made for .*training.lr 0.05 \(this run: 0.01\)" \
+  "$@" --resume "$work/good" --lr 0.01
+refused "not divisible by dp x micro-batches = 1 x 3 \(--resume keeps the checkpoint's global batch" \
+  "$@" --resume "$work/good" --micro-batches 3
 refused "already holds a checkpoint; continue it with --resume" "$@" --checkpoint "$work/good"
 refused "no-such-checkpoint holds no checkpoint" "$@" --resume "$work/no-such-checkpoint"
 
