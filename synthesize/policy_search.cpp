@@ -70,11 +70,28 @@ class PolicySearch {
       result.peak_memory.push_back(s.peak_activations / per_micro_batch);
     }
     ++evaluations_;
-    if (!best_ || better(result, *best_)) best_ = std::move(result);
+    consider(std::move(result));
   }
 
-  void offer(Result keep_result) {
-    if (!best_ || better(keep_result, *best_)) best_ = std::move(keep_result);
+  // A result within the M_B limit: the best, and apart the best within
+  // the request's byte limit when it has one.
+  void consider(Result result) {
+    if (request_.memory_bytes > 0) {
+      std::uint64_t most = 0;
+      for (const RankBytes& rank : peak_bytes(result.program, request_.memory_shape)) {
+        most = std::max(most, rank.total());
+      }
+      if (most <= request_.memory_bytes && (!best_in_bytes_ || better(result, *best_in_bytes_))) {
+        best_in_bytes_ = result;
+      }
+      // None fitting the bytes, the one nearest to them is returned, so that
+      // the caller's message names the least bytes found.
+      if (!fewest_bytes_ || most < fewest_) {
+        fewest_ = most;
+        fewest_bytes_ = result;
+      }
+    }
+    if (!best_ || better(result, *best_)) best_ = std::move(result);
   }
 
   // A shipped schedule expanded for the configuration, when it applies.
@@ -135,7 +152,12 @@ class PolicySearch {
     return hidden;
   }
 
-  std::optional<Result>& best() { return best_; }
+  // The best within the byte limit when one was given (nothing fitting it:
+  // the candidate with the fewest bytes), else the best within the M_B limit.
+  std::optional<Result>& best() {
+    if (request_.memory_bytes == 0) return best_;
+    return best_in_bytes_ ? best_in_bytes_ : fewest_bytes_;
+  }
   int evaluations() const { return evaluations_; }
   const Problem& problem() const { return problem_; }
 
@@ -143,6 +165,9 @@ class PolicySearch {
   const Request& request_;
   Problem problem_;
   std::optional<Result> best_;
+  std::optional<Result> best_in_bytes_;
+  std::optional<Result> fewest_bytes_;
+  std::uint64_t fewest_ = 0;
   std::optional<Program> offload_program_;
   int evaluations_ = 0;
 };
@@ -159,6 +184,7 @@ std::optional<Result> synthesize_with_policies(const Request& request, const Kee
   // make fit: the time shared three ways.
   Request each = request;
   each.memory_policy = MemoryPolicy::keep;
+  each.memory_bytes = 0;
   each.time_limit_seconds = request.time_limit_seconds / 3;
   auto kept = keep_search(each, error);
   int seeds = 0;
@@ -168,7 +194,7 @@ std::optional<Result> synthesize_with_policies(const Request& request, const Kee
     evaluations += kept->evaluations;
     seeds = kept->seeds;
     seeds_within_limit = kept->seeds_within_limit;
-    search.offer(*kept);
+    search.consider(std::move(*kept));
   }
   std::vector<NamedOrder> bases;
   for (const double relaxed : {2 * request.memory_limit, 0.0}) {

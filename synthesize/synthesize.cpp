@@ -154,7 +154,9 @@ std::optional<Result> synthesize_in_bytes(const Request& request, std::string& e
   const int most = request.config.micro_batches;
   const int searches = static_cast<int>(std::ceil(std::log2(most + 1.0))) + 1;
   Request each = request;
-  each.memory_bytes = 0;
+  // The keep-only search runs at whole M_B limits and ignores the bytes; the
+  // policy search prefers, of its candidates, those within them.
+  if (request.memory_policy == MemoryPolicy::keep) each.memory_bytes = 0;
   each.time_limit_seconds = request.time_limit_seconds / searches;
   const auto at = [&](int limit) {
     each.memory_limit = limit;
