@@ -133,6 +133,10 @@ int run_synthesize(const CLI::App& app, SynthesizeArguments args) {
     request.memory_shape = config::memory_shape(config::model_bytes(model), args.config);
     request.weight_memory = args.weight_memory;
     request.memory_policy = *synthesis::memory_policy_named(args.memory_policy);
+    // PyTorch's table has no recomputation or offload: keep, unless asked.
+    if (args.format == "torch-csv" && app.count("--memory-policy") == 0) {
+      request.memory_policy = synthesis::MemoryPolicy::keep;
+    }
     request.time_limit_seconds = args.time_limit;
     request.move_limit = args.max_moves;
     if (isatty(STDERR_FILENO) != 0) {
@@ -150,6 +154,13 @@ int run_synthesize(const CLI::App& app, SynthesizeArguments args) {
     return 2;
   }
   if (args.format == "torch-csv") {
+    for (const synthesis::PolicyCounts& c : result->policy_counts) {
+      if (c.recomputed + c.offloaded > 0) {
+        std::cerr << "pipevm synthesize: the result recomputes or offloads, which PyTorch's table "
+                     "cannot say: use --memory-policy keep or --format pipe\n";
+        return 2;
+      }
+    }
     const auto table = pytorch::to_table(result->program, true, error);
     if (!table) {
       std::cerr << "pipevm synthesize: " << error << '\n';
@@ -207,7 +218,8 @@ Command add_synthesize_command(CLI::App& root) {
   app.add_option("--memory-policy", args->memory_policy,
                  "What a stage may do with a stash under --memory-limit besides keeping it: "
                  "keep (only), recompute (FwdCheckpoint/Recompute), offload (Offload/Reload to "
-                 "host memory), any")
+                 "host memory), any (default; keep with --format torch-csv, whose table has no such "
+                 "actions)")
       ->check(CLI::IsMember({"keep", "recompute", "offload", "any"}))
       ->capture_default_str();
   app.add_option("--time-limit", args->time_limit, "Seconds for the improvement step")

@@ -50,6 +50,11 @@ TEST(cli, memory_policy_case_matches_its_golden_file) {
   ASSERT_EQ(run.status, 0) << run.err;
   EXPECT_EQ(run.out, read_text(kPolicyFile));
   EXPECT_EQ(run_pipevm(std::string("check ") + kPolicyFile + " --p2p-order posted").status, 0);
+  EXPECT_EQ(run_pipevm("synthesize -p 2 -m 4 --memory-limit 1 --time-limit 0 --format torch-csv").status, 0);
+  const PipevmRun table = run_pipevm(
+      "synthesize -p 2 -m 4 --memory-limit 1 --time-limit 0 --format torch-csv --memory-policy offload");
+  EXPECT_EQ(table.status, 2);
+  EXPECT_NE(table.err.find("PyTorch's table cannot say"), std::string::npos) << table.err;
   const PipevmRun bad = run_pipevm("synthesize -p 2 -m 4 --memory-limit 1 --memory-policy checkpoint");
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.err.find("--memory-policy"), std::string::npos) << bad.err;
