@@ -162,12 +162,19 @@ TEST(memory_policy, keep_is_todays_search) {
 // Done when, bullet 3: p 2-4, m p..3p, recompute 0.5-1.5 x fwd, a copy to
 // host memory from free to twice a forward, limits from 1/3 to 1 of 1F1B's
 // p activations (at least 1).
+// Under AddressSanitizer (and a shared machine) fewer requests, the same draws.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr int kGridRequests = 12;
+#else
+constexpr int kGridRequests = 60;
+#endif
+
 TEST(memory_policy, never_worse_than_recompute_offload_or_keep) {
   std::mt19937 random(2036);
   std::uniform_real_distribution<double> unit(0, 1);
   int cases = 0;
   int shed = 0;
-  for (int trial = 0; trial < 60; ++trial) {
+  for (int trial = 0; trial < kGridRequests; ++trial) {
     Config config;
     config.stages = 2 + static_cast<int>(random() % 3);
     config.micro_batches = config.stages * (1 + static_cast<int>(random() % 3));
@@ -204,9 +211,9 @@ TEST(memory_policy, never_worse_than_recompute_offload_or_keep) {
     shed += any->text.find("Recompute") != std::string::npos ||
             any->text.find("Offload") != std::string::npos;
   }
-  EXPECT_EQ(cases, 60);
+  EXPECT_EQ(cases, kGridRequests);
   // The grid is not won by keeping alone: most limits bind.
-  EXPECT_GE(shed, 20);
+  EXPECT_GE(shed, kGridRequests / 3);
 }
 
 }  // namespace
