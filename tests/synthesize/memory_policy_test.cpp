@@ -164,7 +164,7 @@ TEST(memory_policy, keep_is_todays_search) {
 // p activations (at least 1).
 // Under AddressSanitizer (and a shared machine) fewer requests, the same draws.
 #if defined(__SANITIZE_ADDRESS__)
-constexpr int kGridRequests = 12;
+constexpr int kGridRequests = 8;
 #else
 constexpr int kGridRequests = 60;
 #endif
