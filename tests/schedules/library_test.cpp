@@ -1,6 +1,7 @@
 // The schedule library (schedules/*.pipe) against what its headers promise:
 // the activation-memory peak the checker reports equals each header's
-// formula on every stage of every configuration its `require` lines allow;
+// formula on every stage of every configuration its `require` lines allow
+// (for the V family's building blocks: on the stage that holds the most);
 // every schedule passes the checker with two data-parallel replicas (the
 // checker's own sweep, tests/check/schedules_test.cpp, covers one) and the
 // interleaved one with 1..3 chunks; every file carries the header the
@@ -39,6 +40,9 @@ struct Entry {
   const char* name;
   int chunks;  // per rank, as the schedule requires
   MemoryFormula memory;
+  // The formula is the most any stage holds (the others may hold less),
+  // not every stage's peak.
+  bool largest_only = false;
 };
 
 // The library, with the memory formula each header states.
@@ -62,6 +66,8 @@ const std::vector<Entry>& library() {
       {"dp", 1, [](int, int, int, int) { return 1; }},
       {"gpipe-allreduce", 1, [](int, int m, int, int) { return m; }},
       {"zb-v", 2, [](int p, int, int, int) { return 2 * p; }},
+      {"v-half", 2, [](int p, int m, int, int) { return 2 * std::min(m, (p + 2) / 2); }, true},
+      {"v-min", 2, [](int p, int m, int, int) { return 2 * std::min(m, (p + 4) / 3); }, true},
       {"interleaved-zb", 2,
        [](int p, int m, int v, int s) {
          return std::min(v * m, 2 * (p - s - 1) + (v - 1) * p + 1 + s);
@@ -121,7 +127,8 @@ std::string first_message(const CheckResult& result) {
                                     : result.diagnostics.front().message;
 }
 
-// Every stage's peak, for stages 1..8 x micro-batches 1..24.
+// Every stage's peak (or the largest one's), for stages 1..8 x
+// micro-batches 1..24.
 void expect_memory_formula(const Entry& entry) {
   const auto schedule = parse_file(path_of(entry.name));
   ASSERT_TRUE(schedule) << entry.name;
@@ -135,10 +142,19 @@ void expect_memory_formula(const Entry& entry) {
       const CheckResult result = check(*program);
       ASSERT_TRUE(result.ok()) << what << ": " << first_message(result);
       ASSERT_EQ(result.memory.size(), static_cast<std::size_t>(p)) << what;
+      int largest = 0;
       for (int s = 0; s < p; ++s) {
-        EXPECT_EQ(result.memory[static_cast<std::size_t>(s)].peak_activations,
-                  entry.memory(p, m, entry.chunks, s))
-            << what << " stage " << s;
+        const int peak = result.memory[static_cast<std::size_t>(s)].peak_activations;
+        const int formula = entry.memory(p, m, entry.chunks, s);
+        largest = std::max(largest, peak);
+        if (entry.largest_only) {
+          EXPECT_LE(peak, formula) << what << " stage " << s;
+        } else {
+          EXPECT_EQ(peak, formula) << what << " stage " << s;
+        }
+      }
+      if (entry.largest_only) {
+        EXPECT_EQ(largest, entry.memory(p, m, entry.chunks, 0)) << what;
       }
       ++compared;
     }
@@ -167,6 +183,8 @@ TEST(library, memory_inference) { expect_memory_formula(entry("inference")); }
 TEST(library, memory_dp) { expect_memory_formula(entry("dp")); }
 TEST(library, memory_gpipe_allreduce) { expect_memory_formula(entry("gpipe-allreduce")); }
 TEST(library, memory_zb_v) { expect_memory_formula(entry("zb-v")); }
+TEST(library, memory_v_half) { expect_memory_formula(entry("v-half")); }
+TEST(library, memory_v_min) { expect_memory_formula(entry("v-min")); }
 TEST(library, memory_interleaved_zb) { expect_memory_formula(entry("interleaved-zb")); }
 TEST(library, memory_looped_bfs) { expect_memory_formula(entry("looped-bfs")); }
 TEST(library, memory_fsdp) { expect_memory_formula(entry("fsdp")); }
@@ -300,6 +318,8 @@ TEST(library, requires_exclude_what_the_headers_say) {
       {"dualpipe", {Config{3, 6, 2}, Config{4, 6, 2}, Config{4, 9, 2}, Config{4, 8, 1}}},
       {"dualpipev", {Config{4, 7, 2}, Config{4, 8, 1}}},
       {"zb-v", {Config{4, 7, 2}, Config{4, 8, 1}}},
+      {"v-half", {Config{4, 8, 1}, Config{4, 8, 3}}},
+      {"v-min", {Config{4, 8, 1}, Config{4, 8, 3}}},
       {"interleaved-zb", {Config{4, 6, 2}}},
       {"dp", {Config{2, 4, 1}}},
       {"gpipe", {Config{2, 4, 2}}},
