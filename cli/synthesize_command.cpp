@@ -37,6 +37,7 @@ struct SynthesizeArguments {
   double memory_limit = 0;         // M_B, when given so
   std::uint64_t memory_bytes = 0;  // bytes, when given so
   double weight_memory = 1;
+  std::string memory_policy = "any";
   double time_limit = 5;
   int max_moves = 0;
   std::string output;
@@ -131,6 +132,11 @@ int run_synthesize(const CLI::App& app, SynthesizeArguments args) {
     request.memory_bytes = args.memory_bytes;
     request.memory_shape = config::memory_shape(config::model_bytes(model), args.config);
     request.weight_memory = args.weight_memory;
+    request.memory_policy = *synthesis::memory_policy_named(args.memory_policy);
+    // PyTorch's table has no recomputation or offload: keep, unless asked.
+    if (args.format == "torch-csv" && app.count("--memory-policy") == 0) {
+      request.memory_policy = synthesis::MemoryPolicy::keep;
+    }
     request.time_limit_seconds = args.time_limit;
     request.move_limit = args.max_moves;
     if (isatty(STDERR_FILENO) != 0) {
@@ -148,6 +154,13 @@ int run_synthesize(const CLI::App& app, SynthesizeArguments args) {
     return 2;
   }
   if (args.format == "torch-csv") {
+    for (const synthesis::PolicyCounts& c : result->policy_counts) {
+      if (c.recomputed + c.offloaded > 0) {
+        std::cerr << "pipevm synthesize: the result recomputes or offloads, which PyTorch's table "
+                     "cannot say: use --memory-policy keep or --format pipe\n";
+        return 2;
+      }
+    }
     const auto table = pytorch::to_table(result->program, true, error);
     if (!table) {
       std::cerr << "pipevm synthesize: " << error << '\n';
@@ -164,6 +177,7 @@ int run_synthesize(const CLI::App& app, SynthesizeArguments args) {
       args.config_file.empty() ? std::string("pipevm run's defaults") : args.config_file;
   inputs.weight_memory = args.weight_memory;
   inputs.p2p_order = args.p2p_order;
+  inputs.memory_policy = *synthesis::memory_policy_named(args.memory_policy);
   const std::string text = synthesis::header(inputs, *result) + result->text;
   return write_output(args, text) ? 0 : 2;
 }
@@ -181,6 +195,7 @@ Command add_synthesize_command(CLI::App& root) {
       "Example:\n"
       "  pipevm synthesize -p 4 -m 8 --cost fwd=1,bwd-input=1,bwd-weight=1 --memory-limit 4 -o s.pipe\n"
       "  pipevm synthesize --lower zb.csv -o zb.pipe   (keep the compute order, place communication)\n"
+      "  pipevm synthesize -p 2 -m 8 --memory-limit 1 --memory-policy any --cost recompute=1,host-latency=0.2\n"
       "The search times candidates under --transfer with receives posted early (a transfer\n"
       "starts when its send does); --p2p-order is recorded in the header, and the program is\n"
       "checked under both progress models.\n" +
@@ -199,6 +214,13 @@ Command add_synthesize_command(CLI::App& root) {
   app.add_option("--weight-memory", args->weight_memory,
                  "R = M_W / M_B: what a backward-input leaves for its weight pass")
       ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--memory-policy", args->memory_policy,
+                 "What a stage may do with a stash under --memory-limit besides keeping it: "
+                 "keep (only), recompute (FwdCheckpoint/Recompute), offload (Offload/Reload to "
+                 "host memory), any (default; keep with --format torch-csv, whose table has no such "
+                 "actions)")
+      ->check(CLI::IsMember({"keep", "recompute", "offload", "any"}))
       ->capture_default_str();
   app.add_option("--time-limit", args->time_limit, "Seconds for the improvement step")
       ->check(CLI::NonNegativeNumber)

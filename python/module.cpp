@@ -317,7 +317,7 @@ PySynthesis synthesize(int stages, int micro_batches, int chunks, const std::str
                        const py::object& costs, const py::object& memory_limit,
                        double weight_memory, double time_limit,
                        const std::optional<std::string>& transfer, const std::string& p2p_order,
-                       int max_moves, const py::object& config) {
+                       int max_moves, const py::object& config, const std::string& memory_policy) {
   if (placement != "looped" && placement != "v") {
     throw py::value_error("placement must be 'looped' or 'v', not '" + placement + "'");
   }
@@ -337,6 +337,12 @@ PySynthesis synthesize(int stages, int micro_batches, int chunks, const std::str
   request.weight_memory = weight_memory;
   request.time_limit_seconds = time_limit;
   request.move_limit = max_moves;
+  const auto policy = synthesis::memory_policy_named(memory_policy);
+  if (!policy) {
+    throw py::value_error("memory_policy must be 'keep', 'recompute', 'offload' or 'any', not '" +
+                          memory_policy + "'");
+  }
+  request.memory_policy = *policy;
   synthesis::HeaderInputs inputs;
   std::vector<std::pair<const char*, py::object>> arguments = {
       {"stages", py::int_(stages)},
@@ -351,7 +357,9 @@ PySynthesis synthesize(int stages, int micro_batches, int chunks, const std::str
       {"p2p_order", py::str(p2p_order)},
       {"max_moves", py::int_(max_moves)}};
   if (!config.is_none()) arguments.emplace_back("config", config);
+  if (memory_policy != "any") arguments.emplace_back("memory_policy", py::str(memory_policy));
   inputs.command = call_text("synthesize", arguments);
+  inputs.memory_policy = *policy;
   inputs.costs = request.costs;
   inputs.memory_limit = request.memory_limit;
   inputs.memory_bytes = request.memory_bytes;
@@ -567,9 +575,10 @@ PYBIND11_MODULE(_pipevm, m) {
         py::arg("memory_limit") = py::none(), py::arg("weight_memory") = 1.0,
         py::arg("time_limit") = 5.0, py::arg("transfer") = py::none(),
         py::arg("p2p_order") = "any", py::arg("max_moves") = 0, py::arg("config") = py::none(),
+        py::arg("memory_policy") = "any",
         "synthesize(*, stages, micro_batches, chunks=1, placement='looped', costs=None,\n"
         "           memory_limit=None, weight_memory=1.0, time_limit=5.0, transfer=None,\n"
-        "           p2p_order='any', max_moves=0, config=None) -> Synthesis\n\n"
+        "           p2p_order='any', max_moves=0, config=None, memory_policy='any') -> Synthesis\n\n"
         "Searches the least-bubble schedule for costs and a memory limit, as `pipevm\n"
         "synthesize`, from every known schedule that fits (the shipped ones included), so it\n"
         "is never worse than any of them; the result is checked under both progress models\n"
@@ -584,6 +593,9 @@ PYBIND11_MODULE(_pipevm, m) {
         "limit; the same result on any machine when time_limit does not end it first).\n"
         "transfer: 'eager', 'rendezvous' or 'auto' (None: the costs'). p2p_order: 'any' (or\n"
         "'independent') or 'posted', recorded in the header (the result always passes both).\n"
+        "memory_policy: under a memory_limit, what a stage may do with a stash besides keeping\n"
+        "it: 'keep', 'recompute', 'offload' or 'any' (as --memory-policy; Synthesis.\n"
+        "memory_policies, device_peak_bytes and host_peak_bytes report the choice).\n"
         "A request no schedule meets raises ScheduleError with the message the CLI prints.");
   m.def("lower", &lower, py::arg("schedule"), py::kw_only(), py::arg("stages") = py::none(),
         py::arg("micro_batches") = py::none(), py::arg("chunks") = py::none(),

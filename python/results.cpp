@@ -3,6 +3,8 @@
 #include "results.hpp"
 
 #include <sstream>
+#include <tuple>
+#include <vector>
 
 #include <pybind11/stl.h>
 #include <nlohmann/json.hpp>
@@ -394,6 +396,23 @@ void bind_results(py::module_& m) {
       .def_property_readonly(
           "seed_span", [](const PySynthesis& s) { return s.result->seed_span; },
           "That seed's longest span: longest_span is never above it")
+      .def_property_readonly(
+          "memory_policies",
+          [](const PySynthesis& s) {
+            std::vector<std::tuple<int, int, int>> counts;
+            for (const auto& c : s.result->policy_counts) counts.emplace_back(c.kept, c.recomputed, c.offloaded);
+            return counts;
+          },
+          "Per stage, (kept, recomputed, offloaded) units, when a memory policy other than "
+          "'keep' was searched (a memory_limit given), else empty")
+      .def_property_readonly(
+          "device_peak_bytes", [](const PySynthesis& s) { return s.result->device_peak_bytes; },
+          "Per stage, device bytes at the peak (check's peak_bytes) when a memory policy was "
+          "searched, else empty")
+      .def_property_readonly(
+          "host_peak_bytes", [](const PySynthesis& s) { return s.result->host_peak_bytes; },
+          "Per stage, the most bytes offloaded to host memory at once, when a memory policy "
+          "was searched, else empty")
       .def_property_readonly(
           "evaluations", [](const PySynthesis& s) { return s.result->evaluations; },
           "Simulations run")

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace pipevm::synthesis {
 
@@ -219,6 +220,16 @@ LowerBound lower_bound(const Problem& problem) {
       bound.binding = term.name;
     }
   }
+  return bound;
+}
+
+LowerBound lower_bound_with_policies(const Problem& problem) {
+  LowerBound limited = lower_bound(problem);
+  Problem relaxed = problem;
+  relaxed.memory_limit = std::numeric_limits<double>::infinity();
+  LowerBound bound = lower_bound(relaxed);
+  if (limited.value <= bound.value) return limited;
+  bound.binding += " (memory limit relaxed: recompute or offload)";
   return bound;
 }
 

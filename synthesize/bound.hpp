@@ -45,4 +45,13 @@ struct LowerBound {
 
 LowerBound lower_bound(const Problem& problem);
 
+// The bound when units may also be recomputed or offloaded (policy_search.hpp):
+// a schedule either keeps every stash, and then lower_bound holds, or sheds
+// one, and then only the terms that do not read the memory limit hold (a
+// recomputation adds work and an offload host-link time, never less; with
+// free copies nothing more is certain). So: lower_bound without the
+// limit, named with "memory limit relaxed" when the limit's terms bound
+// the keep-only schedules higher.
+LowerBound lower_bound_with_policies(const Problem& problem);
+
 }  // namespace pipevm::synthesis

@@ -20,6 +20,22 @@ std::string memory_limit_text(const HeaderInputs& inputs, const Result& result) 
   return "none";
 }
 
+// The memory policy's lines: the choices per stage and the device and host
+// peaks (result.policy_searched only).
+void policy_lines(std::ostream& out, const HeaderInputs& inputs, const Result& result) {
+  out << "\n# memory policy " << name(inputs.memory_policy)
+      << ": units kept/recomputed/offloaded per stage:";
+  for (const PolicyCounts& c : result.policy_counts) {
+    out << ' ' << c.kept << '/' << c.recomputed << '/' << c.offloaded;
+  }
+  if (!result.device_peak_bytes.empty()) {
+    out << "\n# device peak bytes per stage:";
+    for (const std::uint64_t bytes : result.device_peak_bytes) out << ' ' << bytes;
+    out << "; host peak bytes per stage:";
+    for (const std::uint64_t bytes : result.host_peak_bytes) out << ' ' << bytes;
+  }
+}
+
 }  // namespace
 
 std::string header(const HeaderInputs& inputs, const Result& result) {
@@ -47,6 +63,7 @@ std::string header(const HeaderInputs& inputs, const Result& result) {
     out << "\n# peak bytes per stage (as `pipevm check` counts peak_bytes):";
     for (const std::uint64_t bytes : result.peak_bytes) out << ' ' << bytes;
   }
+  if (result.policy_searched) policy_lines(out, inputs, result);
   const double span = result.longest_span;
   out << "\n# longest stage span " << format_time(span) << "; lower bound "
       << format_time(result.lower_bound) << " (" << result.bound_reason << "): ";

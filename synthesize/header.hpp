@@ -22,6 +22,7 @@ struct HeaderInputs {
   std::string memory_model;         // what the bytes were counted for
   double weight_memory = 1;
   std::string p2p_order = "any";    // the progress model recorded
+  MemoryPolicy memory_policy = MemoryPolicy::any;  // recorded when the result searched it
 };
 
 // The header's lines, each starting "# ", then the line `schedule synthesized`.

@@ -7,14 +7,14 @@
 #include <sstream>
 #include <tuple>
 
-#include "check.hpp"
-#include "compile.hpp"
 #include "bound.hpp"
+#include "checked_program.hpp"
 #include "exact.hpp"
 #include "heuristic.hpp"
 #include "local_search.hpp"
 #include "order_clock.hpp"
 #include "place_comms.hpp"
+#include "policy_search.hpp"
 #include "seeds.hpp"
 #include "timed_order.hpp"
 
@@ -53,26 +53,6 @@ bool fits(const Problem& problem, const ComputeOrder& order) {
                      [&](double peak) { return peak <= problem.memory_limit + 1e-9; });
 }
 
-std::string flat_text(const Program& program) {
-  const Config& c = program.config;
-  std::string text = "placement " + std::string(name(program.placement)) + "\n";
-  text += "check stages " + std::to_string(c.stages) + " micro_batches " +
-          std::to_string(c.micro_batches) + " chunks " + std::to_string(c.chunks) + "\n";
-  for (int r = 0; r < program.ranks(); ++r) text += disassemble_rank(program, r);
-  return text;
-}
-
-// The checker's findings as one line; empty when the program is clean.
-std::string check_failure(const Program& program, bool posted_order) {
-  CheckOptions options;
-  options.p2p_posted_order = posted_order;
-  const CheckResult result = check(program, options);
-  if (result.ok()) return {};
-  const std::string mode = posted_order ? "check --p2p-order posted" : "check";
-  if (result.diagnostics.empty()) return mode + " suppressed findings";
-  return mode + " finds: " + result.diagnostics.front().message;
-}
-
 // Places communication around a timed order, compiles the text back and
 // checks it both ways.
 std::optional<Result> finish(const ComputeOrder& order, const Timed& timed, const Costs& costs,
@@ -80,31 +60,13 @@ std::optional<Result> finish(const ComputeOrder& order, const Timed& timed, cons
   const BuiltProgram placed =
       program_with_placed_comms(order, pass_end_times(timed.built, timed.simulation.timeline),
                                 builder_file());
+  auto checked = check_and_time(placed.program, costs, nullptr, error);
+  if (!checked) return std::nullopt;
   Result result;
   result.order = order;
-  result.text = flat_text(placed.program);
-  Diagnostics diagnostics;
-  auto compiled = compile(std::make_shared<const SourceFile>("synthesized.pipe", result.text),
-                          order.config, diagnostics);
-  if (!compiled) {
-    error = "the synthesized program does not compile: " +
-            (diagnostics.all().empty() ? std::string("no reason given") : diagnostics.all().front().message);
-    return std::nullopt;
-  }
-  result.program = std::move(*compiled);
-  for (const bool posted : {false, true}) {
-    error = check_failure(result.program, posted);
-    if (!error.empty()) {
-      error = "the synthesized program fails " + error;
-      return std::nullopt;
-    }
-  }
-  auto simulation = simulate(result.program, costs, diagnostics);
-  if (!simulation) {
-    error = "the synthesized program cannot be simulated";
-    return std::nullopt;
-  }
-  result.simulation = std::move(*simulation);
+  result.text = std::move(checked->text);
+  result.program = std::move(checked->program);
+  result.simulation = std::move(checked->simulation);
   result.order_makespan = std::get<1>(timed.score);
   result.longest_span = longest_span(result.program, result.simulation.timeline);
   result.bubble_rate_zb = zero_bubble_rate(result.program, result.simulation.timeline);
@@ -174,6 +136,17 @@ bool bytes_fit(const std::vector<std::uint64_t>& bytes, std::uint64_t limit) {
 
 std::optional<Result> synthesize_in_activations(const Request& request, std::string& error);
 
+// At one limit in M_B: the keep-only search, or with a limit and a memory
+// policy the policy search around it (policy_search.hpp).
+std::optional<Result> synthesize_at_limit(const Request& request, std::string& error) {
+  if (request.memory_policy == MemoryPolicy::keep || request.memory_limit <= 0) {
+    return synthesize_in_activations(request, error);
+  }
+  error = request_error(request);
+  if (!error.empty()) return std::nullopt;
+  return synthesize_with_policies(request, synthesize_in_activations, error);
+}
+
 // A limit in bytes: a binary search over whole M_B limits from 1 to m for
 // the largest whose result fits (more memory rarely makes a schedule worse),
 // each search given its share of the time; the best result that fits.
@@ -181,11 +154,13 @@ std::optional<Result> synthesize_in_bytes(const Request& request, std::string& e
   const int most = request.config.micro_batches;
   const int searches = static_cast<int>(std::ceil(std::log2(most + 1.0))) + 1;
   Request each = request;
-  each.memory_bytes = 0;
+  // The keep-only search runs at whole M_B limits and ignores the bytes; the
+  // policy search prefers, of its candidates, those within them.
+  if (request.memory_policy == MemoryPolicy::keep) each.memory_bytes = 0;
   each.time_limit_seconds = request.time_limit_seconds / searches;
   const auto at = [&](int limit) {
     each.memory_limit = limit;
-    auto result = synthesize_in_activations(each, error);
+    auto result = synthesize_at_limit(each, error);
     if (result) {
       result->peak_bytes = stage_bytes(result->program, request.memory_shape);
       result->memory_limit = limit;
@@ -315,7 +290,7 @@ Problem problem_of(const Request& request) {
 
 std::optional<Result> synthesize(const Request& request, std::string& error) {
   if (request.memory_bytes > 0) return synthesize_in_bytes(request, error);
-  auto result = synthesize_in_activations(request, error);
+  auto result = synthesize_at_limit(request, error);
   if (result) result->memory_limit = request.memory_limit;
   return result;
 }

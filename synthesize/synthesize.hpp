@@ -29,6 +29,7 @@
 #include "costs.hpp"
 #include "heuristic.hpp"
 #include "memory_bytes.hpp"
+#include "memory_policy.hpp"
 #include "simulate.hpp"
 
 namespace pipevm::synthesis {
@@ -52,6 +53,10 @@ struct Request {
   // runs at limits of whole M_B and keeps the best result whose bytes fit.
   std::uint64_t memory_bytes = 0;
   MemoryShape memory_shape;
+  // What a stage may do with a stash besides keeping it (memory_policy.hpp,
+  // policy_search.hpp); with a memory limit, `keep` is the search above
+  // alone. The model's bytes time Offload and Reload (`memory_shape`).
+  MemoryPolicy memory_policy = MemoryPolicy::any;
   double time_limit_seconds = 5;
   // Local-search moves simulated at most (0: no limit): with it and a time
   // limit that does not end the search first, the result is the same on
@@ -80,6 +85,14 @@ struct Result {
   int seeds_within_limit = 0;  // of those, orders within the memory limit (each timed)
   int evaluations = 0;      // simulations run
   int improvements = 0;     // local-search moves kept
+  // Set when a memory policy other than keep was searched (a limit and
+  // --memory-policy recompute, offload or any): per stage, the units kept,
+  // recomputed and offloaded, and the device and host peak bytes for the
+  // request's model (check's peak_bytes: total() and host_peak).
+  bool policy_searched = false;
+  std::vector<PolicyCounts> policy_counts;
+  std::vector<std::uint64_t> device_peak_bytes;
+  std::vector<std::uint64_t> host_peak_bytes;
 };
 
 // Whether the result's longest stage span meets its lower bound (to a

@@ -17,7 +17,10 @@ std::vector<StageSpan> stage_spans(const Program& program, const Timeline& timel
     const std::size_t begin = program.rank_begin[static_cast<std::size_t>(r)];
     const std::size_t end = program.rank_begin[static_cast<std::size_t>(r) + 1];
     for (std::size_t i = begin; i < end; ++i) {
-      if (info(program.code[i].op).cls != OpClass::compute) continue;
+      // A BwdAllReduce (a collective) is a backward too: the shipped
+      // 1F1B family ends each stage with one.
+      const Opcode op = program.code[i].op;
+      if (info(op).cls != OpClass::compute && op != Opcode::BwdAllReduce) continue;
       const InstructionTime& t = timeline.times[i];
       span.first = std::min(span.first, t.started);
       span.last = std::max(span.last, t.started + t.busy);

@@ -174,6 +174,12 @@ class Synthesis:
     def evaluations(self) -> int: ...
     @property
     def improvements(self) -> int: ...
+    @property
+    def memory_policies(self) -> list[tuple[int, int, int]]: ...
+    @property
+    def device_peak_bytes(self) -> list[int]: ...
+    @property
+    def host_peak_bytes(self) -> list[int]: ...
     def to_torch_csv(self) -> str: ...
 
 def check(
@@ -260,14 +266,17 @@ def synthesize(
     p2p_order: str = "any",
     max_moves: int = 0,
     config: RunConfig = None,
+    memory_policy: str = "any",
 ) -> Synthesis:
     """Searches the least-bubble schedule for costs and a memory limit, as `pipevm
     synthesize`. memory_limit: micro-batch activations M_B per stage (a number), or bytes
     with a unit ('64MiB', counted for config's model, else `pipevm run`'s default); None:
     none. placement: 'looped' or 'v' (chunks=2). p2p_order: 'any' (or 'independent') or
     'posted', recorded in the header. config: as `--config` (its model; its costs under
-    costs). max_moves: local-search moves at most (0: until time_limit). A request no
-    schedule meets raises ScheduleError."""
+    costs). max_moves: local-search moves at most (0: until time_limit). memory_policy:
+    under a memory_limit, what a stage may do with a stash besides keeping it: 'keep',
+    'recompute', 'offload' or 'any' (the default; Synthesis.memory_policies says what was
+    chosen). A request no schedule meets raises ScheduleError."""
 
 def lower(
     schedule: Schedule,

@@ -153,3 +153,28 @@ def test_v_zb_row_has_no_bubble():
                              memory_limit=8, time_limit=0)
     assert best.bubble_rate_zb == 0
     assert best.origin == "V-ZB"
+
+
+def test_memory_policy_reports_its_choices():
+    # Issue 36: under a limit of 1 M_B on 2 stages (half of 1F1B's), `any`
+    # offloads where the host link hides the copy; `keep` is the keep-only
+    # search; `recompute` never offloads and is never better than `any`.
+    costs = {"fwd": 1, "bwd": 2, "recompute": 1, "host-latency": 0.5}
+    chosen = pipevm.synthesize(stages=2, micro_batches=4, costs=costs, memory_limit=1,
+                               time_limit=0)
+    assert pipevm.check(chosen.text, name="synthesized.pipe").ok
+    assert len(chosen.memory_policies) == 2
+    assert sum(offloaded for _, _, offloaded in chosen.memory_policies) > 0
+    assert "memory policy any" in chosen.text
+    assert len(chosen.device_peak_bytes) == 2 and max(chosen.host_peak_bytes) > 0
+    kept = pipevm.synthesize(stages=2, micro_batches=4, costs=costs, memory_limit=1,
+                             time_limit=0, memory_policy="keep")
+    assert kept.memory_policies == [] and "Recompute" not in kept.text
+    assert "memory_policy='keep'" in kept.text
+    recomputed = pipevm.synthesize(stages=2, micro_batches=4, costs=costs, memory_limit=1,
+                                   time_limit=0, memory_policy="recompute")
+    assert "Offload" not in recomputed.text
+    assert (chosen.longest_span, chosen.makespan) <= (recomputed.longest_span,
+                                                      recomputed.makespan)
+    with pytest.raises(ValueError, match="memory_policy"):
+        pipevm.synthesize(stages=2, micro_batches=4, memory_limit=1, memory_policy="checkpoint")

@@ -188,6 +188,7 @@ TEST(bound, never_above_the_exact_optimum) {
     request.config = c.config;
     request.costs = problem.costs;
     request.memory_limit = c.limit / chunks_per_rank(c.placement, c.config);
+    request.memory_policy = MemoryPolicy::keep;  // the keep-only search
     request.time_limit_seconds = 0;
     std::string error;
     const auto result = synthesize(request, error);
@@ -211,6 +212,7 @@ TEST(bound, meets_the_optimum_on_the_published_zero_bubble_rows) {
       request.placement = Placement::v;
       request.config = {p, m, 2, 1};
       request.memory_limit = p;
+      request.memory_policy = MemoryPolicy::keep;  // the keep-only search
       request.time_limit_seconds = 0;
       std::string error;
       const auto result = synthesize(request, error);

@@ -19,7 +19,7 @@ using pipevm::testing::run_pipevm;
 
 const char* const kGoldenArguments =
     "synthesize -p 3 -m 6 --cost fwd=1,bwd-input=1,bwd-weight=0.5,send=0.1 --weight-memory 0.5 "
-    "--memory-limit 3 --time-limit 0";
+    "--memory-limit 3 --memory-policy keep --time-limit 0";
 const char* const kGoldenFile = "tests/synthesize/data/p3-m6-limit3.pipe";
 
 std::string read_text(const std::string& path) {
@@ -37,6 +37,29 @@ TEST(cli, small_case_matches_its_golden_file) {
   EXPECT_EQ(run.out, read_text(kGoldenFile));
 }
 
+// With a limit and --memory-policy (any, the default), the header reports
+// the choices and the device and host peaks. Regenerate with
+//   pipevm <kPolicyArguments> > tests/synthesize/data/p3-m6-limit1.5-any.pipe
+const char* const kPolicyArguments =
+    "synthesize -p 3 -m 6 --cost fwd=1,bwd=2,recompute=1,host-latency=0.5,send=0.1 "
+    "--memory-limit 1.5 --time-limit 0";
+const char* const kPolicyFile = "tests/synthesize/data/p3-m6-limit1.5-any.pipe";
+
+TEST(cli, memory_policy_case_matches_its_golden_file) {
+  const PipevmRun run = run_pipevm(kPolicyArguments);
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, read_text(kPolicyFile));
+  EXPECT_EQ(run_pipevm(std::string("check ") + kPolicyFile + " --p2p-order posted").status, 0);
+  EXPECT_EQ(run_pipevm("synthesize -p 2 -m 4 --memory-limit 1 --time-limit 0 --format torch-csv").status, 0);
+  const PipevmRun table = run_pipevm(
+      "synthesize -p 2 -m 4 --memory-limit 1 --time-limit 0 --format torch-csv --memory-policy offload");
+  EXPECT_EQ(table.status, 2);
+  EXPECT_NE(table.err.find("PyTorch's table cannot say"), std::string::npos) << table.err;
+  const PipevmRun bad = run_pipevm("synthesize -p 2 -m 4 --memory-limit 1 --memory-policy checkpoint");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--memory-policy"), std::string::npos) << bad.err;
+}
+
 TEST(cli, written_program_passes_posted_order_with_no_flags) {
   const PipevmRun run = run_pipevm(std::string("check ") + kGoldenFile + " --p2p-order posted");
   EXPECT_EQ(run.status, 0) << run.out << run.err;
@@ -48,7 +71,7 @@ TEST(cli, written_program_passes_posted_order_with_no_flags) {
 TEST(cli, max_moves_gives_the_same_program_every_time) {
   const std::string arguments =
       "synthesize -p 3 -m 9 --chunks 2 --placement v --cost fwd=1,bwd-input=1,bwd-weight=0.5 "
-      "--memory-limit 3.5 --time-limit 60 --max-moves ";
+      "--memory-limit 3.5 --memory-policy keep --time-limit 60 --max-moves ";
   const PipevmRun first = run_pipevm(arguments + "400");
   const PipevmRun again = run_pipevm(arguments + "400");
   ASSERT_EQ(first.status, 0) << first.err;

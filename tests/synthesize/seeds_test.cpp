@@ -42,6 +42,7 @@ Request request_of(Placement placement, Config config, Ratio ratio, double limit
   request.costs.bwd_input = ratio.input;
   request.costs.bwd_weight = ratio.weight;
   request.memory_limit = limit;
+  request.memory_policy = MemoryPolicy::keep;  // the keep-only search
   request.time_limit_seconds = 0;
   return request;
 }

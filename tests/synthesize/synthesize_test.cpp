@@ -29,6 +29,7 @@ Request small_request(int stages, int micro_batches, double memory_limit) {
   request.config.stages = stages;
   request.config.micro_batches = micro_batches;
   request.memory_limit = memory_limit;
+  request.memory_policy = MemoryPolicy::keep;  // the keep-only search
   request.time_limit_seconds = 0.2;
   return request;
 }

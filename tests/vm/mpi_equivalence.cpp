@@ -108,12 +108,15 @@ constexpr Case kHoldCases[] = {
 };
 
 // Synthesized programs (tests/vm/synthesized-*.pipe; their headers hold the
-// commands that wrote them): 2 ranks and 4 ranks.
+// commands that wrote them): 2 ranks and 4 ranks, with memory policies too.
 constexpr Case kSynthesizedCases[] = {
     {"synthesized-p2-m4", 2, 4, 1, "tests/vm", true},
     {"synthesized-v-p2-m4", 2, 4, 2, "tests/vm", true},
     {"synthesized-p4-m6", 4, 6, 1, "tests/vm", true},
     {"synthesized-v-p4-m8", 4, 8, 2, "tests/vm", true},
+    // --memory-policy any under a limit: offloads, and recomputes selectively
+    {"synthesized-offload-p2-m4", 2, 4, 1, "tests/vm", true},
+    {"synthesized-recompute-p4-m6", 4, 6, 1, "tests/vm", true},
 };
 
 constexpr double kTolerance = 1e-5;
