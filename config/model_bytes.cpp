@@ -71,6 +71,32 @@ ModelBytes model_bytes(const RunConfig& run) {
   return model;
 }
 
+std::vector<LayerCost> layer_bytes(const MemoryShape& shape) {
+  std::vector<LayerCost> layers;
+  const auto rows = static_cast<double>(shape.rows);
+  const auto element = static_cast<double>(shape.element_bytes);
+  for (int l = 0; l < layer_count(shape.layer_widths); ++l) {
+    const auto at = static_cast<std::size_t>(l);
+    LayerCost layer;
+    if (shape.layer_stashes.empty()) {
+      layer.activation_bytes = rows * shape.layer_widths[at] * element;
+      layer.weight_activation_bytes = layer.activation_bytes;
+    } else {
+      const MemoryShape::LayerStash& stash = shape.layer_stashes.at(at);
+      layer.activation_bytes =
+          rows * static_cast<double>(stash.forward_for_input + stash.forward_for_weight) * element;
+      layer.weight_activation_bytes =
+          (rows * static_cast<double>(stash.forward_for_weight + stash.gradients_for_weight) +
+           static_cast<double>(stash.reduced_gradients)) *
+          element;
+    }
+    layer.parameter_bytes = static_cast<double>(layer_parameters(shape, l)) * element;
+    layer.output_bytes = rows * shape.layer_widths[at + 1] * element;
+    layers.push_back(layer);
+  }
+  return layers;
+}
+
 void expand_for_model(const RunConfig& run, ExpandOptions& options) {
   options.layer_widths = run.model.sizes;
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "compile.hpp"
+#include "layer_costs.hpp"
 #include "memory_bytes.hpp"
 #include "model_shape.hpp"
 #include "program.hpp"
@@ -34,6 +35,15 @@ struct ModelBytes {
 // The shape for one configuration: rows per micro-batch are the batch size
 // over dp x micro-batches (at least one).
 MemoryShape memory_shape(const ModelBytes& model, const Config& config);
+
+// Each layer's bytes per micro-batch of `shape.rows` rows, as the byte walk
+// counts them (core/memory_bytes.cpp), in the per-layer keys of a cost
+// file (the times left 0): an MLP layer keeps its input for both backward
+// halves; a ViT block keeps its stashes (forward_for_input and
+// forward_for_weight until the input half, forward_for_weight and
+// gradients_for_weight and its reduced gradients until the weight half);
+// its parameters, and its output (the message when the model is cut after it).
+std::vector<LayerCost> layer_bytes(const MemoryShape& shape);
 
 // A memory limit as `synthesize --memory-limit` and pipevm.synthesize take
 // it: a number of micro-batch activations M_B (4, 2.5) into `activations`,

@@ -82,38 +82,64 @@ std::vector<double> median_of_rounds(std::vector<std::vector<double>>& seconds, 
   return costs;
 }
 
+// A whole-model Piece that times each layer's passes on synthetic values.
+class PassTimer {
+ public:
+  PassTimer(const ModelConfig& model, int rows)
+      : layers_(layer_count(model.sizes)),
+        rows_(rows),
+        piece_(model, LayerRange{0, layers_}),
+        pixels_(random_values(to_size(rows) * to_size(model.sizes.front()), 1)),
+        labels_(to_size(rows), 0) {
+    piece_.reserve(1, rows);
+  }
+  int layers() const { return layers_; }
+
+  // One micro-batch forward and back: each layer's seconds added to
+  // `passes[layer]` (forward, input half, weight half).
+  void micro_batch(std::vector<LayerPassSeconds>& passes) {
+    const std::span<float> input = piece_.take_input(0, rows_);
+    std::copy(pixels_.begin(), pixels_.end(), input.begin());
+    for (int layer = 0; layer < layers_; ++layer) {
+      const double start = thread_seconds();
+      piece_.forward_layer(0, layer);
+      passes[to_size(layer)].fwd += thread_seconds() - start;
+    }
+    piece_.loss(0, labels_, 1.0f);
+    for (int layer = layers_ - 1; layer >= 0; --layer) {
+      const double start = thread_seconds();
+      piece_.backward_input_layer(0, layer);
+      const double middle = thread_seconds();
+      piece_.backward_weight_layer(0, layer);
+      passes[to_size(layer)].bwd_input += middle - start;
+      passes[to_size(layer)].bwd_weight += thread_seconds() - middle;
+    }
+  }
+  void zero_grad() { piece_.zero_grad(); }
+
+ private:
+  int layers_;
+  int rows_;
+  Piece piece_;
+  std::vector<float> pixels_;
+  std::vector<std::uint8_t> labels_;
+};
+
+constexpr int kRounds = 5;
+
 // The ViT's units, timed as a whole-model Piece runs them (forward, both
 // backward halves; the optimizer step is elementwise and small beside them).
 std::vector<double> measure_vit_unit_costs(const ModelConfig& model, int rows, int micro_batches) {
-  const int layers = layer_count(model.sizes);
-  Piece piece(model, LayerRange{0, layers});
-  piece.reserve(1, rows);
-  const std::vector<float> pixels = random_values(to_size(rows) * to_size(model.sizes.front()), 1);
-  const std::vector<std::uint8_t> labels(to_size(rows), 0);
-  constexpr int kRounds = 5;
-  std::vector<std::vector<double>> seconds(to_size(layers));
+  PassTimer timer(model, rows);
+  std::vector<std::vector<double>> seconds(to_size(timer.layers()));
   for (int round = 0; round <= kRounds; ++round) {  // round 0 allocates and faults pages
-    std::vector<double> step(to_size(layers), 0.0);
-    for (int mb = 0; mb < micro_batches; ++mb) {
-      const std::span<float> input = piece.take_input(0, rows);
-      std::copy(pixels.begin(), pixels.end(), input.begin());
-      for (int layer = 0; layer < layers; ++layer) {
-        const double start = thread_seconds();
-        piece.forward_layer(0, layer);
-        step[to_size(layer)] += thread_seconds() - start;
-      }
-      piece.loss(0, labels, 1.0f);
-      for (int layer = layers - 1; layer >= 0; --layer) {
-        const double start = thread_seconds();
-        piece.backward_input_layer(0, layer);
-        piece.backward_weight_layer(0, layer);
-        step[to_size(layer)] += thread_seconds() - start;
-      }
-    }
-    piece.zero_grad();
+    std::vector<LayerPassSeconds> step(to_size(timer.layers()));
+    for (int mb = 0; mb < micro_batches; ++mb) timer.micro_batch(step);
+    timer.zero_grad();
     if (round == 0) continue;
-    for (int layer = 0; layer < layers; ++layer) {
-      seconds[to_size(layer)].push_back(step[to_size(layer)]);
+    for (int layer = 0; layer < timer.layers(); ++layer) {
+      const LayerPassSeconds& pass = step[to_size(layer)];
+      seconds[to_size(layer)].push_back(pass.fwd + pass.bwd_input + pass.bwd_weight);
     }
   }
   return median_of_rounds(seconds, kRounds);
@@ -131,7 +157,6 @@ std::vector<double> measure_layer_costs(const ModelConfig& model, const Optimize
     work.emplace_back(rows, model.sizes[to_size(layer)], model.sizes[to_size(layer) + 1],
                       layer == 0, layer == layers - 1, optimizer);
   }
-  constexpr int kRounds = 5;
   std::vector<std::vector<double>> seconds(to_size(layers));
   for (LayerWork& layer : work) layer.micro_batch();  // first calls allocate and fault pages
   for (int round = 0; round < kRounds; ++round) {
@@ -144,6 +169,29 @@ std::vector<double> measure_layer_costs(const ModelConfig& model, const Optimize
     }
   }
   return median_of_rounds(seconds, kRounds);
+}
+
+std::vector<LayerPassSeconds> measure_layer_passes(const ModelConfig& model, int rows) {
+  PassTimer timer(model, rows);
+  const auto layers = to_size(timer.layers());
+  std::vector<std::vector<double>> fwd(layers), bwd_input(layers), bwd_weight(layers);
+  for (int round = 0; round <= kRounds; ++round) {  // round 0 allocates and faults pages
+    std::vector<LayerPassSeconds> passes(layers);
+    timer.micro_batch(passes);
+    timer.zero_grad();
+    if (round == 0) continue;
+    for (std::size_t layer = 0; layer < layers; ++layer) {
+      fwd[layer].push_back(passes[layer].fwd);
+      bwd_input[layer].push_back(passes[layer].bwd_input);
+      bwd_weight[layer].push_back(passes[layer].bwd_weight);
+    }
+  }
+  const std::vector<double> f = median_of_rounds(fwd, kRounds);
+  const std::vector<double> i = median_of_rounds(bwd_input, kRounds);
+  const std::vector<double> w = median_of_rounds(bwd_weight, kRounds);
+  std::vector<LayerPassSeconds> medians;
+  for (std::size_t layer = 0; layer < layers; ++layer) medians.push_back({f[layer], i[layer], w[layer]});
+  return medians;
 }
 
 }  // namespace pipevm::runtime

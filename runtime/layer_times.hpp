@@ -22,4 +22,17 @@ namespace pipevm::runtime {
 std::vector<double> measure_layer_costs(const ModelConfig& model, const OptimizerConfig& optimizer,
                                         int rows, int micro_batches);
 
+// One layer's passes over one micro-batch, in seconds.
+struct LayerPassSeconds {
+  double fwd = 0;
+  double bwd_input = 0;
+  double bwd_weight = 0;
+};
+// Each layer's forward, input half and weight half over one micro-batch of
+// `rows` rows, as a whole-model Piece runs them (the MLP's and the ViT's
+// own layer functions on synthetic values; the first layer's input half
+// computes nothing): the median of a few rounds. What `run --profile`
+// writes as `layers:`.
+std::vector<LayerPassSeconds> measure_layer_passes(const ModelConfig& model, int rows);
+
 }  // namespace pipevm::runtime

@@ -4,7 +4,9 @@
 #include <chrono>
 #include <cinttypes>
 
+#include "layer_times.hpp"
 #include "layers.hpp"
+#include "model_bytes.hpp"
 #include "link_costs.hpp"
 #include "run_outputs.hpp"
 #include "safetensors.hpp"
@@ -28,7 +30,7 @@ void print_header(const RunState& run) {
       run.data->test.samples);
   std::fprintf(out, "pipevm run: GEMMs on %s; %s\n",
                runtime::products_backend(config.model).c_str(),
-               describe_split(run.split, run.layer_costs).c_str());
+               describe_split(run.split, run.layer_costs, run.split_origin).c_str());
   for (const std::string& line : run.placement.lines) std::fprintf(out, "%s\n", line.c_str());
   for (const std::string& warning : run.placement.warnings) {
     run.log.warning(warning + " [" + std::string(code(DiagnosticKind::SharedCpu)) + "]");
@@ -99,11 +101,32 @@ void train_epochs(RunState& run, TraceRecorder* recorder) {
   }
 }
 
+namespace {
+
+// Each layer's passes timed on rank 0 over one micro-batch of the run's
+// rows (microseconds), with the bytes the model's shape gives.
+std::vector<LayerCost> profiled_layers(const RunState& run) {
+  const MemoryShape shape = config::memory_shape(config::model_bytes(run.config), run.shape);
+  std::vector<LayerCost> layers = config::layer_bytes(shape);
+  const std::vector<runtime::LayerPassSeconds> passes =
+      runtime::measure_layer_passes(run.config.model, run.trainer->machine().micro_batch_rows());
+  constexpr double kMicroseconds = 1e6;
+  for (std::size_t l = 0; l < layers.size() && l < passes.size(); ++l) {
+    layers[l].fwd = passes[l].fwd * kMicroseconds;
+    layers[l].bwd_input = passes[l].bwd_input * kMicroseconds;
+    layers[l].bwd_weight = passes[l].bwd_weight * kMicroseconds;
+  }
+  return layers;
+}
+
+}  // namespace
+
 // World-wide (no rank may return before their collectives): the trace and
 // profile, the report with every rank's memory peak; false when one fails.
 bool write_recordings(RunState& run, TraceRecorder* recorder) {
   bool recorded = true;
   if (recorder != nullptr) {
+    if (run.root && !run.request.profile.empty()) recorder->set_layer_costs(profiled_layers(run));
     std::string error;
     recorded =
         recorder->write(*run.comm, *run.program, run.request.trace, run.request.profile, error);

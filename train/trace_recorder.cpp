@@ -40,6 +40,7 @@ bool TraceRecorder::write(runtime::Comm& comm, const Program& program,
     std::ofstream out(profile_path);
     Costs costs = costs_from_measurements(program, all);
     set_link_costs(costs, links_);
+    costs.layers = layers_;
     config::write_costs_yaml(out, costs,
                              "measured by pipevm run: medians over " +
                                  std::to_string(recorded_steps()) + " step(s) of " + program.name);

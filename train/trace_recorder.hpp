@@ -14,10 +14,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm.hpp"
 #include "cost_fit.hpp"
+#include "layer_costs.hpp"
 #include "program.hpp"
 #include "simulate.hpp"
 #include "vm.hpp"
@@ -42,6 +44,9 @@ class TraceRecorder final : public VmObserver {
   // Message costs measured apart (link_costs.hpp), written into the profile
   // beside the compute medians.
   void set_measured_links(const MeasuredLinks& links) { links_ = links; }
+  // Per-layer costs measured apart (measure_layer_passes), written into the
+  // profile as `layers:` beside the per-stage medians.
+  void set_layer_costs(std::vector<LayerCost> layers) { layers_ = std::move(layers); }
 
   // World-wide: every rank calls it. World rank 0 writes the trace of the
   // first recorded step to `trace_path` and the medians of every recorded
@@ -59,6 +64,7 @@ class TraceRecorder final : public VmObserver {
   std::vector<MeasuredInstruction> first_;
   std::vector<MeasuredInstruction> later_;
   MeasuredLinks links_;
+  std::vector<LayerCost> layers_;
 };
 
 }  // namespace pipevm

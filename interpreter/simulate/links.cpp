@@ -25,7 +25,8 @@ LinkCosts::LinkCosts(const Program& program, const Link& link, const Costs& cost
   if (network.layer_widths.empty() || network.micro_batch_rows <= 0) return;
   const int pieces = model_pieces(program.placement, program.config);
   try {
-    const std::vector<LayerRange> split = split_layers(network.layer_widths, pieces);
+    const std::vector<LayerRange> cut = cut_for_model(program, network.layer_widths);
+    const std::vector<LayerRange> split = cut.empty() ? split_layers(network.layer_widths, pieces) : cut;
     piece_widths_ = piece_boundary_widths(network.layer_widths, split);
     for (const LayerRange& piece : split) {
       piece_bytes_.push_back(static_cast<double>(parameter_count(network.layer_widths, piece)) *
@@ -62,6 +63,11 @@ double LinkCosts::transfer(LinkClass link_class, double bytes) const {
 double LinkCosts::message_bytes(std::size_t instruction) const {
   const Instruction& in = program_.code[instruction];
   const double given = in.kind == MessageKind::act ? costs_.act_bytes : costs_.grad_bytes;
+  if (given == 0 && !network_.boundary_bytes.empty()) {
+    const int boundary = message_boundary(program_, stage_of(program_.config, rank_of(instruction)), in);
+    const bool known = boundary >= 0 && static_cast<std::size_t>(boundary) < network_.boundary_bytes.size();
+    return known ? network_.boundary_bytes[static_cast<std::size_t>(boundary)] : 0;
+  }
   if (given > 0 || piece_widths_.empty()) return given;
   const int width =
       message_width(program_, piece_widths_, stage_of(program_.config, rank_of(instruction)), in);
