@@ -41,8 +41,11 @@ struct SimulateOutcome {
   std::string usage_error;  // status 2: why
 };
 
+// Refuses (status 2) costs whose `stages:` entries are more or fewer than
+// the program's stages.
 SimulateOutcome simulate_program(const Program& program, const SimulateRequest& request,
                                  Diagnostics& diagnostics);
+
 
 // "1f1b: 4 stages, 8 micro-batches; makespan 30, bubble 20%": the SVG's title.
 std::string timeline_title(const Program& program, const Simulation& simulation);

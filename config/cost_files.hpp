@@ -10,6 +10,7 @@
 #include <iosfwd>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "costs.hpp"
 
@@ -30,6 +31,10 @@ bool read_costs_yaml(const std::string& path, Costs& costs, std::string& error);
 bool parse_costs_yaml(std::string_view yaml_text, Costs& costs, std::string& error);
 // Writes every key that is set (a YAML mapping, with a comment header), and
 // `stages:` when there are entries, with each entry's `chunks:`.
+// The keys a readable cost file sets, top-level and per stage or chunk
+// (empty when it cannot be read).
+std::vector<std::string> cost_file_keys(const std::string& path);
+
 void write_costs_yaml(std::ostream& out, const Costs& costs, std::string_view comment = {});
 
 }  // namespace pipevm::config
