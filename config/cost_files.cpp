@@ -156,7 +156,9 @@ bool parse_stages(const YAML::Node& list, Costs& costs, Refusal& refusal) {
   return true;
 }
 
-bool parse_costs(std::string_view yaml_text, Costs& costs, Refusal& refusal) {
+// `file`: a cost file, which must set something (an empty one is a
+// mistake, not free compute); text given otherwise may be empty.
+bool parse_costs(std::string_view yaml_text, Costs& costs, Refusal& refusal, bool file) {
   YAML::Node root;
   try {
     root = YAML::Load(std::string(yaml_text));
@@ -165,6 +167,7 @@ bool parse_costs(std::string_view yaml_text, Costs& costs, Refusal& refusal) {
     return false;
   }
   if (root.IsNull()) {
+    if (!file) return true;
     refusal = {YAML::Mark(), "the cost file sets no cost: give the keys as `fwd: 1` lines"};
     return false;
   }
@@ -247,7 +250,7 @@ bool parse_cost_flags(std::string_view text, Costs& costs, std::string& error) {
 
 bool parse_costs_yaml(std::string_view yaml_text, Costs& costs, std::string& error) {
   Refusal refusal;
-  if (parse_costs(yaml_text, costs, refusal)) return true;
+  if (parse_costs(yaml_text, costs, refusal, false)) return true;
   const std::string where = position_of(refusal.where);
   error = where.empty() ? refusal.message : where + ": " + refusal.message;
   return false;
@@ -260,7 +263,7 @@ bool read_costs_yaml(const std::string& path, Costs& costs, std::string& error) 
     return false;
   }
   Refusal refusal;
-  if (parse_costs(text, costs, refusal)) return true;
+  if (parse_costs(text, costs, refusal, true)) return true;
   const std::string where = position_of(refusal.where);
   error = path + (where.empty() ? "" : ":" + where) + ": " + refusal.message;
   return false;

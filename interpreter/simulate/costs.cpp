@@ -10,6 +10,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "shortest_text.hpp"
+
 namespace pipevm {
 
 namespace {
@@ -284,16 +286,15 @@ std::string flag_text(const Costs& costs) {
   // Flags start from zero costs: a zero key need not be written, but the
   // compute keys always are, so that none reads as left unset.
   std::ostringstream out;
-  out.precision(17);
-  out << "fwd=" << costs.fwd << ",bwd-input=" << costs.bwd_input
-      << ",bwd-weight=" << costs.bwd_weight;
+  out << "fwd=" << shortest_text(costs.fwd) << ",bwd-input=" << shortest_text(costs.bwd_input)
+      << ",bwd-weight=" << shortest_text(costs.bwd_weight);
   for (const KeyField& f : key_fields()) {
     const bool written = f.key.name == "fwd" || f.key.name == "bwd-input" ||
                          f.key.name == "bwd-weight";
     if (f.field != nullptr && !written && costs.*(f.field) != 0) {
-      out << ',' << f.key.name << '=' << costs.*(f.field);
+      out << ',' << f.key.name << '=' << shortest_text(costs.*(f.field));
     } else if (f.field == nullptr && (costs.*(f.optional)).has_value()) {
-      out << ',' << f.key.name << '=' << *(costs.*(f.optional));
+      out << ',' << f.key.name << '=' << shortest_text(*(costs.*(f.optional)));
     }
   }
   if (costs.transfer != TransferModel::automatic) {

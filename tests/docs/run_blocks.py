@@ -2,7 +2,8 @@
 """Runs every command block of a Markdown file that is marked runnable.
 
 A block is runnable when the line before its opening fence is
-`<!-- runnable -->`. A ```python block runs with python3; any other block
+`<!-- runnable -->`. A ```python block runs with the Python that runs this
+script (CTest's, the one the module is built for); any other block
 runs with `bash -e -o pipefail` (each line a command, `#` comments allowed).
 Blocks run in order, in one scratch directory shared by the file's blocks
 (so a later block may use what an earlier one wrote), with the build
@@ -59,7 +60,7 @@ def main():
         env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
                     "OMPI_MCA_rmaps_base_oversubscribe": "1"})
         for language, code, line in blocks:
-            command = ["python3", "-c", code] if language == "python" else \
+            command = [sys.executable, "-c", code] if language == "python" else \
                       ["bash", "-e", "-o", "pipefail", "-c", code]
             run = subprocess.run(command, cwd=scratch, env=env, capture_output=True, text=True,
                                  timeout=600)
