@@ -72,9 +72,8 @@ std::string comparison_text(const std::vector<ComparedRun>& runs) {
     for (const RankBytes& rank : r.run.bytes) {
       per_rank += (per_rank.empty() ? "" : " ") + bytes_text(rank.total());
     }
-    std::snprintf(row, sizeof row, "%-*s  %-14s %10s %8s %12s  %s\n",
-                  static_cast<int>(name_width), r.file.c_str(),
-                  configuration(r.run.program).c_str(),
+    std::snprintf(row, sizeof row, "%-*s  %-14s %10s %8s %12s  %s\n", static_cast<int>(name_width),
+                  r.file.c_str(), configuration(r.run.program).c_str(),
                   format_time(r.run.simulation.timeline.makespan).c_str(),
                   percent(r.run.simulation.bubble_fraction).c_str(),
                   r.run.bytes.empty() ? "-" : bytes_text(largest(r.run.bytes)).c_str(),

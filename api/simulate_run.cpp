@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "link.hpp"
-#include "simulate_compare.hpp"
 #include "model_shape.hpp"
+#include "simulate_compare.hpp"
 #include "svg.hpp"
 #include "topology.hpp"
 #include "trace.hpp"
@@ -35,10 +35,9 @@ SimulateOutcome simulate_program(const Program& given, const SimulateRequest& re
   if (const std::size_t entries = request.costs.stages.size();
       entries > 0 && entries != static_cast<std::size_t>(given.config.stages)) {
     outcome.status = 2;
-    outcome.usage_error = "the costs give " + std::to_string(entries) +
-                          " `stages:` entries, for a program of " +
-                          std::to_string(given.config.stages) +
-                          " stages: give one entry per stage, stage 0 first";
+    outcome.usage_error =
+        "the costs give " + std::to_string(entries) + " `stages:` entries, for a program of " +
+        std::to_string(given.config.stages) + " stages: give one entry per stage, stage 0 first";
     return outcome;
   }
   // Requests carried over the step boundary: two steps, so that the

@@ -46,7 +46,6 @@ struct SimulateOutcome {
 SimulateOutcome simulate_program(const Program& program, const SimulateRequest& request,
                                  Diagnostics& diagnostics);
 
-
 // "1f1b: 4 stages, 8 micro-batches; makespan 30, bubble 20%": the SVG's title.
 std::string timeline_title(const Program& program, const Simulation& simulation);
 

@@ -39,7 +39,8 @@ std::optional<std::string> unknown_command(const std::string& word,
   if (!nearest.empty()) {
     return "pipevm: unknown command '" + word + "'; did you mean '" + std::string(nearest) + "'?";
   }
-  if (word.find('/') != std::string::npos || word.find('.') != std::string::npos) return std::nullopt;
+  if (word.find('/') != std::string::npos || word.find('.') != std::string::npos)
+    return std::nullopt;
   return "pipevm: '" + word + "' is neither a command (" + listed +
          ") nor a schedule file; see pipevm --help";
 }

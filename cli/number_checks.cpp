@@ -27,7 +27,8 @@ CLI::Validator range_check(double least, double most, bool strict, const std::st
         if (text.empty() || end != text.c_str() + text.size() || std::isnan(value)) {
           return "expected a number, got '" + text + "'";
         }
-        if (value < least || value > most || (strict && value == least)) return "must be " + words + ", got " + text;
+        if (value < least || value > most || (strict && value == least))
+          return "must be " + words + ", got " + text;
         return "";
       },
       description);

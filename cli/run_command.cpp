@@ -27,8 +27,8 @@ struct RunArguments {
 int run(RunArguments arguments) {
   // Under mpiexec the ranks see a terminal even when its output is a file:
   // lines there, as in any log.
-  const bool under_mpi = std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr ||
-                         std::getenv("PMI_SIZE") != nullptr;
+  const bool under_mpi =
+      std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr;
   arguments.request.progress = arguments.no_progress ? train::ProgressStyle::none
                                : isatty(STDOUT_FILENO) != 0 && !under_mpi
                                    ? train::ProgressStyle::bar

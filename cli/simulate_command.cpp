@@ -17,8 +17,8 @@
 
 #include "commands.hpp"
 #include "compile.hpp"
-#include "cost_options.hpp"
 #include "cost_inputs.hpp"
+#include "cost_options.hpp"
 #include "costs.hpp"
 #include "hosts_options.hpp"
 #include "model_bytes.hpp"

@@ -4,9 +4,9 @@
 // with --lower, an existing compute order with its communication placed.
 // The search and the checks are the library's (synthesize/synthesize.hpp);
 // this file reads options and writes.
+#include <unistd.h>
 #include <cerrno>
 #include <cstring>
-#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -174,7 +174,8 @@ int run_synthesize(const CLI::App& app, SynthesizeArguments args) {
   inputs.p2p_order = args.p2p_order;
   const std::string text = synthesis::header(inputs, *result) + result->text;
   if (!write_output(args, text)) return 2;
-  if (!args.output.empty()) std::cerr << "pipevm synthesize: " << synthesis::summary(args.output, *result) << '\n';
+  if (!args.output.empty())
+    std::cerr << "pipevm synthesize: " << synthesis::summary(args.output, *result) << '\n';
   return 0;
 }
 
@@ -189,8 +190,10 @@ Command add_synthesize_command(CLI::App& root) {
   CLI::App& app = *command.app;
   app.footer(
       "Example:\n"
-      "  pipevm synthesize -p 4 -m 8 --cost fwd=1,bwd-input=1,bwd-weight=1 --memory-limit 4 -o s.pipe\n"
-      "  pipevm synthesize --lower zb.csv -o zb.pipe   (keep the compute order, place communication)\n"
+      "  pipevm synthesize -p 4 -m 8 --cost fwd=1,bwd-input=1,bwd-weight=1 --memory-limit 4 -o "
+      "s.pipe\n"
+      "  pipevm synthesize --lower zb.csv -o zb.pipe   (keep the compute order, place "
+      "communication)\n"
       "The search times candidates under --transfer with receives posted early (a transfer\n"
       "starts when its send does); --p2p-order is recorded in the header, and the program is\n"
       "checked under both progress models.\n" +

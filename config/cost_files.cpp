@@ -65,7 +65,8 @@ bool refuse_duplicate_keys(const YAML::Node& map, Refusal& refusal) {
     for (const auto& [earlier, where] : seen) {
       if (earlier == key) {
         return refuse(key_value.first,
-                      "'" + key + "' is given twice (first at " + position_of(where) + ")", refusal);
+                      "'" + key + "' is given twice (first at " + position_of(where) + ")",
+                      refusal);
       }
     }
     seen.emplace_back(key, key_value.first.Mark());

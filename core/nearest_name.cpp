@@ -23,7 +23,8 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
-std::string_view nearest_name(std::string_view word, const std::vector<std::string_view>& candidates) {
+std::string_view nearest_name(std::string_view word,
+                              const std::vector<std::string_view>& candidates) {
   std::string_view best;
   std::size_t best_distance = std::max<std::size_t>(2, word.size() / 3) + 1;
   for (const std::string_view candidate : candidates) {

@@ -14,6 +14,7 @@ std::size_t edit_distance(std::string_view a, std::string_view b);
 
 // The candidate nearest `word`, or empty when none is within
 // max(2, |word| / 3) edits.
-std::string_view nearest_name(std::string_view word, const std::vector<std::string_view>& candidates);
+std::string_view nearest_name(std::string_view word,
+                              const std::vector<std::string_view>& candidates);
 
 }  // namespace pipevm

@@ -154,9 +154,8 @@ std::uint32_t Resolver::lookup(SourceRange name) {
     return it->second.slot;
   }
   // The nearest name in scope or built in, for a "did you mean".
-  std::vector<std::string_view> names = {"stage",  "stages", "micro_batches", "chunks",
-                                         "dp_rank", "dp",    "layers",        "layer_begin",
-                                         "layer_end"};
+  std::vector<std::string_view> names = {"stage", "stages", "micro_batches", "chunks",   "dp_rank",
+                                         "dp",    "layers", "layer_begin",   "layer_end"};
   for (const auto& [visible, bindings] : visible_) {
     if (!bindings.empty()) names.push_back(visible);
   }

@@ -57,9 +57,10 @@ struct Input {
 Input input_of(const py::object& schedule, const std::optional<std::string>& name) {
   if (!py::isinstance<py::str>(schedule) &&
       !py::isinstance(schedule, py::module_::import("os").attr("PathLike"))) {
-    throw py::type_error("schedule must be a path (str or os.PathLike) or the schedule's text "
-                         "(str), not " + type_name(schedule) +
-                         (py::isinstance<py::bytes>(schedule) ? ": decode it first" : ""));
+    throw py::type_error(
+        "schedule must be a path (str or os.PathLike) or the schedule's text "
+        "(str), not " +
+        type_name(schedule) + (py::isinstance<py::bytes>(schedule) ? ": decode it first" : ""));
   }
   Input input;
   const bool is_text = py::isinstance<py::str>(schedule) &&
@@ -87,16 +88,18 @@ Input input_of(const py::object& schedule, const std::optional<std::string>& nam
 // included), OverflowError beyond C's int, naming the argument.
 int int_argument(const py::handle& value, const char* what, int high) {
   if (!py::isinstance<py::int_>(value) || py::isinstance<py::bool_>(value)) {
-    throw py::type_error(std::string(what) + " must be an int or a (first, last) pair of ints, not " +
+    throw py::type_error(std::string(what) +
+                         " must be an int or a (first, last) pair of ints, not " +
                          type_name(value));
   }
   int overflow = 0;
   const long long number = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
   if (overflow != 0 || number < std::numeric_limits<int>::min() ||
       number > std::numeric_limits<int>::max()) {
-    PyErr_SetString(PyExc_OverflowError, (std::string(what) + "=" + py::str(value).cast<std::string>() +
-                                          " is out of range: it must be from 1 to " +
-                                          std::to_string(high)).c_str());
+    PyErr_SetString(PyExc_OverflowError,
+                    (std::string(what) + "=" + py::str(value).cast<std::string>() +
+                     " is out of range: it must be from 1 to " + std::to_string(high))
+                        .c_str());
     throw py::error_already_set();
   }
   return static_cast<int>(number);
@@ -109,7 +112,8 @@ std::optional<ValueRange> range_of(const py::object& value, const char* what, in
   if (py::isinstance<py::tuple>(value) || py::isinstance<py::list>(value)) {
     const auto items = py::reinterpret_borrow<py::sequence>(value);
     if (items.size() != 2) {
-      throw py::type_error(std::string(what) + " must be an int or a (first, last) pair of ints, not a " +
+      throw py::type_error(std::string(what) +
+                           " must be an int or a (first, last) pair of ints, not a " +
                            std::to_string(items.size()) + "-item " + type_name(value));
     }
     range = {int_argument(items[0], what, high), int_argument(items[1], what, high)};
@@ -562,10 +566,9 @@ PyCheckResult check_pipeline_order(const py::object& order, const std::optional<
                           " stages" + naming(false, *num_stages));
   }
   if (n_microbatches && *n_microbatches != layout->micro_batches) {
-    throw ScheduleFailure("n_microbatches=" + std::to_string(*n_microbatches) +
-                          ", but the order's actions name " +
-                          std::to_string(layout->micro_batches) + " micro-batches" +
-                          naming(true, *n_microbatches));
+    throw ScheduleFailure(
+        "n_microbatches=" + std::to_string(*n_microbatches) + ", but the order's actions name " +
+        std::to_string(layout->micro_batches) + " micro-batches" + naming(true, *n_microbatches));
   }
   check_placement(placement, *layout);
   api::SweepRequest request;

@@ -173,7 +173,8 @@ void bind_results(py::module_& m) {
       error.attr("rank") = failure.rank;
       error.attr("step") = failure.step;
       error.attr("action") = failure.action;
-      error.attr("details") = failure.details.empty() ? std::string(failure.what()) : failure.details;
+      error.attr("details") =
+          failure.details.empty() ? std::string(failure.what()) : failure.details;
       PyErr_SetObject(schedule_error.ptr(), error.ptr());
     }
   });
@@ -193,7 +194,8 @@ void bind_results(py::module_& m) {
       .def_readonly("rank", &PyNote::rank, "The world rank it concerns, or None")
       .def("__repr__", [](const PyNote& n) {
         std::string where = n.file.value_or("");
-        if (n.line) where += ":" + std::to_string(*n.line) + ":" + std::to_string(n.column.value_or(0));
+        if (n.line)
+          where += ":" + std::to_string(*n.line) + ":" + std::to_string(n.column.value_or(0));
         return "<Note " + (where.empty() ? "" : where + ": ") + n.message + ">";
       });
 
@@ -249,8 +251,7 @@ void bind_results(py::module_& m) {
       .def_readonly("messages", &RankBytes::messages)
       .def_readonly("host", &RankBytes::host,
                     "Offloaded stashes in host memory at that moment (not in peak_bytes)")
-      .def_readonly("peak_host_bytes", &RankBytes::host_peak,
-                    "The most host memory of any moment")
+      .def_readonly("peak_host_bytes", &RankBytes::host_peak, "The most host memory of any moment")
       .def_property_readonly("peak_bytes", &RankBytes::total,
                              "The sum of the categories: the device's bytes")
       .def("__repr__", [](const RankBytes& r) {

@@ -36,12 +36,12 @@ std::string header(const HeaderInputs& inputs, const Result& result) {
   if (const std::string flags = flag_text(inputs.costs); !flags.empty()) {
     out << kCostsHeaderPrefix << flags << '\n';
   }
-  out
-      << "# search: from " << result.origin << "; " << result.seeds_within_limit << " of "
+  out << "# search: from " << result.origin << "; " << result.seeds_within_limit << " of "
       << result.seeds << " seeds within the memory limit, the best spanning "
       << format_time(result.seed_span) << "; " << result.evaluations << " simulations, "
-      << result.improvements << " local-search moves kept: "
-      << format_time(result.seed_span - result.longest_span) << " shorter than the seed\n"
+      << result.improvements
+      << " local-search moves kept: " << format_time(result.seed_span - result.longest_span)
+      << " shorter than the seed\n"
       << "# predicted makespan " << format_time(result.simulation.timeline.makespan)
       << " (compute order " << format_time(result.order_makespan) << "); bubble "
       << percent(result.simulation.bubble_fraction)
@@ -70,8 +70,8 @@ std::string summary(const std::string& path, const Result& result) {
   double peak = 0;
   for (const double stage : result.peak_memory) peak = std::max(peak, stage);
   std::ostringstream out;
-  out << "wrote " << path << ": " << c.stages << " stages x " << c.micro_batches
-      << " micro-batches" << (c.chunks > 1 ? " x " + std::to_string(c.chunks) + " chunks" : "")
+  out << "wrote " << path << ": " << c.stages << " stages x " << c.micro_batches << " micro-batches"
+      << (c.chunks > 1 ? " x " + std::to_string(c.chunks) + " chunks" : "")
       << ", predicted makespan " << format_time(result.simulation.timeline.makespan) << ", bubble "
       << percent(result.simulation.bubble_fraction) << ", peak memory " << format_time(peak)
       << " M_B per stage" << (is_optimal(result) ? ", optimal under the model" : "");

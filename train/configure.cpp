@@ -71,7 +71,8 @@ Stop load_config(RunState& run) {
   }
   const config::RunConfig& config = run.config;
   const int world = run.session.world_size();
-  if (const std::string error = world_mismatch(run.request.file, world, config.dp); !error.empty()) {
+  if (const std::string error = world_mismatch(run.request.file, world, config.dp);
+      !error.empty()) {
     return run.everyone_fails(kExitUsage, error);
   }
   if (world % config.dp != 0) {

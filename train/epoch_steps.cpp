@@ -69,7 +69,8 @@ void train_epochs(RunState& run, TraceRecorder* recorder) {
   const int first_epoch = trainer.position().epoch;
   const int steps = trainer.steps_per_epoch();
   ProgressBar bar(run.log.out(), run.root ? run.request.progress : ProgressStyle::none,
-                  config.batch_size, (config.epochs - first_epoch) * steps - trainer.position().step_in_epoch);
+                  config.batch_size,
+                  (config.epochs - first_epoch) * steps - trainer.position().step_in_epoch);
   const auto start = std::chrono::steady_clock::now();
   try {
     for (int epoch = first_epoch; epoch < config.epochs; ++epoch) {

@@ -56,7 +56,8 @@ Stop read_checkpoint(RunState& run) {
     return run.everyone_fails(
         kExitUsage, "checkpoint " + run.request.resume + " completed " + std::to_string(done) +
                         (done == 1 ? " epoch" : " epochs") + " and --epochs is " +
-                        std::to_string(run.config.epochs) + ": nothing to train; raise --epochs (e.g. --epochs " +
+                        std::to_string(run.config.epochs) +
+                        ": nothing to train; raise --epochs (e.g. --epochs " +
                         std::to_string(done + 1) + ") to continue");
   }
   return std::nullopt;

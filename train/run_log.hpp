@@ -56,8 +56,12 @@ class ProgressBar {
   static constexpr double kLineSeconds = 30;
 
   ProgressBar(std::FILE* out, ProgressStyle style, int samples_per_step, int steps_left)
-      : out_(out), style_(style), samples_per_step_(samples_per_step), steps_left_(steps_left),
-        start_(std::chrono::steady_clock::now()), last_(start_) {}
+      : out_(out),
+        style_(style),
+        samples_per_step_(samples_per_step),
+        steps_left_(steps_left),
+        start_(std::chrono::steady_clock::now()),
+        last_(start_) {}
   // Step `done` of `total` of epoch `epoch` (1-based) of `epochs` is over.
   void show(int epoch, int epochs, int done, int total);
   void clear();

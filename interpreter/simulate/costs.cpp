@@ -264,9 +264,10 @@ bool parse_transfer_model(std::string_view text, TransferModel& model) {
 bool costs_may_overflow(const Costs& costs, const Config& config) {
   // The keys that are times (not bandwidths, limits or byte counts).
   static constexpr std::array<std::string_view, 16> kTimes = {
-      "fwd",       "bwd",           "fwd-bwd",        "recompute", "ring-send", "bwd-input",
-      "bwd-weight", "load",         "zero-grad",      "optimizer", "allreduce", "allgather",
-      "reduce-scatter", "send",     "cross-host-send", "host-latency"};
+      "fwd",         "bwd",        "fwd-bwd",        "recompute", "ring-send",
+      "bwd-input",   "bwd-weight", "load",           "zero-grad", "optimizer",
+      "allreduce",   "allgather",  "reduce-scatter", "send",      "cross-host-send",
+      "host-latency"};
   const auto sum = [](const Costs& entry) {
     double total = 0;
     for (const std::string_view key : kTimes) total += cost_value(entry, key).value_or(0);
@@ -289,8 +290,8 @@ std::string flag_text(const Costs& costs) {
   out << "fwd=" << shortest_text(costs.fwd) << ",bwd-input=" << shortest_text(costs.bwd_input)
       << ",bwd-weight=" << shortest_text(costs.bwd_weight);
   for (const KeyField& f : key_fields()) {
-    const bool written = f.key.name == "fwd" || f.key.name == "bwd-input" ||
-                         f.key.name == "bwd-weight";
+    const bool written =
+        f.key.name == "fwd" || f.key.name == "bwd-input" || f.key.name == "bwd-weight";
     if (f.field != nullptr && !written && costs.*(f.field) != 0) {
       out << ',' << f.key.name << '=' << shortest_text(costs.*(f.field));
     } else if (f.field == nullptr && (costs.*(f.optional)).has_value()) {

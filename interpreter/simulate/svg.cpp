@@ -262,7 +262,8 @@ bool write_svg(const std::string& path, const Program& program, const Timeline& 
   std::ofstream out(path);
   if (out) write_svg(out, program, timeline, title);
   if (!out) {
-    error = "cannot write SVG file '" + path + "'" + (errno != 0 ? ": " + std::string(std::strerror(errno)) : "");
+    error = "cannot write SVG file '" + path + "'" +
+            (errno != 0 ? ": " + std::string(std::strerror(errno)) : "");
     return false;
   }
   return true;

@@ -199,7 +199,8 @@ bool write_chrome_trace(const std::string& path, const Program& program, const T
   std::ofstream out(path);
   if (out) write_chrome_trace(out, program, timeline);
   if (!out) {
-    error = "cannot write trace file '" + path + "'" + (errno != 0 ? ": " + std::string(std::strerror(errno)) : "");
+    error = "cannot write trace file '" + path + "'" +
+            (errno != 0 ? ": " + std::string(std::strerror(errno)) : "");
     return false;
   }
   return true;

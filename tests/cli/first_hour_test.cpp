@@ -82,12 +82,12 @@ TEST_F(first_hour, item2_default_costs_compare_fairly_and_files_compare_in_one_t
   const PipevmRun per_chunk =
       run_pipevm("simulate schedules/zb-v.pipe -p 4 -m 8 --chunks 2 --cost fwd=1,bwd=2");
   EXPECT_EQ(per_chunk.status, 0) << per_chunk.err;
-  EXPECT_TRUE(contains(per_chunk.err, "pipevm simulate: note: schedules/zb-v.pipe: the costs are "
-                                      "per chunk: each rank runs 2 chunks"))
+  EXPECT_TRUE(contains(per_chunk.err,
+                       "pipevm simulate: note: schedules/zb-v.pipe: the costs are "
+                       "per chunk: each rank runs 2 chunks"))
       << per_chunk.err;
 
-  const PipevmRun table =
-      run_pipevm("simulate schedules/1f1b.pipe schedules/zb-h1.pipe -p 4 -m 8");
+  const PipevmRun table = run_pipevm("simulate schedules/1f1b.pipe schedules/zb-h1.pipe -p 4 -m 8");
   EXPECT_EQ(table.status, 0) << table.err;
   EXPECT_EQ(table.out, read_text(PIPEVM_SOURCE_DIR "/tests/cli/data/compare_1f1b_zb-h1.txt"));
 
@@ -102,8 +102,8 @@ TEST_F(first_hour, item2_default_costs_compare_fairly_and_files_compare_in_one_t
 // 3. A profile of a fused-backward schedule times both halves.
 TEST_F(first_hour, item3_profile_of_1f1b_gives_both_backward_halves) {
   const std::string profile = path("prof.yaml");
-  const PipevmRun run =
-      run_pipevm(std::string("run schedules/1f1b.pipe ") + kSmallRun + " --profile " + profile, 120);
+  const PipevmRun run = run_pipevm(
+      std::string("run schedules/1f1b.pipe ") + kSmallRun + " --profile " + profile, 120);
   ASSERT_EQ(run.status, 0) << run.err;
   const std::string yaml = read_text(profile);
   for (const char* key : {"\nbwd: ", "\nbwd-input: ", "\nbwd-weight: "}) {
@@ -155,13 +155,15 @@ TEST_F(first_hour, item7_wrong_cost_files_are_refused_with_their_place) {
   for (int s = 0; s < 6; ++s) six += "  - fwd: 1\n";
   const PipevmRun too_many = run_pipevm(gpipe + write("six.yaml", six));
   EXPECT_EQ(too_many.status, 2);
-  EXPECT_TRUE(contains(too_many.err, "the costs give 6 `stages:` entries, for a program of 4 "
-                                     "stages"))
+  EXPECT_TRUE(contains(too_many.err,
+                       "the costs give 6 `stages:` entries, for a program of 4 "
+                       "stages"))
       << too_many.err;
 
   const PipevmRun only_fwd = run_pipevm(gpipe + write("fwd.yaml", "fwd: 1\n"));
   EXPECT_EQ(only_fwd.status, 0) << only_fwd.err;
-  EXPECT_EQ(only_fwd.err, "pipevm simulate: warning: the costs leave 'bwd' unset: Bwd takes no time\n");
+  EXPECT_EQ(only_fwd.err,
+            "pipevm simulate: warning: the costs leave 'bwd' unset: Bwd takes no time\n");
   const PipevmRun zb = run_pipevm("simulate schedules/zb-h1.pipe -p 4 -m 8 --dp 1 --cost fwd=1");
   EXPECT_TRUE(contains(zb.err, "'bwd-input' unset: BwdInput takes no time")) << zb.err;
   EXPECT_TRUE(contains(zb.err, "'bwd-weight' unset: BwdWeight takes no time")) << zb.err;
@@ -197,9 +199,10 @@ TEST_F(first_hour, item9_errors_say_what_to_do) {
   EXPECT_EQ(typo.err, "pipevm: unknown command 'simulat'; did you mean 'simulate'?\n");
   const PipevmRun word = run_pipevm("frobnicate");
   EXPECT_EQ(word.status, 2);
-  EXPECT_EQ(word.err,
-            "pipevm: 'frobnicate' is neither a command (expand, check, simulate, synthesize, costs, "
-            "run, lsp) nor a schedule file; see pipevm --help\n");
+  EXPECT_EQ(
+      word.err,
+      "pipevm: 'frobnicate' is neither a command (expand, check, simulate, synthesize, costs, "
+      "run, lsp) nor a schedule file; see pipevm --help\n");
 
   const PipevmRun misspelt = run_pipevm(
       "check " + write("misspelt.pipe", "for m in 0..micro_batch {\n  Fwd m\n}\n") + " -p 1 -m 2");
@@ -220,10 +223,12 @@ TEST_F(first_hour, item9_errors_say_what_to_do) {
   EXPECT_EQ(unwritable.status, 2);
   EXPECT_EQ(unwritable.err,
             "pipevm synthesize: cannot write /nonexistent/x.pipe: No such file or directory\n");
-  const PipevmRun svg = run_pipevm("simulate schedules/1f1b.pipe -p 2 -m 2 --svg /nonexistent/x.svg");
+  const PipevmRun svg =
+      run_pipevm("simulate schedules/1f1b.pipe -p 2 -m 2 --svg /nonexistent/x.svg");
   EXPECT_EQ(svg.status, 2);
   EXPECT_EQ(svg.out, "");
-  EXPECT_EQ(svg.err, "pipevm simulate: cannot write /nonexistent/x.svg: No such file or directory\n");
+  EXPECT_EQ(svg.err,
+            "pipevm simulate: cannot write /nonexistent/x.svg: No such file or directory\n");
 
   const PipevmRun garbage = run_pipevm("synthesize --lower " + write("garbage.csv", "0X0,,\n"));
   EXPECT_EQ(garbage.status, 1) << garbage.err;
@@ -262,9 +267,8 @@ TEST_F(first_hour, item10_synthesized_programs_say_what_they_are) {
 // 11. Resuming a finished run says so and how to continue.
 TEST_F(first_hour, item11_resuming_a_finished_run_says_so) {
   const std::string checkpoint = path("ck");
-  const PipevmRun first = run_pipevm(std::string("run schedules/gpipe.pipe ") + kSmallRun +
-                                         " --checkpoint " + checkpoint,
-                                     120);
+  const PipevmRun first = run_pipevm(
+      std::string("run schedules/gpipe.pipe ") + kSmallRun + " --checkpoint " + checkpoint, 120);
   ASSERT_EQ(first.status, 0) << first.err;
   const PipevmRun again = run_pipevm(std::string("run schedules/gpipe.pipe ") + kSmallRun +
                                          " --resume " + checkpoint + " --epochs 1",

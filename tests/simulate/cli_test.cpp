@@ -85,10 +85,10 @@ TEST_F(cli, dualpipe_idle_is_the_published_figure) {
   };
   for (const Case& c : {Case{"dualpipe", 4, 8, 2}, Case{"dualpipe", 8, 20, 6},
                         Case{"dualpipev", 4, 8, 6}, Case{"dualpipev", 8, 16, 14}}) {
-    const Outcome outcome = simulate("schedules/" + std::string(c.schedule) + ".pipe --stages " +
-                                     std::to_string(c.stages) + " --micro-batches " +
-                                     std::to_string(c.micro_batches) +
-                                     " --chunks 2 --cost fwd=1,bwd-input=1,bwd-weight=1 --format json");
+    const Outcome outcome =
+        simulate("schedules/" + std::string(c.schedule) + ".pipe --stages " +
+                 std::to_string(c.stages) + " --micro-batches " + std::to_string(c.micro_batches) +
+                 " --chunks 2 --cost fwd=1,bwd-input=1,bwd-weight=1 --format json");
     ASSERT_EQ(outcome.status, 0) << outcome.out;
     const auto json = nlohmann::json::parse(outcome.out);
     double idle = 0;
