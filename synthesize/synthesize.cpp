@@ -73,22 +73,21 @@ std::string check_failure(const Program& program, bool posted_order) {
   return mode + " finds: " + result.diagnostics.front().message;
 }
 
-// Places communication around a timed order, compiles the text back and
-// checks it both ways.
-std::optional<Result> finish(const ComputeOrder& order, const Timed& timed, const Costs& costs,
-                             double weight_memory, std::string& error) {
-  const BuiltProgram placed =
-      program_with_placed_comms(order, pass_end_times(timed.built, timed.simulation.timeline),
-                                builder_file());
+// A placed program's text compiled back, checked both ways and timed, with
+// its figures (all but order_makespan); nullopt with `error` when it fails.
+std::optional<Result> checked_result(const ComputeOrder& order, std::string text,
+                                     const Costs& costs, double weight_memory,
+                                     std::string& error) {
   Result result;
   result.order = order;
-  result.text = flat_text(placed.program);
+  result.text = std::move(text);
   Diagnostics diagnostics;
   auto compiled = compile(std::make_shared<const SourceFile>("synthesized.pipe", result.text),
                           order.config, diagnostics);
   if (!compiled) {
     error = "the synthesized program does not compile: " +
-            (diagnostics.all().empty() ? std::string("no reason given") : diagnostics.all().front().message);
+            (diagnostics.all().empty() ? std::string("no reason given")
+                                       : diagnostics.all().front().message);
     return std::nullopt;
   }
   result.program = std::move(*compiled);
@@ -105,7 +104,6 @@ std::optional<Result> finish(const ComputeOrder& order, const Timed& timed, cons
     return std::nullopt;
   }
   result.simulation = std::move(*simulation);
-  result.order_makespan = std::get<1>(timed.score);
   result.longest_span = longest_span(result.program, result.simulation.timeline);
   result.bubble_rate_zb = zero_bubble_rate(result.program, result.simulation.timeline);
   const double per_micro_batch = chunks_per_rank(order.placement, order.config);
@@ -115,34 +113,15 @@ std::optional<Result> finish(const ComputeOrder& order, const Timed& timed, cons
   return result;
 }
 
-// `given` with its communication as placed, compiled from its flat text and
-// checked both ways like finish's; nullopt (with `error`) when it fails.
-std::optional<Result> as_placed(const ComputeOrder& order, const Program& given, const Costs& costs,
-                                double weight_memory, std::string& error) {
-  Result result;
-  result.order = order;
-  result.text = flat_text(given);
-  Diagnostics diagnostics;
-  auto compiled = compile(std::make_shared<const SourceFile>("lowered.pipe", result.text),
-                          given.config, diagnostics);
-  if (!compiled) {
-    error = "the input's own placement does not compile";
-    return std::nullopt;
-  }
-  result.program = std::move(*compiled);
-  for (const bool posted : {false, true}) {
-    error = check_failure(result.program, posted);
-    if (!error.empty()) return std::nullopt;
-  }
-  auto simulation = simulate(result.program, costs, diagnostics);
-  if (!simulation) return std::nullopt;
-  result.simulation = std::move(*simulation);
-  result.longest_span = longest_span(result.program, result.simulation.timeline);
-  result.bubble_rate_zb = zero_bubble_rate(result.program, result.simulation.timeline);
-  const double per_micro_batch = chunks_per_rank(order.placement, order.config);
-  for (const double peak : peak_memory(order, weight_memory)) {
-    result.peak_memory.push_back(peak / per_micro_batch);
-  }
+// Places communication around a timed order, compiles the text back and
+// checks it both ways.
+std::optional<Result> finish(const ComputeOrder& order, const Timed& timed, const Costs& costs,
+                             double weight_memory, std::string& error) {
+  const BuiltProgram placed =
+      program_with_placed_comms(order, pass_end_times(timed.built, timed.simulation.timeline),
+                                builder_file());
+  auto result = checked_result(order, flat_text(placed.program), costs, weight_memory, error);
+  if (result) result->order_makespan = std::get<1>(timed.score);
   return result;
 }
 
@@ -378,7 +357,8 @@ std::optional<Result> lower(const ComputeOrder& order, const Costs& costs, doubl
   result->origin = "given order";
   if (given != nullptr) {
     std::string ignored;
-    std::optional<Result> own = as_placed(order, *given, costs, weight_memory, ignored);
+    std::optional<Result> own =
+        checked_result(order, flat_text(*given), costs, weight_memory, ignored);
     if (own && own->simulation.timeline.makespan < result->simulation.timeline.makespan - 1e-9) {
       own->order_makespan = result->order_makespan;
       result = std::move(own);
