@@ -76,8 +76,7 @@ std::string check_failure(const Program& program, bool posted_order) {
 // A placed program's text compiled back, checked both ways and timed, with
 // its figures (all but order_makespan); nullopt with `error` when it fails.
 std::optional<Result> checked_result(const ComputeOrder& order, std::string text,
-                                     const Costs& costs, double weight_memory,
-                                     std::string& error) {
+                                     const Costs& costs, double weight_memory, std::string& error) {
   Result result;
   result.order = order;
   result.text = std::move(text);
@@ -117,9 +116,8 @@ std::optional<Result> checked_result(const ComputeOrder& order, std::string text
 // checks it both ways.
 std::optional<Result> finish(const ComputeOrder& order, const Timed& timed, const Costs& costs,
                              double weight_memory, std::string& error) {
-  const BuiltProgram placed =
-      program_with_placed_comms(order, pass_end_times(timed.built, timed.simulation.timeline),
-                                builder_file());
+  const BuiltProgram placed = program_with_placed_comms(
+      order, pass_end_times(timed.built, timed.simulation.timeline), builder_file());
   auto result = checked_result(order, flat_text(placed.program), costs, weight_memory, error);
   if (result) result->order_makespan = std::get<1>(timed.score);
   return result;
