@@ -69,9 +69,25 @@ SweepPlan plan_sweep(const Schedule& schedule, const SweepRequest& request) {
   plan.skip_unsupported = request.skip_unsupported;
   std::set<std::tuple<int, int, int, int>> seen;
   std::uint64_t total = 0;
+  const auto one = [](const std::optional<ValueRange>& r) { return r && r->first == r->last; };
+  // --stages and --micro-batches of one value each name one configuration:
+  // an axis not given is its default (1; the declared range's first value
+  // when the range leaves 1 out), not the declared sweep. Ranges sweep.
+  const bool one_configuration = one(request.stages) && one(request.micro_batches) &&
+                                 (!request.dp || one(request.dp)) &&
+                                 (!request.chunks || one(request.chunks));
+  const auto default_of = [](const ValueRange& range) {
+    const int value = range.first <= 1 && 1 <= range.last ? 1 : range.first;
+    return ValueRange{value, value};
+  };
   for (DeclaredSweep s : sweeps) {
+    if (one_configuration) {
+      s.dp = default_of(s.dp);
+      s.chunks = default_of(s.chunks);
+    }
     // A declared range skips the configurations the schedule's requires rule out.
-    if (declared && !(request.stages && request.micro_batches && request.dp && request.chunks)) {
+    if (declared && !one_configuration &&
+        !(request.stages && request.micro_batches && request.dp && request.chunks)) {
       plan.skip_unsupported = true;
     }
     if (request.stages) s.stages = *request.stages;

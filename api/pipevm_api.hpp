@@ -19,5 +19,7 @@
 #include "expand_text.hpp"
 #include "pipeline_order.hpp"
 #include "schedule_input.hpp"
+#include "simulate_compare.hpp"
+#include "simulate_costs.hpp"
 #include "simulate_run.hpp"
 #include "trace_costs.hpp"

@@ -1,6 +1,9 @@
 // Reading a schedule for expand and simulate, by its file's kind.
 #include "schedule_input.hpp"
 
+#include <sstream>
+
+#include "costs.hpp"
 #include "torch_csv.hpp"
 
 namespace pipevm::api {
@@ -80,6 +83,22 @@ std::optional<Config> declared_configuration_of(const std::string& path) {
   const auto schedule = parse(file, ignored);
   if (!schedule) return std::nullopt;
   return declared_configuration(*schedule);
+}
+
+std::string recorded_cost_flags(const SourceFile& file) {
+  std::istringstream text(file.text());
+  for (std::string line; std::getline(text, line) && line.rfind('#', 0) == 0;) {
+    if (line.rfind(kCostsHeaderPrefix, 0) == 0) return line.substr(kCostsHeaderPrefix.size());
+  }
+  return "";
+}
+
+int implied_stages_of(const std::string& path) {
+  Diagnostics ignored;
+  const auto file = read_source(path, ignored);
+  if (!file) return 0;
+  const auto schedule = parse(file, ignored);
+  return schedule ? implied_stages(*schedule) : 0;
 }
 
 }  // namespace pipevm::api

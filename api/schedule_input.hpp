@@ -44,5 +44,13 @@ ProgramInput load_program(const std::shared_ptr<const SourceFile>& file,
 // takes when neither flags nor its configuration file set one; empty when
 // the file declares none or several, or cannot be read or parsed.
 std::optional<Config> declared_configuration_of(const std::string& path);
+// The stage count a flat program's `stage N { ... }` blocks fix
+// (compile.hpp's implied_stages); 0 for a program written for any count, or
+// a file that cannot be read or parsed.
+int implied_stages_of(const std::string& path);
+// The costs a program's header records (a line starting
+// kCostsHeaderPrefix, as `pipevm synthesize` writes), in `--cost` syntax;
+// empty when it records none.
+std::string recorded_cost_flags(const SourceFile& file);
 
 }  // namespace pipevm::api

@@ -6,6 +6,7 @@
 
 #include "link.hpp"
 #include "model_shape.hpp"
+#include "simulate_compare.hpp"
 #include "svg.hpp"
 #include "topology.hpp"
 #include "trace.hpp"
@@ -31,6 +32,14 @@ bool finite(const Program& program, const Timeline& timeline) {
 SimulateOutcome simulate_program(const Program& given, const SimulateRequest& request,
                                  Diagnostics& diagnostics) {
   SimulateOutcome outcome;
+  if (const std::size_t entries = request.costs.stages.size();
+      entries > 0 && entries != static_cast<std::size_t>(given.config.stages)) {
+    outcome.status = 2;
+    outcome.usage_error =
+        "the costs give " + std::to_string(entries) + " `stages:` entries, for a program of " +
+        std::to_string(given.config.stages) + " stages: give one entry per stage, stage 0 first";
+    return outcome;
+  }
   // Requests carried over the step boundary: two steps, so that the
   // exchange one step starts is seen overlapping the next.
   Program program = given.carried.empty() ? given : unroll_steps(given, 2);
@@ -66,9 +75,7 @@ SimulateOutcome simulate_program(const Program& given, const SimulateRequest& re
   }
   if (!finite(program, simulation->timeline)) {
     outcome.status = 2;
-    outcome.usage_error =
-        "the costs overflow: a time of the timeline exceeds the largest number (about "
-        "1.8e308); give the costs in a larger unit";
+    outcome.usage_error = kCostsOverflow;
     return outcome;
   }
   SimulateRun run{
@@ -93,8 +100,14 @@ std::string timeline_title(const Program& program, const Simulation& simulation)
 }
 
 bool write_timeline_svg(const std::string& path, const SimulateRun& run, std::string& error) {
-  return write_svg(path, run.program, run.simulation.timeline,
-                   timeline_title(run.program, run.simulation), error);
+  std::string title = timeline_title(run.program, run.simulation);
+  const auto peak = std::max_element(
+      run.bytes.begin(), run.bytes.end(),
+      [](const RankBytes& a, const RankBytes& b) { return a.total() < b.total(); });
+  if (peak != run.bytes.end()) {
+    title += "; peak " + bytes_text(peak->total()) + " on rank " + std::to_string(peak->rank);
+  }
+  return write_svg(path, run.program, run.simulation.timeline, title, error);
 }
 
 bool write_timeline_trace(const std::string& path, const SimulateRun& run, std::string& error) {

@@ -45,6 +45,8 @@ struct SimulateOutcome {
   std::string usage_error;  // status 2: why
 };
 
+// Refuses (status 2) costs whose `stages:` entries are more or fewer than
+// the program's stages.
 SimulateOutcome simulate_program(const Program& program, const SimulateRequest& request,
                                  Diagnostics& diagnostics);
 

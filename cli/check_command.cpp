@@ -23,6 +23,7 @@
 #include "commands.hpp"
 #include "cost_options.hpp"
 #include "model_bytes.hpp"
+#include "number_checks.hpp"
 #include "options.hpp"
 #include "read_file.hpp"
 #include "topology_file.hpp"
@@ -253,7 +254,7 @@ Command add_check_command(CLI::App& root) {
                "(always so for declared configurations)");
   app.add_option("--max-configurations", args->max_configurations,
                  "Refuse a sweep of more configurations than this (per file)")
-      ->check(CLI::PositiveNumber)
+      ->check(above(0))
       ->capture_default_str();
   command.run = [args] { return run_check(*args); };
   return command;

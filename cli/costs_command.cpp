@@ -11,6 +11,7 @@
 
 #include "commands.hpp"
 #include "cost_files.hpp"
+#include "number_checks.hpp"
 #include "read_file.hpp"
 #include "trace_costs.hpp"
 
@@ -91,11 +92,11 @@ Command add_costs_command(CLI::App& root) {
       ->capture_default_str();
   app.add_option("--skip-steps", args->skip_steps,
                  "Steps left out at the start (warm-up); a label's k-th occurrence is step k")
-      ->check(CLI::NonNegativeNumber)
+      ->check(at_least(0))
       ->capture_default_str();
   app.add_option("--chunks", args->chunks,
                  "Model chunks per rank: PyTorch's stages are ranks x chunks")
-      ->check(CLI::PositiveNumber)
+      ->check(above(0))
       ->capture_default_str();
   app.add_option("--placement", args->placement, "How PyTorch's stages sit on ranks with chunks")
       ->check(CLI::IsMember({"looped", "v"}))

@@ -18,6 +18,7 @@
 #include "hosts_options.hpp"
 #include "layer_costs.hpp"
 #include "model_bytes.hpp"
+#include "number_checks.hpp"
 #include "options.hpp"
 #include "torch_csv.hpp"
 
@@ -185,7 +186,7 @@ Command add_expand_command(CLI::App& root) {
   add_config_options(app, args->config, false);
   add_memory_config_option(app, args->config_file);
   app.add_option("--rank,-r", args->rank, "Expand only this world rank (dp_rank * stages + stage)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   app.add_option("--format", args->format, "Output format")
       ->check(CLI::IsMember({"text", "json", "torch-csv"}))
       ->capture_default_str();
@@ -194,7 +195,7 @@ Command add_expand_command(CLI::App& root) {
                "compute_comms format); without it the table is compute only");
   app.add_option("--max-instructions", args->max_instructions,
                  "Stop with PV1010 past this many instructions (all ranks)")
-      ->check(CLI::PositiveNumber)
+      ->check(above(0))
       ->capture_default_str();
   add_host_options(app, args->hosts);
   command.run = [args, sub = command.app] { return run_expand(*sub, *args); };

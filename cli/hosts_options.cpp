@@ -1,13 +1,15 @@
 // The host options (hosts_options.hpp).
 #include "hosts_options.hpp"
 
+#include "number_checks.hpp"
+
 namespace pipevm::cli {
 
 void add_host_options(CLI::App& app, config::HostRequest& request) {
   auto* hosts = app.add_option("--hosts", request.hosts,
                                "Place the ranks on N hosts of equal size (h1..hN), filled in "
                                "order; shows what crosses hosts")
-                    ->check(CLI::Range(1, 1 << 20));
+                    ->check(in_range(1, 1 << 20));
   app.add_option("--hostfile", request.hostfile,
                  "Place the ranks on the hosts of an Open MPI hostfile (`name slots=K`), "
                  "filled slot by slot in order")

@@ -1,7 +1,9 @@
 // pipevm: the command line. `pipevm FILE` is `pipevm run FILE`.
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -9,7 +11,41 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.hpp"
+#include "nearest_name.hpp"
 #include "version.hpp"
+
+namespace {
+
+// Under mpiexec every rank parses the same words: rank 0 alone says what is wrong.
+bool is_mpi_rank_zero() {
+  const char* mpi_rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  return mpi_rank == nullptr || std::string_view(mpi_rank) == "0";
+}
+
+// `pipevm WORD` where WORD is no command: it is `pipevm run WORD` when WORD is
+// a file, or a path that names one; a bare word close to a command's name is
+// a misspelt command, and a bare word that names nothing is neither.
+std::optional<std::string> unknown_command(const std::string& word,
+                                           const std::vector<pipevm::cli::Command>& commands) {
+  std::error_code error;
+  if (std::filesystem::exists(word, error)) return std::nullopt;
+  std::vector<std::string_view> names;
+  std::string listed;
+  for (const pipevm::cli::Command& command : commands) {
+    names.push_back(command.app->get_name());
+    listed += (listed.empty() ? "" : ", ") + command.app->get_name();
+  }
+  const std::string_view nearest = pipevm::nearest_name(word, names);
+  if (!nearest.empty()) {
+    return "pipevm: unknown command '" + word + "'; did you mean '" + std::string(nearest) + "'?";
+  }
+  if (word.find('/') != std::string::npos || word.find('.') != std::string::npos)
+    return std::nullopt;
+  return "pipevm: '" + word + "' is neither a command (" + listed +
+         ") nor a schedule file; see pipevm --help";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace pipevm::cli;
@@ -39,6 +75,10 @@ int main(int argc, char** argv) {
   };
   if (!args.empty() && !args.front().empty() && args.front().front() != '-' &&
       !is_command(args.front())) {
+    if (const std::optional<std::string> refusal = unknown_command(args.front(), commands)) {
+      if (is_mpi_rank_zero()) std::cerr << *refusal << "\n";
+      return 2;
+    }
     args.insert(args.begin(), "run");
   }
   std::reverse(args.begin(), args.end());  // CLI11 takes the arguments back to front
@@ -46,11 +86,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(args);
   } catch (const CLI::ParseError& e) {
-    // Under mpiexec every rank parses the same words: rank 0 alone says what is wrong.
-    const char* mpi_rank = std::getenv("OMPI_COMM_WORLD_RANK");
-    if (mpi_rank != nullptr && std::string_view(mpi_rank) != "0") {
-      return e.get_exit_code() == 0 ? 0 : 2;
-    }
+    if (!is_mpi_rank_zero()) return e.get_exit_code() == 0 ? 0 : 2;
     const std::vector<std::string> typed(argv + 1, argv + argc);
     if (e.get_exit_code() != 0 && !typed.empty() && typed.front() == "check") {
       print_check_usage_error(typed, e.what());

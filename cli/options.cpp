@@ -1,22 +1,28 @@
 // The shared configuration options.
 #include "options.hpp"
 
+#include "number_checks.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 
 namespace pipevm::cli {
 
 void add_config_options(CLI::App& app, Config& config, bool required) {
   app.add_option("--stages,-p", config.stages, "Pipeline stages P (ranks per pipeline)")
-      ->check(CLI::Range(1, kMaxStages))
+      ->check(in_range(1, kMaxStages))
       ->required(required);
   app.add_option("--micro-batches,-m", config.micro_batches, "Micro-batches M per step")
-      ->check(CLI::Range(1, kMaxMicroBatches))
+      ->check(in_range(1, kMaxMicroBatches))
       ->required(required);
   app.add_option("--dp", config.dp, "Data-parallel replicas D (world = D * P ranks)")
-      ->check(CLI::Range(1, kMaxDp))
+      ->check(in_range(1, kMaxDp))
       ->capture_default_str();
   app.add_option("--chunks,-v", config.chunks, "Model chunks per rank V")
-      ->check(CLI::Range(1, kMaxChunks))
+      ->check(in_range(1, kMaxChunks))
       ->capture_default_str();
 }
 
@@ -36,6 +42,20 @@ api::ConfigRequest config_request(const CLI::App& app, const Config& config) {
   if (app.count("--dp") > 0) request.dp = config.dp;
   if (app.count("--chunks") > 0) request.chunks = config.chunks;
   return request;
+}
+
+bool can_write(const std::string& path, std::string& error) {
+  std::error_code ignored;
+  const bool existed = std::filesystem::exists(path, ignored);
+  errno = 0;
+  std::ofstream probe(path, std::ios::app);
+  if (probe) {
+    probe.close();
+    if (!existed) std::filesystem::remove(path, ignored);
+    return true;
+  }
+  error = "cannot write " + path + (errno != 0 ? ": " + std::string(std::strerror(errno)) : "");
+  return false;
 }
 
 api::ProgramInput load_program(const CLI::App& app, const std::string& path, const Config& config,

@@ -37,6 +37,11 @@ void add_memory_config_option(CLI::App& app, std::string& path);
 api::ProgramInput load_program(const CLI::App& app, const std::string& path, const Config& config,
                                Diagnostics& diagnostics, const ExpandOptions& options = {});
 
+// Whether `path` can be written (created, or appended to: nothing is
+// truncated); else the OS's reason in `error`, e.g. "cannot write x.svg: No
+// such file or directory". For outputs checked before anything is printed.
+bool can_write(const std::string& path, std::string& error);
+
 inline constexpr const char* kTopologyHelp =
     "Gossip topology: complete, ring, one-peer-exp, alternating-exp-ring:L or FILE.yaml "
     "(overrides the schedule's `topology`)";

@@ -6,10 +6,12 @@
 // (config/run_overrides.hpp). Not here: any step of the run.
 #include <unistd.h>
 
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 
 #include "commands.hpp"
+#include "number_checks.hpp"
 #include "options.hpp"
 #include "run.hpp"
 
@@ -23,7 +25,14 @@ struct RunArguments {
 };
 
 int run(RunArguments arguments) {
-  arguments.request.progress = !arguments.no_progress && isatty(STDOUT_FILENO) != 0;
+  // Under mpiexec the ranks see a terminal even when its output is a file:
+  // lines there, as in any log.
+  const bool under_mpi =
+      std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr;
+  arguments.request.progress = arguments.no_progress ? train::ProgressStyle::none
+                               : isatty(STDOUT_FILENO) != 0 && !under_mpi
+                                   ? train::ProgressStyle::bar
+                                   : train::ProgressStyle::lines;
   const train::RunLog log(stdout, std::cerr, isatty(STDERR_FILENO) != 0);
   return train::run(arguments.request, log);
 }
@@ -43,6 +52,12 @@ Command add_run_command(CLI::App& root) {
       "Every output (--save, --trace, --profile, --report, --checkpoint) is checked writable\n"
       "before the run starts; a bad one stops it at once with the path and the reason.");
   command.app = app;
+  app->footer(
+      "Exit status: 0 trained; 1 the schedule has errors or fails the checker, an output could\n"
+      "not be written at the end, or the replicas disagree; 2 usage, an unreadable file, a world\n"
+      "size the schedule is not written for, an unwritable output, a checkpoint that does not\n"
+      "fit, or nothing left to train. A rank that fails while training stops every rank\n"
+      "(MPI_Abort; mpirun's status).");
   app->add_option("file", r.file, "The schedule (.pipe)")->required();
   app->add_option("--config", r.config_file, "YAML configuration (see examples/)");
   app->add_option("--dp", f.dp, "Data-parallel replicas (default 1)");
@@ -84,7 +99,7 @@ Command add_run_command(CLI::App& root) {
                   "How many training steps --profile takes medians over (default 20, from the "
                   "second step on; fewer when the run has fewer)")
       ->type_name("N")
-      ->check(CLI::Range(1, 1000000));
+      ->check(in_range(1, 1000000));
   app->add_option("--report", r.report,
                   "Write the run's figures as JSON: per epoch the loss, accuracy and seconds; per "
                   "rank the peak bytes of its buffers by category, as the runtime counted them "
@@ -113,7 +128,9 @@ Command add_run_command(CLI::App& root) {
       ->check(CLI::IsMember({"measured", "flops"}));
   app->add_option("--topology", r.topology, kTopologyHelp);
   app->add_flag("--no-progress", arguments->no_progress,
-                "No progress bar (mpiexec shows ranks a terminal even when piped)");
+                "No progress within epochs (default: a bar with the time left on a terminal; a "
+                "line every 30 s with samples/s and the time left when the output is not a "
+                "terminal, or under mpirun)");
   command.run = [arguments] { return run(*arguments); };
   return command;
 }

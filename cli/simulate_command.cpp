@@ -10,19 +10,26 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "compile.hpp"
+#include "cost_inputs.hpp"
 #include "cost_options.hpp"
 #include "costs.hpp"
 #include "hosts_options.hpp"
 #include "layer_costs.hpp"
 #include "model_bytes.hpp"
+#include "number_checks.hpp"
 #include "options.hpp"
 #include "run_config.hpp"
+#include "schedule_input.hpp"
+#include "simulate_compare.hpp"
+#include "simulate_costs.hpp"
 #include "simulate_run.hpp"
 #include "topology_file.hpp"
 
@@ -31,7 +38,7 @@ namespace pipevm::cli {
 namespace {
 
 struct SimulateArguments {
-  std::string file;
+  std::vector<std::string> files;
   Config config;
   config::CostInputs costs;
   std::string config_file;  // --config: the model whose bytes are counted, its costs
@@ -109,46 +116,131 @@ nlohmann::json traffic_json(const LinkTraffic& traffic) {
   return j;
 }
 
-int run_simulate(const CLI::App& app, const SimulateArguments& args) {
-  ExpandOptions expand_options;
-  if (std::string error; !config::topology_option(args.topology, expand_options, error)) {
-    std::cerr << "pipevm simulate: " << error << "\n";
-    return 2;
+// A synthesized program is timed with the costs its header records when
+// none are given; said on stderr, since the figures depend on it.
+config::CostInputs costs_or_recorded(const SimulateArguments& args, const std::string& path,
+                                     bool configured) {
+  const config::CostInputs& given = args.costs;
+  if (configured || !given.file.empty() || !given.flags.empty() || given.values ||
+      !given.transfer.empty()) {
+    return given;
   }
-  config::HostPlacement placement;
+  Diagnostics ignored;
+  const auto file = read_source(path, ignored);
+  config::CostInputs recorded = given;
+  if (file) recorded.flags = api::recorded_cost_flags(*file);
+  if (!recorded.flags.empty()) {
+    std::cerr << "pipevm simulate: timing with the costs " << path
+              << "'s header records (--cost or --costs overrides them)\n";
+  }
+  return recorded;
+}
+
+// What every file of one `simulate` is timed with: the model whose bytes
+// count, the costs as the user gave them, the expansion options.
+struct Setting {
   config::RunConfig model;
-  try {
-    model = config::read_run_config(args.config_file, config::ConfigUse::figures);
-  } catch (const config::ConfigError& error) {
-    std::cerr << "pipevm simulate: " << error.what() << '\n';
-    return 2;
-  }
-  config::expand_for_model(model, expand_options);
+  ExpandOptions expand_options;
+};
+
+// One file simulated with the flags; nullopt after saying why, with the
+// exit status in `status`.
+std::optional<api::SimulateRun> simulate_file(const CLI::App& app, const SimulateArguments& args,
+                                              const std::string& file, const Setting& setting,
+                                              config::HostPlacement& placement, Costs& used,
+                                              int& status) {
+  const config::CostInputs costs = costs_or_recorded(args, file, !setting.model.costs.empty());
   api::SimulateRequest request;
-  request.model = config::model_bytes(model);
+  request.model = config::model_bytes(setting.model);
   request.message_batch_size = args.batch_size;
-  if (std::string error; !config::compose_costs(args.costs, model.costs, request.costs, error)) {
+  status = 2;
+  if (std::string error; !config::compose_costs(costs, setting.model.costs, request.costs, error)) {
     std::cerr << "pipevm simulate: " << error << '\n';
-    return 2;
+    return std::nullopt;
   }
   request.options.p2p_posted_order = *config::posted_order(args.p2p_order);
   Diagnostics diagnostics;
-  ProgramInput input = load_program(app, args.file, args.config, diagnostics, expand_options);
+  ProgramInput input = load_program(app, file, args.config, diagnostics, setting.expand_options);
   if (!input.program) {
     print_diagnostics(diagnostics);
-    return input.status;
+    status = input.status;
+    return std::nullopt;
   }
-  if (!hosts_of(args, input.program->config, placement)) return 2;
+  const std::vector<std::string> given = config::given_cost_keys(costs, setting.model.costs);
+  request.costs = api::fitted_costs(*input.program, request.costs, given);
+  for (const std::string& warning : api::unset_cost_warnings(*input.program, given)) {
+    std::cerr << "pipevm simulate: warning: " << warning << '\n';
+  }
+  if (const std::string note = api::chunk_cost_note(*input.program, given); !note.empty()) {
+    std::cerr << "pipevm simulate: note: " << file << ": " << note << '\n';
+  }
+  if (!hosts_of(args, input.program->config, placement)) return std::nullopt;
   request.host_of_rank = placement.host_of_rank;
-  const api::SimulateOutcome outcome = api::simulate_program(*input.program, request, diagnostics);
+  api::SimulateOutcome outcome = api::simulate_program(*input.program, request, diagnostics);
   print_diagnostics(diagnostics);
   if (!outcome.run) {
     if (!outcome.usage_error.empty()) {
       std::cerr << "pipevm simulate: " << outcome.usage_error << '\n';
     }
-    return outcome.status;
+    status = outcome.status;
+    return std::nullopt;
   }
-  const api::SimulateRun& run = *outcome.run;
+  used = request.costs;
+  status = 0;
+  return std::move(outcome.run);
+}
+
+// Several files: one row each, the figures side by side.
+int compare_files(const CLI::App& app, const SimulateArguments& args, const Setting& setting) {
+  std::vector<api::ComparedRun> rows;
+  for (const std::string& file : args.files) {
+    config::HostPlacement placement;
+    Costs used;
+    int status = 0;
+    const std::optional<api::SimulateRun> run =
+        simulate_file(app, args, file, setting, placement, used, status);
+    if (!run) return status;
+    rows.push_back({file, *run});
+  }
+  if (args.format == "json") {
+    std::cout << api::comparison_json(rows).dump(2) << '\n';
+  } else {
+    std::cout << api::comparison_text(rows);
+  }
+  return 0;
+}
+
+int run_simulate(const CLI::App& app, const SimulateArguments& args) {
+  if (args.files.size() > 1 && (!args.svg.empty() || !args.trace.empty())) {
+    std::cerr << "pipevm simulate: --svg and --trace draw one schedule; give one file\n";
+    return 2;
+  }
+  for (const std::string& output : {args.svg, args.trace}) {
+    if (std::string error; !output.empty() && !can_write(output, error)) {
+      std::cerr << "pipevm simulate: " << error << "\n";
+      return 2;
+    }
+  }
+  Setting setting;
+  if (std::string error; !config::topology_option(args.topology, setting.expand_options, error)) {
+    std::cerr << "pipevm simulate: " << error << "\n";
+    return 2;
+  }
+  try {
+    setting.model = config::read_run_config(args.config_file, config::ConfigUse::figures);
+  } catch (const config::ConfigError& error) {
+    std::cerr << "pipevm simulate: " << error.what() << '\n';
+    return 2;
+  }
+  config::expand_for_model(setting.model, setting.expand_options);
+  if (args.files.size() > 1) return compare_files(app, args, setting);
+  config::HostPlacement placement;
+  Costs costs;
+  int status = 0;
+  const std::optional<api::SimulateRun> simulated =
+      simulate_file(app, args, args.files.front(), setting, placement, costs, status);
+  if (!simulated) return status;
+  const api::SimulateRun& run = *simulated;
   if (args.format == "json") {
     nlohmann::json j = to_json(run.simulation);
     j["per_rank"] = bytes_to_json(run.bytes);
@@ -160,8 +252,14 @@ int run_simulate(const CLI::App& app, const SimulateArguments& args) {
     }
     std::cout << j.dump(2) << '\n';
   } else {
-    std::cout << render_text(run.program, run.simulation, request.costs, args.width);
-    if (run.by_layers) print_layer_cut(run.program, *run.by_layers);
+    std::cout << render_text(run.program, run.simulation, costs, args.width);
+    // With per-layer costs the bytes are the layers' (print_layer_cut), not
+    // the configured model's.
+    if (run.by_layers) {
+      print_layer_cut(run.program, *run.by_layers);
+    } else {
+      std::cout << api::peak_bytes_line(run.bytes);
+    }
     if (run.on_hosts) print_traffic(placement, run.traffic);
   }
   std::string error;
@@ -187,11 +285,18 @@ Command add_simulate_command(CLI::App& root) {
   app.footer(
       "Example:\n"
       "  pipevm simulate schedules/1f1b.pipe --stages 4 --micro-batches 8 --cost fwd=1,bwd=2\n"
-      "Without --cost or --costs: fwd=1, bwd-input=1, bwd-weight=1 (so bwd=2), free messages.\n" +
+      "  pipevm simulate schedules/1f1b.pipe schedules/zb-h1.pipe -p 4 -m 8   (one table)\n"
+      "Without --cost or --costs: a stage's forward takes 1 and its backward 2 (bwd-input=1,\n"
+      "bwd-weight=1), split evenly over its chunks (so --chunks 2: fwd=0.5 per chunk), free\n"
+      "messages; a synthesized program's header costs when it records them. Given costs are\n"
+      "per chunk.\n" +
       cost_keys_help() +
       "Exit status: 0 ok, 1 program errors or a deadlock (run `pipevm check`), 2 unreadable\n"
       "file, usage, or costs whose sum overflows.");
-  app.add_option("file", args->file, "The schedule (.pipe, or a PyTorch table .csv)")->required();
+  app.add_option("files", args->files,
+                 "The schedule (.pipe, or a PyTorch table .csv); several: one table comparing "
+                 "their makespan, bubble and peak bytes under the same flags")
+      ->required();
   add_config_options(app, args->config, false);
   add_memory_config_option(app, args->config_file);
   add_cost_options(app, args->costs, args->p2p_order);
@@ -203,13 +308,13 @@ Command add_simulate_command(CLI::App& root) {
                  "Also write a Chrome/Perfetto trace (JSON; costs read as microseconds)");
   app.add_option("--topology", args->topology, kTopologyHelp);
   app.add_option("--width", args->width, "Columns of the terminal grid")
-      ->check(CLI::Range(10, 100000))
+      ->check(in_range(10, 100000))
       ->capture_default_str();
   add_host_options(app, args->hosts);
   app.add_option("--batch-size", args->batch_size,
                  "Global batch size (default: the configuration's, 128): micro-batch rows = "
                  "batch / (dp x micro-batches)")
-      ->check(CLI::PositiveNumber);
+      ->check(above(0));
   command.run = [args, sub = command.app] { return run_simulate(*sub, *args); };
   return command;
 }

@@ -5,6 +5,8 @@
 // The search and the checks are the library's (synthesize/synthesize.hpp);
 // this file reads options and writes.
 #include <unistd.h>
+#include <cerrno>
+#include <cstring>
 
 #include <chrono>
 #include <cmath>
@@ -18,6 +20,7 @@
 #include "cost_options.hpp"
 #include "header.hpp"
 #include "model_bytes.hpp"
+#include "number_checks.hpp"
 #include "options.hpp"
 #include "schedule_input.hpp"
 #include "synthesize.hpp"
@@ -62,20 +65,23 @@ bool write_output(const SynthesizeArguments& args, const std::string& text) {
     std::cout << text;
     return true;
   }
+  errno = 0;
   std::ofstream file(args.output);
   file << text;
   file.close();
   if (!file) {
-    std::cerr << "pipevm synthesize: cannot write " << args.output << '\n';
+    std::cerr << "pipevm synthesize: cannot write " << args.output
+              << (errno != 0 ? ": " + std::string(std::strerror(errno)) : "") << '\n';
     return false;
   }
   return true;
 }
 
-// The compute order of --lower's file, or nullopt after saying why.
+// The compute order of --lower's file, or nullopt after saying why; the
+// program it was read from in `given`.
 std::optional<synthesis::ComputeOrder> order_to_lower(const CLI::App& app,
                                                       const SynthesizeArguments& args,
-                                                      int& status) {
+                                                      std::optional<Program>& given, int& status) {
   Diagnostics diagnostics;
   const ProgramInput input = load_program(app, args.lower, args.config, diagnostics);
   for (const Diagnostic& d : diagnostics.all()) print_text(std::cerr, d, isatty(STDERR_FILENO) != 0);
@@ -89,6 +95,7 @@ std::optional<synthesis::ComputeOrder> order_to_lower(const CLI::App& app,
     std::cerr << "pipevm synthesize: " << args.lower << ": " << error << '\n';
     status = 2;
   }
+  given = std::move(input.program);
   return order;
 }
 
@@ -116,9 +123,10 @@ int run_synthesize(const CLI::App& app, SynthesizeArguments args) {
   std::optional<synthesis::Result> result;
   if (!args.lower.empty()) {
     int status = 0;
-    const auto order = order_to_lower(app, args, status);
+    std::optional<Program> given;
+    const auto order = order_to_lower(app, args, given, status);
     if (!order) return status;
-    result = synthesis::lower(*order, costs, args.weight_memory, error);
+    result = synthesis::lower(*order, costs, args.weight_memory, error, &*given);
   } else {
     if (app.count("--stages") == 0 || app.count("--micro-batches") == 0) {
       std::cerr << "pipevm synthesize: --stages and --micro-batches are required (or --lower FILE)\n";
@@ -179,7 +187,10 @@ int run_synthesize(const CLI::App& app, SynthesizeArguments args) {
   inputs.p2p_order = args.p2p_order;
   inputs.memory_policy = *synthesis::memory_policy_named(args.memory_policy);
   const std::string text = synthesis::header(inputs, *result) + result->text;
-  return write_output(args, text) ? 0 : 2;
+  if (!write_output(args, text)) return 2;
+  if (!args.output.empty())
+    std::cerr << "pipevm synthesize: " << synthesis::summary(args.output, *result) << '\n';
+  return 0;
 }
 
 }  // namespace
@@ -200,7 +211,8 @@ Command add_synthesize_command(CLI::App& root) {
       "starts when its send does); --p2p-order is recorded in the header, and the program is\n"
       "checked under both progress models.\n" +
       cost_keys_help() +
-      "Exit status: 0 written, 2 usage, unreadable input or a request no schedule meets.");
+      "Exit status: 0 written, 1 errors in the --lower file, 2 usage, unreadable input, an\n"
+      "unwritable output or a request no schedule meets.");
   add_config_options(app, args->config, false);
   app.add_option("--placement", args->placement, "Chunk placement when --chunks > 1")
       ->check(CLI::IsMember({"looped", "v"}))
@@ -213,7 +225,7 @@ Command add_synthesize_command(CLI::App& root) {
                  "for --config's model");
   app.add_option("--weight-memory", args->weight_memory,
                  "R = M_W / M_B: what a backward-input leaves for its weight pass")
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(in_range(0.0, 1.0))
       ->capture_default_str();
   app.add_option("--memory-policy", args->memory_policy,
                  "What a stage may do with a stash under --memory-limit besides keeping it: "
@@ -223,12 +235,12 @@ Command add_synthesize_command(CLI::App& root) {
       ->check(CLI::IsMember({"keep", "recompute", "offload", "any"}))
       ->capture_default_str();
   app.add_option("--time-limit", args->time_limit, "Seconds for the improvement step")
-      ->check(CLI::NonNegativeNumber)
+      ->check(at_least(0))
       ->capture_default_str();
   app.add_option("--max-moves", args->max_moves,
                  "Local-search moves simulated at most (0: until --time-limit); the same result "
                  "on any machine when the time limit does not end the search first")
-      ->check(CLI::NonNegativeNumber)
+      ->check(at_least(0))
       ->capture_default_str();
   app.add_option("-o,--output", args->output, "Write here (default: stdout)");
   app.add_option("--format", args->format, "Output format")

@@ -9,9 +9,13 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <functional>
 #include <iterator>
 #include <optional>
 #include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "read_file.hpp"
 #include "shortest_text.hpp"
@@ -55,6 +59,25 @@ bool refuse(const YAML::Node& at, std::string message, Refusal& refusal) {
 
 constexpr std::string_view kChunksKey = "chunks";
 
+// A key given twice in one mapping: yaml-cpp keeps both, and which one a
+// lookup finds is not what a reader of the file expects.
+bool refuse_duplicate_keys(const YAML::Node& map, Refusal& refusal) {
+  std::vector<std::pair<std::string, YAML::Mark>> seen;
+  for (const auto& key_value : map) {
+    if (!key_value.first.IsScalar()) continue;
+    const std::string key = key_value.first.Scalar();
+    for (const auto& [earlier, where] : seen) {
+      if (earlier == key) {
+        return refuse(key_value.first,
+                      "'" + key + "' is given twice (first at " + position_of(where) + ")",
+                      refusal);
+      }
+    }
+    seen.emplace_back(key, key_value.first.Mark());
+  }
+  return true;
+}
+
 std::string per_stage_key_names() {
   std::string names;
   for (const CostKey& key : cost_keys()) {
@@ -74,6 +97,7 @@ bool parse_entry(const YAML::Node& item, const std::string& which, Costs& entry,
     return refuse(item, which + " of '" + list + "' is not a mapping of keys to numbers (fwd: 1)",
                   refusal);
   }
+  if (!refuse_duplicate_keys(item, refusal)) return false;
   for (const auto& key_value : item) {
     const std::string key = key_value.first.IsScalar() ? key_value.first.Scalar() : std::string();
     if (chunks != nullptr && key == kChunksKey) {
@@ -205,7 +229,9 @@ bool parse_stages(const YAML::Node& list, Costs& costs, Refusal& refusal) {
   return true;
 }
 
-bool parse_costs(std::string_view yaml_text, Costs& costs, Refusal& refusal) {
+// `file`: a cost file, which must set something (an empty one is a
+// mistake, not free compute); text given otherwise may be empty.
+bool parse_costs(std::string_view yaml_text, Costs& costs, Refusal& refusal, bool file) {
   YAML::Node root;
   try {
     root = YAML::Load(std::string(yaml_text));
@@ -213,10 +239,15 @@ bool parse_costs(std::string_view yaml_text, Costs& costs, Refusal& refusal) {
     refusal = {e.mark, "not YAML: " + e.msg};
     return false;
   }
-  if (root.IsNull()) return true;
+  if (root.IsNull()) {
+    if (!file) return true;
+    refusal = {YAML::Mark(), "the cost file sets no cost: give the keys as `fwd: 1` lines"};
+    return false;
+  }
   if (!root.IsMap()) {
     return refuse(root, "a cost file is a mapping of keys to numbers (fwd: 1)", refusal);
   }
+  if (!refuse_duplicate_keys(root, refusal)) return false;
   std::optional<YAML::Node> stages;
   std::optional<YAML::Node> layers;
   for (const auto& entry : root) {
@@ -238,7 +269,8 @@ bool parse_costs(std::string_view yaml_text, Costs& costs, Refusal& refusal) {
     }
     std::string error;
     if (!set_cost_text(costs, key, entry.second.Scalar(), error)) {
-      return refuse(entry.second, error, refusal);
+      const bool known = key == kTransferCostKey || find_cost_key(key) != nullptr;
+      return refuse(known ? entry.second : entry.first, error, refusal);
     }
   }
   if (layers && !parse_layers(*layers, costs, refusal)) return false;
@@ -297,7 +329,7 @@ bool parse_cost_flags(std::string_view text, Costs& costs, std::string& error) {
 
 bool parse_costs_yaml(std::string_view yaml_text, Costs& costs, std::string& error) {
   Refusal refusal;
-  if (parse_costs(yaml_text, costs, refusal)) return true;
+  if (parse_costs(yaml_text, costs, refusal, false)) return true;
   const std::string where = position_of(refusal.where);
   error = where.empty() ? refusal.message : where + ": " + refusal.message;
   return false;
@@ -310,10 +342,39 @@ bool read_costs_yaml(const std::string& path, Costs& costs, std::string& error) 
     return false;
   }
   Refusal refusal;
-  if (parse_costs(text, costs, refusal)) return true;
+  if (parse_costs(text, costs, refusal, true)) return true;
   const std::string where = position_of(refusal.where);
   error = path + (where.empty() ? "" : ":" + where) + ": " + refusal.message;
   return false;
+}
+
+std::vector<std::string> cost_file_keys(const std::string& path) {
+  std::vector<std::string> keys;
+  std::string text;
+  std::string error;
+  if (!read_input_file(path, kMaxYamlBytes, "cost files", text, error)) return keys;
+  const std::function<void(const YAML::Node&)> collect = [&](const YAML::Node& node) {
+    if (node.IsSequence()) {
+      for (const auto& item : node) collect(item);
+      return;
+    }
+    if (!node.IsMap()) return;
+    for (const auto& key_value : node) {
+      if (!key_value.first.IsScalar()) continue;
+      const std::string key = key_value.first.Scalar();
+      if (key == kStagesKey || key == kChunksKey) {
+        collect(key_value.second);
+      } else {
+        keys.push_back(key);
+      }
+    }
+  };
+  try {
+    collect(YAML::Load(text));
+  } catch (const YAML::Exception&) {
+    keys.clear();
+  }
+  return keys;
 }
 
 void write_costs_yaml(std::ostream& out, const Costs& costs, std::string_view comment) {

@@ -10,6 +10,7 @@
 #include <iosfwd>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "costs.hpp"
 
@@ -32,6 +33,10 @@ bool parse_cost_flags(std::string_view text, Costs& costs, std::string& error);
 // position: "path:line:col: message" (parse_costs_yaml: "line:col: message").
 bool read_costs_yaml(const std::string& path, Costs& costs, std::string& error);
 bool parse_costs_yaml(std::string_view yaml_text, Costs& costs, std::string& error);
+// The keys a readable cost file sets, top-level and per stage or chunk
+// (empty when it cannot be read).
+std::vector<std::string> cost_file_keys(const std::string& path);
+
 // Writes every key that is set (a YAML mapping, with a comment header), and
 // `layers:` when there are entries (every key of each), and `stages:`
 // when there are entries, with each entry's `chunks:`.

@@ -33,6 +33,31 @@ bool compose_costs(const CostInputs& inputs, const std::vector<CostSetting>& con
   return true;
 }
 
+std::vector<std::string> given_cost_keys(const CostInputs& inputs,
+                                         const std::vector<CostSetting>& configured) {
+  std::vector<std::string> keys;
+  for (const CostSetting& setting : configured) keys.push_back(setting.key);
+  if (!inputs.file.empty()) {
+    const std::vector<std::string> in_file = cost_file_keys(inputs.file);
+    keys.insert(keys.end(), in_file.begin(), in_file.end());
+  }
+  std::string_view flags = inputs.flags;
+  while (!flags.empty()) {
+    const auto comma = flags.find(',');
+    const std::string_view item = flags.substr(0, comma);
+    flags = comma == std::string_view::npos ? std::string_view{} : flags.substr(comma + 1);
+    const std::string_view key = item.substr(0, item.find('='));
+    const auto first = key.find_first_not_of(" \t");
+    const auto last = key.find_last_not_of(" \t");
+    if (first != std::string_view::npos) keys.emplace_back(key.substr(first, last - first + 1));
+  }
+  for (const auto& [key, value] :
+       inputs.values.value_or(std::vector<std::pair<std::string, double>>{})) {
+    keys.push_back(key);
+  }
+  return keys;
+}
+
 std::optional<bool> posted_order(std::string_view name) {
   if (name == "posted") return true;
   if (name == "independent" || name == "any") return false;

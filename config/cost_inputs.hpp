@@ -34,6 +34,12 @@ struct CostInputs {
 bool compose_costs(const CostInputs& inputs, const std::vector<CostSetting>& configured,
                    Costs& costs, std::string& error);
 
+// The cost keys `inputs` and `configured` name (a cost file's top-level and
+// per-stage keys, the flags', the values'); empty when none is given, so
+// the textbook default applies. Read after compose_costs succeeded.
+std::vector<std::string> given_cost_keys(const CostInputs& inputs,
+                                         const std::vector<CostSetting>& configured);
+
 // The transfer models' names, as --transfer and the cost key take them.
 inline constexpr std::array<std::string_view, 3> kTransferModels = {"auto", "eager", "rendezvous"};
 

@@ -70,6 +70,21 @@ std::string rank_suffix(const Location& location) {
 int code_number(DiagnosticKind kind) { return kind_info(kind).code; }
 std::string code(DiagnosticKind kind) { return "PV" + std::to_string(code_number(kind)); }
 DiagnosticClass class_of(DiagnosticKind kind) { return kind_info(kind).cls; }
+
+std::string_view help(DiagnosticKind kind) {
+  struct KindHelp {
+    DiagnosticKind kind;
+    std::string_view text;
+  };
+  static constexpr std::array kHelp = {
+#define PIPEVM_HELP(name, text) KindHelp{DiagnosticKind::name, text},
+#include "diagnostic_help.def"
+#undef PIPEVM_HELP
+  };
+  const auto* found = std::find_if(kHelp.begin(), kHelp.end(),
+                                   [kind](const KindHelp& row) { return row.kind == kind; });
+  return found == kHelp.end() ? std::string_view() : found->text;
+}
 std::string_view name(DiagnosticKind kind) { return kind_info(kind).name; }
 
 std::string_view name(DiagnosticClass cls) {
@@ -132,6 +147,9 @@ void print_text(std::ostream& out, const Diagnostic& d, bool color) {
         << ": " << n.message << rank_suffix(n.location) << '\n';
     print_excerpt(out, n.location, color);
   }
+  if (const std::string_view fix = help(d.kind); !fix.empty()) {
+    out << bold << "help" << reset << ": " << fix << '\n';
+  }
 }
 
 void print_gcc(std::ostream& out, const Diagnostic& d) {
@@ -162,6 +180,7 @@ nlohmann::json to_json(const Diagnostic& d) {
   j["class"] = name(class_of(d.kind));
   j["severity"] = name(d.severity);
   j["message"] = d.message;
+  if (const std::string_view fix = help(d.kind); !fix.empty()) j["help"] = fix;
   add_location(j, d.location);
   nlohmann::json notes = nlohmann::json::array();
   for (const Note& n : d.notes) {

@@ -44,6 +44,9 @@ enum class Severity : std::uint8_t { error, warning, note };
 int code_number(DiagnosticKind kind);
 std::string code(DiagnosticKind kind);  // "PV2001"
 DiagnosticClass class_of(DiagnosticKind kind);
+// The known fix of `kind` (diagnostic_help.def), printed under it as
+// `help:`; empty when its docs give none.
+std::string_view help(DiagnosticKind kind);
 std::string_view name(DiagnosticKind kind);  // "Deadlock"
 std::string_view name(DiagnosticClass cls);  // "buffering-hazard"
 std::string_view name(Severity severity);

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <vector>
 
+#include "nearest_name.hpp"
 #include "program.hpp"
 
 namespace pipevm {
@@ -108,36 +109,10 @@ std::optional<Opcode> opcode_from_name(std::string_view word) {
   return std::nullopt;
 }
 
-namespace {
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      const bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
-                        std::tolower(static_cast<unsigned char>(b[j - 1]));
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-}  // namespace
-
 std::string_view nearest_opcode_name(std::string_view word) {
-  std::string_view best;
-  std::size_t best_distance = std::max<std::size_t>(2, word.size() / 3) + 1;
-  for (const auto& op : kOpcodeInfo) {
-    const std::size_t d = edit_distance(word, op.name);
-    if (d < best_distance) {
-      best_distance = d;
-      best = op.name;
-    }
-  }
-  return best;
+  std::vector<std::string_view> names;
+  for (const auto& op : kOpcodeInfo) names.push_back(op.name);
+  return nearest_name(word, names);
 }
 
 std::string operand_syntax(Opcode op) {

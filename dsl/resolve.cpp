@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 
+#include "nearest_name.hpp"
 #include "quote.hpp"
 
 namespace pipevm {
@@ -152,9 +153,19 @@ std::uint32_t Resolver::lookup(SourceRange name) {
                            Location{s_.file, it->second.range, -1, -1}});
     return it->second.slot;
   }
+  // The nearest name in scope or built in, for a "did you mean".
+  std::vector<std::string_view> names = {"stage", "stages", "micro_batches", "chunks",   "dp_rank",
+                                         "dp",    "layers", "layer_begin",   "layer_end"};
+  for (const auto& [visible, bindings] : visible_) {
+    if (!bindings.empty()) names.push_back(visible);
+  }
+  for (const auto& [global, definition] : globals_) names.push_back(global);
+  std::sort(names.begin(), names.end());
+  const std::string_view nearest = nearest_name(word, names);
   error(DiagnosticKind::UnknownName,
-        "unknown name '" + std::string(word) +
-            "' (built-in names: stage, stages, micro_batches, chunks, dp_rank, dp, layers, "
+        "unknown name '" + std::string(word) + "'" +
+            (nearest.empty() ? "" : "; did you mean '" + std::string(nearest) + "'?") +
+            " (built-in names: stage, stages, micro_batches, chunks, dp_rank, dp, layers, "
             "layer_begin, layer_end)",
         name);
   return 0;

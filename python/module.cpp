@@ -9,6 +9,7 @@
 // input raises ScheduleError, a bad argument ValueError. Not here: running
 // on MPI ranks (pipevm run).
 #include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -40,6 +41,11 @@ std::string fspath(const py::object& path) {
   return py::str(py::module_::import("os").attr("fspath")(path));
 }
 
+// Python's name of a value's type, for TypeError messages.
+std::string type_name(const py::handle& value) {
+  return py::str(py::type::handle_of(value).attr("__name__")).cast<std::string>();
+}
+
 // A schedule as read, and whether it is a PyTorch table.
 struct Input {
   std::shared_ptr<const SourceFile> file;
@@ -49,6 +55,13 @@ struct Input {
 // A str with a line break, or given a `name`, is the schedule's text; any
 // other str or os.PathLike names its file.
 Input input_of(const py::object& schedule, const std::optional<std::string>& name) {
+  if (!py::isinstance<py::str>(schedule) &&
+      !py::isinstance(schedule, py::module_::import("os").attr("PathLike"))) {
+    throw py::type_error(
+        "schedule must be a path (str or os.PathLike) or the schedule's text "
+        "(str), not " +
+        type_name(schedule) + (py::isinstance<py::bytes>(schedule) ? ": decode it first" : ""));
+  }
   Input input;
   const bool is_text = py::isinstance<py::str>(schedule) &&
                        (name || schedule.cast<std::string>().find('\n') != std::string::npos);
@@ -71,15 +84,41 @@ Input input_of(const py::object& schedule, const std::optional<std::string>& nam
   return input;
 }
 
+// An int argument within [1, high]: TypeError for another type (bool
+// included), OverflowError beyond C's int, naming the argument.
+int int_argument(const py::handle& value, const char* what, int high) {
+  if (!py::isinstance<py::int_>(value) || py::isinstance<py::bool_>(value)) {
+    throw py::type_error(std::string(what) +
+                         " must be an int or a (first, last) pair of ints, not " +
+                         type_name(value));
+  }
+  int overflow = 0;
+  const long long number = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+  if (overflow != 0 || number < std::numeric_limits<int>::min() ||
+      number > std::numeric_limits<int>::max()) {
+    PyErr_SetString(PyExc_OverflowError,
+                    (std::string(what) + "=" + py::str(value).cast<std::string>() +
+                     " is out of range: it must be from 1 to " + std::to_string(high))
+                        .c_str());
+    throw py::error_already_set();
+  }
+  return static_cast<int>(number);
+}
+
 // An int or an inclusive (first, last) pair, within [1, high].
 std::optional<ValueRange> range_of(const py::object& value, const char* what, int high) {
   if (value.is_none()) return std::nullopt;
   ValueRange range;
-  if (py::isinstance<py::int_>(value)) {
-    range.first = range.last = value.cast<int>();
+  if (py::isinstance<py::tuple>(value) || py::isinstance<py::list>(value)) {
+    const auto items = py::reinterpret_borrow<py::sequence>(value);
+    if (items.size() != 2) {
+      throw py::type_error(std::string(what) +
+                           " must be an int or a (first, last) pair of ints, not a " +
+                           std::to_string(items.size()) + "-item " + type_name(value));
+    }
+    range = {int_argument(items[0], what, high), int_argument(items[1], what, high)};
   } else {
-    const auto pair = value.cast<std::pair<int, int>>();
-    range = {pair.first, pair.second};
+    range.first = range.last = int_argument(value, what, high);
   }
   if (range.first < 1 || range.last > high || range.first > range.last) {
     throw py::value_error(std::string(what) +
@@ -197,8 +236,8 @@ PyCheckResult check(const py::object& schedule, const py::object& stages,
 // of cost keys, 'fwd=1,bwd=2', or the path of a YAML cost file (os.PathLike,
 // or a str without '='); transfer= over them; composed as the command line
 // composes --costs and --cost over --config's costs.
-Costs costs_of(const py::object& given, const std::optional<std::string>& transfer,
-               const config::RunConfig& run) {
+config::CostInputs cost_inputs_of(const py::object& given,
+                                  const std::optional<std::string>& transfer) {
   config::CostInputs inputs;
   inputs.transfer = transfer.value_or("");
   const bool is_str = py::isinstance<py::str>(given);
@@ -213,10 +252,19 @@ Costs costs_of(const py::object& given, const std::optional<std::string>& transf
     }
     inputs.values = std::move(values);
   }
+  return inputs;
+}
+
+Costs compose(const config::CostInputs& inputs, const config::RunConfig& run) {
   Costs costs;
   std::string error;
   if (!config::compose_costs(inputs, run.costs, costs, error)) throw py::value_error(error);
   return costs;
+}
+
+Costs costs_of(const py::object& given, const std::optional<std::string>& transfer,
+               const config::RunConfig& run) {
+  return compose(cost_inputs_of(given, transfer), run);
 }
 
 PySimulation simulate(const py::object& schedule, const py::object& stages,
@@ -229,13 +277,23 @@ PySimulation simulate(const py::object& schedule, const py::object& stages,
                       const std::optional<std::string>& transfer, const std::string& p2p_order) {
   const config::RunConfig run = run_config_of(config);
   const Input input = input_of(schedule, name);
+  config::CostInputs inputs = cost_inputs_of(costs, transfer);
+  // A synthesized program's header records its costs: they time it unless
+  // costs are given, as `pipevm simulate` does.
+  if (costs.is_none() && run.costs.empty() && !input.table) {
+    inputs.flags = api::recorded_cost_flags(*input.file);
+  }
   api::SimulateRequest request;
-  request.costs = costs_of(costs, transfer, run);
   request.model = config::model_bytes(run);
   request.options.p2p_posted_order = posted_order(p2p_order);
   ExpandOptions options;
   config::expand_for_model(run, options);
   const Program program = load(input, {stages, micro_batches, dp, chunks}, options);
+  const std::vector<std::string> given = config::given_cost_keys(inputs, run.costs);
+  request.costs = api::fitted_costs(program, compose(inputs, run), given);
+  for (const std::string& warning : api::unset_cost_warnings(program, given)) {
+    if (PyErr_WarnEx(PyExc_UserWarning, warning.c_str(), 1) != 0) throw py::error_already_set();
+  }
   if (hosts) {
     if (static_cast<int>(hosts->size()) != program.ranks()) {
       throw py::value_error("hosts must give a host for each of the " +
@@ -397,7 +455,7 @@ PySynthesis lower(const py::object& schedule, const py::object& stages,
   std::optional<synthesis::Result> result;
   {
     py::gil_scoped_release unlocked;
-    result = synthesis::lower(*order, inputs.costs, weight_memory, error);
+    result = synthesis::lower(*order, inputs.costs, weight_memory, error, &program);
   }
   if (!result) throw ScheduleFailure(error);
   return synthesis_of(std::move(*result), std::move(inputs));
@@ -471,6 +529,33 @@ void check_placement(const py::object& placement, const pytorch::Layout& layout)
   }
 }
 
+// The first action of `order` whose stage (its leading number) or, with
+// `micro_batch`, whose micro-batch (its trailing number) is at least
+// `limit`: "rank 0's action at step 3, '0F2'"; empty when none is.
+std::string first_action_beyond(const api::PipelineOrder& order, bool micro_batch, int limit) {
+  for (std::size_t rank = 0; rank < order.size(); ++rank) {
+    for (std::size_t step = 0; step < order[rank].size(); ++step) {
+      if (!order[rank][step]) continue;
+      const std::string& action = *order[rank][step];
+      std::size_t begin = 0;
+      std::size_t end = 0;
+      if (micro_batch) {
+        end = action.size();
+        begin = action.find_last_not_of("0123456789") + 1;
+      } else {
+        end = action.find_first_not_of("0123456789");
+        if (end == std::string::npos) end = action.size();
+      }
+      if (begin >= end || end - begin > 9) continue;
+      if (std::stoi(action.substr(begin, end - begin)) >= limit) {
+        return "rank " + std::to_string(rank) + "'s action at step " + std::to_string(step) +
+               ", '" + action + "'";
+      }
+    }
+  }
+  return "";
+}
+
 PyCheckResult check_pipeline_order(const py::object& order, const std::optional<int>& num_stages,
                                    const std::optional<int>& n_microbatches,
                                    const py::object& placement, const std::string& p2p_order) {
@@ -478,15 +563,20 @@ PyCheckResult check_pipeline_order(const py::object& order, const std::optional<
   Diagnostics diagnostics;
   const auto layout = api::table_layout(file, diagnostics);
   if (!layout) fail(diagnostics, true, "the pipeline_order is not a schedule");
+  // Which action names a stage or micro-batch beyond the one given, when one does.
+  const auto naming = [&](bool micro_batch, int given) {
+    const std::string action = first_action_beyond(order_of(order), micro_batch, given);
+    return action.empty() ? std::string() : " (" + action + ", is the first beyond it)";
+  };
   if (num_stages && *num_stages != layout->stages) {
     throw ScheduleFailure("num_stages=" + std::to_string(*num_stages) +
                           ", but the order's actions name " + std::to_string(layout->stages) +
-                          " stages");
+                          " stages" + naming(false, *num_stages));
   }
   if (n_microbatches && *n_microbatches != layout->micro_batches) {
-    throw ScheduleFailure("n_microbatches=" + std::to_string(*n_microbatches) +
-                          ", but the order's actions name " +
-                          std::to_string(layout->micro_batches) + " micro-batches");
+    throw ScheduleFailure(
+        "n_microbatches=" + std::to_string(*n_microbatches) + ", but the order's actions name " +
+        std::to_string(layout->micro_batches) + " micro-batches" + naming(true, *n_microbatches));
   }
   check_placement(placement, *layout);
   api::SweepRequest request;

@@ -2,6 +2,7 @@
 // the classes that carry them (results.hpp).
 #include "results.hpp"
 
+#include <algorithm>
 #include <sstream>
 #include <tuple>
 #include <vector>
@@ -107,7 +108,9 @@ py::object json_to_python(const nlohmann::json& value) {
 }  // namespace
 
 ScheduleFailure failure_of(const Diagnostic& diagnostic, bool table) {
-  ScheduleFailure failure(gcc_line(diagnostic));
+  const std::string text = gcc_line(diagnostic);
+  ScheduleFailure failure(text.substr(0, text.find('\n')));
+  failure.details = text;
   const Position p = position_of(diagnostic.location);
   failure.file = p.file;
   failure.line = p.line;
@@ -158,7 +161,8 @@ void bind_results(py::module_& m) {
       "The input is not a schedule pipevm can read: a syntax error, a malformed action, an "
       "unreadable file, no configuration to check. str(error) is the one-line message "
       "(file:line:col: error: ... [PV1001]); the attributes file, line, column, code, and for "
-      "a PyTorch table rank, step and action, say where (None when unknown).";
+      "a PyTorch table rank, step and action, say where (None when unknown); details holds "
+      "the whole text (notes, a deadlock's cycle edge by edge).";
   py::register_exception_translator([](std::exception_ptr thrown) {
     try {
       if (thrown) std::rethrow_exception(thrown);
@@ -172,6 +176,8 @@ void bind_results(py::module_& m) {
       error.attr("rank") = failure.rank;
       error.attr("step") = failure.step;
       error.attr("action") = failure.action;
+      error.attr("details") =
+          failure.details.empty() ? std::string(failure.what()) : failure.details;
       PyErr_SetObject(schedule_error.ptr(), error.ptr());
     }
   });
@@ -188,7 +194,13 @@ void bind_results(py::module_& m) {
       .def_readonly("file", &PyNote::file)
       .def_readonly("line", &PyNote::line, "1-based; None without a position")
       .def_readonly("column", &PyNote::column, "1-based, in bytes")
-      .def_readonly("rank", &PyNote::rank, "The world rank it concerns, or None");
+      .def_readonly("rank", &PyNote::rank, "The world rank it concerns, or None")
+      .def("__repr__", [](const PyNote& n) {
+        std::string where = n.file.value_or("");
+        if (n.line)
+          where += ":" + std::to_string(*n.line) + ":" + std::to_string(n.column.value_or(0));
+        return "<Note " + (where.empty() ? "" : where + ": ") + n.message + ">";
+      });
 
   auto finding = py::class_<PyFinding>(
       m, "Finding",
@@ -224,7 +236,12 @@ void bind_results(py::module_& m) {
       .def_readonly("peak_activations", &StageMemory::peak_activations,
                     "Micro-batches whose activations are on the device for a backward")
       .def_readonly("peak_in_flight", &StageMemory::peak_in_flight,
-                    "Requests posted and not yet completed");
+                    "Requests posted and not yet completed")
+      .def("__repr__", [](const StageMemory& s) {
+        return "<StageMemory stage " + std::to_string(s.stage) + ": peak_activations " +
+               std::to_string(s.peak_activations) + ", peak_in_flight " +
+               std::to_string(s.peak_in_flight) + ">";
+      });
 
   py::class_<RankBytes>(m, "RankBytes", "One rank's bytes at its peak, by category.")
       .def_readonly("rank", &RankBytes::rank)
@@ -237,10 +254,14 @@ void bind_results(py::module_& m) {
       .def_readonly("messages", &RankBytes::messages)
       .def_readonly("host", &RankBytes::host,
                     "Offloaded stashes in host memory at that moment (not in peak_bytes)")
-      .def_readonly("peak_host_bytes", &RankBytes::host_peak,
-                    "The most host memory of any moment")
+      .def_readonly("peak_host_bytes", &RankBytes::host_peak, "The most host memory of any moment")
       .def_property_readonly("peak_bytes", &RankBytes::total,
-                             "The sum of the categories: the device's bytes");
+                             "The sum of the categories: the device's bytes")
+      .def("__repr__", [](const RankBytes& r) {
+        return "<RankBytes rank " + std::to_string(r.rank) + " (stage " + std::to_string(r.stage) +
+               "): peak_bytes " + std::to_string(r.total()) + " (" + api::bytes_text(r.total()) +
+               "), activations " + std::to_string(r.activations) + ">";
+      });
 
   py::class_<PyCheckResult>(m, "CheckResult", "What pipevm.check found for one schedule.")
       .def_readonly("ok", &PyCheckResult::ok,
@@ -264,13 +285,23 @@ void bind_results(py::module_& m) {
       .def_readonly("busy", &RankFigures::busy, "Compute, data and optimizer time")
       .def_readonly("communication", &RankFigures::communication)
       .def_readonly("idle", &RankFigures::idle, "makespan - busy")
-      .def_readonly("peak_activations", &RankFigures::peak_activations);
+      .def_readonly("peak_activations", &RankFigures::peak_activations)
+      .def("__repr__", [](const RankFigures& r) {
+        return "<RankFigures busy " + format_time(r.busy) + ", communication " +
+               format_time(r.communication) + ", idle " + format_time(r.idle) +
+               ", peak_activations " + std::to_string(r.peak_activations) + ">";
+      });
 
   py::class_<StageFigures>(m, "StageFigures", "One stage's time (mean over its replicas).")
       .def_readonly("stage", &StageFigures::stage)
       .def_readonly("busy", &StageFigures::busy)
       .def_readonly("idle", &StageFigures::idle)
-      .def_readonly("peak_activations", &StageFigures::peak_activations);
+      .def_readonly("peak_activations", &StageFigures::peak_activations)
+      .def("__repr__", [](const StageFigures& s) {
+        return "<StageFigures stage " + std::to_string(s.stage) + ": busy " + format_time(s.busy) +
+               ", idle " + format_time(s.idle) + ", peak_activations " +
+               std::to_string(s.peak_activations) + ">";
+      });
 
   py::class_<PySimulation>(m, "Simulation", "A schedule's timeline under a cost model.")
       .def_property_readonly(
@@ -340,7 +371,16 @@ void bind_results(py::module_& m) {
             std::string error;
             if (!api::write_timeline_trace(path, *s.run, error)) raise_os_error(error);
           },
-          py::arg("path"), "Writes a Chrome/Perfetto trace (JSON; costs read as microseconds)");
+          py::arg("path"), "Writes a Chrome/Perfetto trace (JSON; costs read as microseconds)")
+      .def("__repr__", [](const PySimulation& s) {
+        std::uint64_t peak = 0;
+        for (const RankBytes& r : s.run->bytes) peak = std::max(peak, r.total());
+        return "<Simulation " + s.run->program.name + " " +
+               api::configuration_text(s.run->program.config) + ": makespan " +
+               format_time(s.run->simulation.timeline.makespan) + ", bubble " +
+               format_time(s.run->simulation.bubble_fraction * 100) + "%, peak " +
+               api::bytes_text(peak) + ">";
+      });
 
   py::class_<PySynthesis>(m, "Synthesis",
                          "A schedule pipevm.synthesize chose (or pipevm.lower placed), checked "
@@ -468,7 +508,12 @@ void bind_results(py::module_& m) {
             return pytorch::write_table(*table);
           },
           py::arg("with_comms") = false,
-          "The PyTorch table (`pipevm expand --format torch-csv`), for _load_csv");
+          "The PyTorch table (`pipevm expand --format torch-csv`), for _load_csv")
+      .def("__repr__", [](const PyExpansion& e) {
+        return "<Expansion " + e.program->name + " " + api::configuration_text(e.program->config) +
+               ", placement " + std::string(name(e.program->placement)) + ", " +
+               std::to_string(e.program->code.size()) + " instructions>";
+      });
 }
 
 }  // namespace pipevm::python

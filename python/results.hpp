@@ -25,6 +25,7 @@ namespace pipevm::python {
 struct ScheduleFailure : std::runtime_error {
   using std::runtime_error::runtime_error;
   std::optional<std::string> file, code, action;
+  std::string details;  // the whole text (notes, a cycle edge by edge); what() is its first line
   std::optional<int> line, column, rank, step;
 };
 

@@ -1,6 +1,7 @@
 // The header of a synthesized program (header.hpp).
 #include "header.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 #include "simulate.hpp"
@@ -47,16 +48,20 @@ std::string header(const HeaderInputs& inputs, const Result& result) {
       << c.chunks << ", placement " << name(result.program.placement) << "; costs "
       << describe(inputs.costs) << "; memory limit " << memory_limit_text(inputs, result)
       << "; weight memory R " << format_time(inputs.weight_memory) << "; transfer "
-      << name(inputs.costs.transfer) << "; p2p order " << inputs.p2p_order << '\n'
-      << "# search: from " << result.origin << "; " << result.seeds_within_limit << " of "
+      << name(inputs.costs.transfer) << "; p2p order " << inputs.p2p_order << '\n';
+  if (const std::string flags = flag_text(inputs.costs); !flags.empty()) {
+    out << kCostsHeaderPrefix << flags << '\n';
+  }
+  out << "# search: from " << result.origin << "; " << result.seeds_within_limit << " of "
       << result.seeds << " seeds within the memory limit, the best spanning "
       << format_time(result.seed_span) << "; " << result.evaluations << " simulations, "
-      << result.improvements << " local-search moves kept: "
-      << format_time(result.seed_span - result.longest_span) << " shorter than the seed\n"
+      << result.improvements
+      << " local-search moves kept: " << format_time(result.seed_span - result.longest_span)
+      << " shorter than the seed\n"
       << "# predicted makespan " << format_time(result.simulation.timeline.makespan)
       << " (compute order " << format_time(result.order_makespan) << "); bubble "
-      << percent(result.simulation.bubble_fraction) << " idle, Zero Bubble rate "
-      << format_time(result.bubble_rate_zb) << '\n'
+      << percent(result.simulation.bubble_fraction)
+      << " (the ranks' idle share of the makespan, as `pipevm simulate` prints it)\n"
       << "# peak memory per stage (M_B):";
   for (const double peak : result.peak_memory) out << ' ' << format_time(peak);
   if (!result.peak_bytes.empty()) {
@@ -74,6 +79,19 @@ std::string header(const HeaderInputs& inputs, const Result& result) {
   }
   out << "# checked: `pipevm check` and `pipevm check --p2p-order posted` pass\n"
       << "schedule synthesized\n";
+  return out.str();
+}
+
+std::string summary(const std::string& path, const Result& result) {
+  const Config& c = result.program.config;
+  double peak = 0;
+  for (const double stage : result.peak_memory) peak = std::max(peak, stage);
+  std::ostringstream out;
+  out << "wrote " << path << ": " << c.stages << " stages x " << c.micro_batches << " micro-batches"
+      << (c.chunks > 1 ? " x " + std::to_string(c.chunks) + " chunks" : "")
+      << ", predicted makespan " << format_time(result.simulation.timeline.makespan) << ", bubble "
+      << percent(result.simulation.bubble_fraction) << ", peak memory " << format_time(peak)
+      << " M_B per stage" << (is_optimal(result) ? ", optimal under the model" : "");
   return out.str();
 }
 

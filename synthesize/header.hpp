@@ -28,4 +28,8 @@ struct HeaderInputs {
 // The header's lines, each starting "# ", then the line `schedule synthesized`.
 std::string header(const HeaderInputs& inputs, const Result& result);
 
+// One line for the terminal after the program is written to `path`: the
+// shape, the predicted makespan and bubble, the peak memory.
+std::string summary(const std::string& path, const Result& result);
+
 }  // namespace pipevm::synthesis

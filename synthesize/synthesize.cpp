@@ -53,6 +53,26 @@ bool fits(const Problem& problem, const ComputeOrder& order) {
                      [&](double peak) { return peak <= problem.memory_limit + 1e-9; });
 }
 
+// A placed program checked both ways and timed (check_and_time), with the
+// figures of `order`; nullopt with `error` when it fails.
+std::optional<Result> result_of(const ComputeOrder& order, const Program& placed, const Costs& costs,
+                                double weight_memory, std::string& error) {
+  auto checked = check_and_time(placed, costs, nullptr, error);
+  if (!checked) return std::nullopt;
+  Result result;
+  result.order = order;
+  result.text = std::move(checked->text);
+  result.program = std::move(checked->program);
+  result.simulation = std::move(checked->simulation);
+  result.longest_span = longest_span(result.program, result.simulation.timeline);
+  result.bubble_rate_zb = zero_bubble_rate(result.program, result.simulation.timeline);
+  const double per_micro_batch = chunks_per_rank(order.placement, order.config);
+  for (const double peak : peak_memory(order, weight_memory)) {
+    result.peak_memory.push_back(peak / per_micro_batch);
+  }
+  return result;
+}
+
 // Places communication around a timed order, compiles the text back and
 // checks it both ways.
 std::optional<Result> finish(const ComputeOrder& order, const Timed& timed, const Costs& costs,
@@ -60,20 +80,8 @@ std::optional<Result> finish(const ComputeOrder& order, const Timed& timed, cons
   const BuiltProgram placed =
       program_with_placed_comms(order, pass_end_times(timed.built, timed.simulation.timeline),
                                 builder_file());
-  auto checked = check_and_time(placed.program, costs, nullptr, error);
-  if (!checked) return std::nullopt;
-  Result result;
-  result.order = order;
-  result.text = std::move(checked->text);
-  result.program = std::move(checked->program);
-  result.simulation = std::move(checked->simulation);
-  result.order_makespan = std::get<1>(timed.score);
-  result.longest_span = longest_span(result.program, result.simulation.timeline);
-  result.bubble_rate_zb = zero_bubble_rate(result.program, result.simulation.timeline);
-  const double per_micro_batch = chunks_per_rank(order.placement, order.config);
-  for (const double peak : peak_memory(order, weight_memory)) {
-    result.peak_memory.push_back(peak / per_micro_batch);
-  }
+  auto result = result_of(order, placed.program, costs, weight_memory, error);
+  if (result) result->order_makespan = std::get<1>(timed.score);
   return result;
 }
 
@@ -289,6 +297,10 @@ Problem problem_of(const Request& request) {
 }
 
 std::optional<Result> synthesize(const Request& request, std::string& error) {
+  if (costs_may_overflow(request.costs, request.config)) {
+    error = kCostsOverflow;
+    return std::nullopt;
+  }
   if (request.memory_bytes > 0) return synthesize_in_bytes(request, error);
   auto result = synthesize_at_limit(request, error);
   if (result) result->memory_limit = request.memory_limit;
@@ -296,9 +308,13 @@ std::optional<Result> synthesize(const Request& request, std::string& error) {
 }
 
 std::optional<Result> lower(const ComputeOrder& order, const Costs& costs, double weight_memory,
-                            std::string& error) {
+                            std::string& error, const Program* given) {
   error = order_error(order);
   if (!error.empty()) return std::nullopt;
+  if (costs_may_overflow(costs, order.config)) {
+    error = kCostsOverflow;
+    return std::nullopt;
+  }
   auto timed = time_order(order, costs);
   if (!timed) {
     error = "the compute order deadlocks: a stage waits for a pass another stage runs later";
@@ -312,6 +328,16 @@ std::optional<Result> lower(const ComputeOrder& order, const Costs& costs, doubl
   problem.costs = costs;
   problem.split_backward = split_backward(costs);
   result->origin = "given order";
+  if (given != nullptr) {
+    std::string ignored;
+    std::optional<Result> own =
+        result_of(order, *given, costs, weight_memory, ignored);
+    if (own && own->simulation.timeline.makespan < result->simulation.timeline.makespan - 1e-9) {
+      own->order_makespan = result->order_makespan;
+      result = std::move(own);
+      result->origin = "given order, as the input places its communication";
+    }
+  }
   result->seed_span = result->longest_span;
   result->seeds = 1;
   result->seeds_within_limit = 1;

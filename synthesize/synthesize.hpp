@@ -111,9 +111,13 @@ Problem problem_of(const Request& request);
 std::optional<Result> synthesize(const Request& request, std::string& error);
 
 // Places communication around `order` and checks the result; figures as for
-// synthesize (memory with `weight_memory`).
+// synthesize (memory with `weight_memory`). With `given`, the program the
+// order was read from as it is placed (a PyTorch table's own communication,
+// or a compute-only table lowered by PyTorch's rule), that program is a
+// candidate too: the shorter under `costs` of the two that pass both
+// checks is returned, so lowering is never longer than the input's own.
 std::optional<Result> lower(const ComputeOrder& order, const Costs& costs, double weight_memory,
-                            std::string& error);
+                            std::string& error, const Program* given = nullptr);
 
 // The Zero Bubble paper's bubble rate of a timeline: (cost - work) / cost,
 // cost the longest stage span (first forward's start to last pass's end),

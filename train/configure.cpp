@@ -44,6 +44,20 @@ Placement place_ranks(runtime::MpiSession& session, config::RankLayout layout, i
   return placement;
 }
 
+// A flat program (`stage N { ... }` blocks, as synthesize and expand write
+// it) runs on stages x dp ranks and no other count: said in one line with
+// the fix, before the schedule is compiled, rather than as the checker's
+// findings for the stages the world leaves.
+std::string world_mismatch(const std::string& file, int world, int dp) {
+  const int stages = api::implied_stages_of(file);
+  if (stages == 0 || world == stages * dp) return "";
+  std::string fix = "run it with `mpirun -n " + std::to_string(stages * dp) + "`";
+  if (world % stages == 0) fix += " or with --dp " + std::to_string(world / stages);
+  return file + " is written for " + std::to_string(stages) + (stages == 1 ? " stage" : " stages") +
+         (dp > 1 ? " x " + std::to_string(dp) + " dp" : "") + ", not the " + std::to_string(world) +
+         (world == 1 ? " rank" : " ranks") + " of this run: " + fix;
+}
+
 }  // namespace
 
 // The configuration (the schedule's declared one, the YAML file, then the
@@ -57,6 +71,10 @@ Stop load_config(RunState& run) {
   }
   const config::RunConfig& config = run.config;
   const int world = run.session.world_size();
+  if (const std::string error = world_mismatch(run.request.file, world, config.dp);
+      !error.empty()) {
+    return run.everyone_fails(kExitUsage, error);
+  }
   if (world % config.dp != 0) {
     return run.everyone_fails(
         kExitUsage, "the world size " + std::to_string(world) + " is not divisible by dp = " +

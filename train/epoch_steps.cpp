@@ -70,9 +70,12 @@ std::unique_ptr<TraceRecorder> start_recording(RunState& run) {
 void train_epochs(RunState& run, TraceRecorder* recorder) {
   const config::RunConfig& config = run.config;
   Trainer& trainer = *run.trainer;
-  ProgressBar bar(run.log.out(), run.root && run.request.progress);
-  const auto start = std::chrono::steady_clock::now();
   const int first_epoch = trainer.position().epoch;
+  const int steps = trainer.steps_per_epoch();
+  ProgressBar bar(run.log.out(), run.root ? run.request.progress : ProgressStyle::none,
+                  config.batch_size,
+                  (config.epochs - first_epoch) * steps - trainer.position().step_in_epoch);
+  const auto start = std::chrono::steady_clock::now();
   try {
     for (int epoch = first_epoch; epoch < config.epochs; ++epoch) {
       const EpochReport report = trainer.train_epoch(
@@ -86,9 +89,11 @@ void train_epochs(RunState& run, TraceRecorder* recorder) {
       if (run.checkpoints) run.checkpoints->after_epoch(trainer, *run.comm);
       if (!run.root) continue;
       run.epochs.push_back(report);
-      run.log.epoch(
-          report, config.epochs,
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const int left = config.epochs - epoch - 1;
+      run.log.epoch(report, config.epochs, elapsed,
+                    left > 0 ? elapsed / (epoch + 1 - first_epoch) * left : -1);
     }
   } catch (const VmError& error) {
     std::ostringstream message;

@@ -52,6 +52,15 @@ Stop read_checkpoint(RunState& run) {
     resume_error = error.what();
   }
   if (!run.session_agrees(resume_error)) return kExitUsage;
+  const int done = run.resumed_from->position.epoch;
+  if (done >= run.config.epochs) {
+    return run.everyone_fails(
+        kExitUsage, "checkpoint " + run.request.resume + " completed " + std::to_string(done) +
+                        (done == 1 ? " epoch" : " epochs") + " and --epochs is " +
+                        std::to_string(run.config.epochs) +
+                        ": nothing to train; raise --epochs (e.g. --epochs " +
+                        std::to_string(done + 1) + ") to continue");
+  }
   return std::nullopt;
 }
 

@@ -31,7 +31,7 @@ struct RunRequest {
   std::string config_file;         // a `pipevm run` YAML file; empty: none
   config::RunOverrides overrides;  // the flags that were given, over the file
   std::string resume;              // a checkpoint directory to continue from
-  bool progress = true;            // a progress bar (on a terminal; --no-progress: false)
+  ProgressStyle progress = ProgressStyle::bar;  // cli/ chooses by the output (run_log.hpp)
   std::string wait = "spin";       // how MPI waits: spin or sleep
   std::string split = "measured";  // how the model is cut into pieces: measured or flops
   std::string trace;               // Chrome trace of one step of the first epoch

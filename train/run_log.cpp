@@ -19,7 +19,8 @@ void RunLog::diagnostics(const std::vector<Diagnostic>& found) const {
   for (const Diagnostic& d : found) print_text(err_, d, color_);
 }
 
-void RunLog::epoch(const EpochReport& report, int epochs, double elapsed_seconds) const {
+void RunLog::epoch(const EpochReport& report, int epochs, double elapsed_seconds,
+                   double seconds_left) const {
   std::string test = "n/a";
   if (report.test_accuracy) {
     std::ostringstream text;
@@ -29,25 +30,43 @@ void RunLog::epoch(const EpochReport& report, int epochs, double elapsed_seconds
   }
   std::fprintf(out_,
                "epoch %d/%d  loss %.4f  test accuracy %s  %.0f samples/s  %.3f s/epoch  elapsed "
-               "%.1f s\n",
+               "%.1f s",
                report.epoch + 1, epochs, report.train_loss, test.c_str(), report.samples_per_second,
                report.train_seconds, elapsed_seconds);
+  if (seconds_left >= 0) std::fprintf(out_, "  %.0f s left", seconds_left);
+  std::fputc('\n', out_);
   std::fflush(out_);
 }
 
 void ProgressBar::show(int epoch, int epochs, int done, int total) {
-  if (!enabled_ || total <= 0) return;
+  ++steps_done_;
+  if (style_ == ProgressStyle::none || total <= 0) return;
+  const auto now = std::chrono::steady_clock::now();
+  const double elapsed = std::chrono::duration<double>(now - start_).count();
+  const double since_last = std::chrono::duration<double>(now - last_).count();
+  const double rate = elapsed > 0 ? steps_done_ / elapsed : 0;  // steps per second
+  const double left = rate > 0 ? std::max(0, steps_left_ - steps_done_) / rate : 0;
+  if (style_ == ProgressStyle::lines) {
+    if (since_last < kLineSeconds || done == total) return;
+    last_ = now;
+    std::fprintf(out_, "epoch %d/%d: %d/%d steps, %.0f samples/s, %.0f s left\n", epoch, epochs,
+                 done, total, rate * samples_per_step_, left);
+    std::fflush(out_);
+    return;
+  }
   const int filled = done * kWidth / total;
-  if (filled == drawn_ && done != total) return;
+  if (filled == drawn_ && since_last < 1 && done != total) return;
   drawn_ = filled;
-  std::fprintf(out_, "\repoch %d/%d [%s%s] %d/%d", epoch, epochs,
+  last_ = now;
+  std::fprintf(out_, "\repoch %d/%d [%s%s] %d/%d  %.0f s left ", epoch, epochs,
                std::string(static_cast<std::size_t>(filled), '#').c_str(),
-               std::string(static_cast<std::size_t>(kWidth - filled), '.').c_str(), done, total);
+               std::string(static_cast<std::size_t>(kWidth - filled), '.').c_str(), done, total,
+               left);
   std::fflush(out_);
 }
 
 void ProgressBar::clear() {
-  if (!enabled_) return;
+  if (style_ != ProgressStyle::bar) return;
   drawn_ = -1;
   std::fprintf(out_, "\r%*s\r", 60, "");
   std::fflush(out_);

@@ -5,6 +5,7 @@
 // the steps never write to a stream of their own.
 #pragma once
 
+#include <chrono>
 #include <cstdio>
 #include <ostream>
 #include <string>
@@ -29,8 +30,10 @@ class RunLog {
   void error(const std::string& message) const;
   void warning(const std::string& message) const;
   void diagnostics(const std::vector<Diagnostic>& found) const;
-  // "epoch 2/5  loss 0.4321  test accuracy 84.10%  ... elapsed 12.3 s".
-  void epoch(const EpochReport& report, int epochs, double elapsed_seconds) const;
+  // "epoch 2/5  loss 0.4321  test accuracy 84.10%  ... elapsed 12.3 s", then
+  // "  12 s left" while epochs remain (`seconds_left` >= 0).
+  void epoch(const EpochReport& report, int epochs, double elapsed_seconds,
+             double seconds_left = -1) const;
 
  private:
   std::FILE* out_;
@@ -38,18 +41,40 @@ class RunLog {
   bool color_;
 };
 
-// Redraws "epoch 2/3 [#####.....] 120/398" in place on a terminal, only
-// when the bar grows, so that a log of it stays short.
+// How a run shows its progress within an epoch: a bar redrawn in place (a
+// terminal), a line every kLineSeconds (a log: output not a terminal, or
+// under mpirun, whose ranks see a terminal even when its output is a
+// file), or nothing (--no-progress).
+enum class ProgressStyle { none, bar, lines };
+
+// "epoch 2/3 [#####.....] 120/398  40 s left" redrawn in place, only when
+// the bar grows or a second passed; or "epoch 2/3: 120/398 steps, 4100
+// samples/s, 40 s left" as a line of its own every kLineSeconds. Time left
+// is the rate so far over the steps this run still takes.
 class ProgressBar {
  public:
-  ProgressBar(std::FILE* out, bool enabled) : out_(out), enabled_(enabled) {}
+  static constexpr double kLineSeconds = 30;
+
+  ProgressBar(std::FILE* out, ProgressStyle style, int samples_per_step, int steps_left)
+      : out_(out),
+        style_(style),
+        samples_per_step_(samples_per_step),
+        steps_left_(steps_left),
+        start_(std::chrono::steady_clock::now()),
+        last_(start_) {}
+  // Step `done` of `total` of epoch `epoch` (1-based) of `epochs` is over.
   void show(int epoch, int epochs, int done, int total);
   void clear();
 
  private:
   static constexpr int kWidth = 30;
   std::FILE* out_;
-  bool enabled_;
+  ProgressStyle style_;
+  int samples_per_step_;
+  int steps_left_;  // steps this run takes in all
+  int steps_done_ = 0;
+  std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point last_;  // the last line or redraw
   int drawn_ = -1;
 };
 

@@ -37,8 +37,13 @@ class TraceRecorder final : public VmObserver {
   void on_instruction(int rank, std::size_t index, std::int64_t start_ns,
                       std::int64_t end_ns) override {
     if (index == 0) ++step_;
+    const std::int64_t split = split_ns_;
+    split_ns_ = -1;
     if (step_ < first_step_ || step_ >= last_step_) return;
-    (step_ == first_step_ ? first_ : later_).push_back({rank, index, start_ns, end_ns});
+    (step_ == first_step_ ? first_ : later_).push_back({rank, index, start_ns, end_ns, split});
+  }
+  void on_backward_split(int /*rank*/, std::size_t /*index*/, std::int64_t input_end_ns) override {
+    split_ns_ = input_end_ns;
   }
 
   // Message costs measured apart (link_costs.hpp), written into the profile
@@ -61,6 +66,7 @@ class TraceRecorder final : public VmObserver {
   int first_step_;
   int last_step_;
   int step_ = -1;
+  std::int64_t split_ns_ = -1;  // the next instruction's, when it is a fused Bwd
   std::vector<MeasuredInstruction> first_;
   std::vector<MeasuredInstruction> later_;
   MeasuredLinks links_;

@@ -137,11 +137,21 @@ Costs costs_from_measurements(const Program& program,
     const Instruction& in = program.rank(m.rank)[m.index];
     const CostKind kind = info(in.op).cost;
     if (is_collective(kind)) continue;
-    all_stages[kind].push_back(microseconds);
+    // A fused Bwd timed apart also measures its two halves.
+    std::vector<std::pair<CostKind, double>> samples = {{kind, microseconds}};
+    if (kind == CostKind::bwd && m.split_ns >= m.start_ns && m.split_ns <= m.end_ns) {
+      samples.emplace_back(CostKind::bwd_input,
+                           static_cast<double>(m.split_ns - m.start_ns) / 1000.0);
+      samples.emplace_back(CostKind::bwd_weight,
+                           static_cast<double>(m.end_ns - m.split_ns) / 1000.0);
+    }
     const auto stage = static_cast<std::size_t>(stage_of(program.config, m.rank));
-    if (stage >= stages) continue;
-    per_stage[stage][kind].push_back(microseconds);
-    if (in.chunk < chunks) per_chunk[stage][in.chunk][kind].push_back(microseconds);
+    for (const auto& [sample_kind, value] : samples) {
+      all_stages[sample_kind].push_back(value);
+      if (stage >= stages) continue;
+      per_stage[stage][sample_kind].push_back(value);
+      if (in.chunk < chunks) per_chunk[stage][in.chunk][sample_kind].push_back(value);
+    }
   }
   add_collectives(program, measured, all_stages, per_stage);
   Costs costs = medians_over(Costs{}, all_stages);

@@ -54,7 +54,9 @@ void set_link_costs(Costs& costs, const MeasuredLinks& links);
 // with more than one stage, also per stage (`stages`); with more than one
 // chunk per rank, also per chunk of each stage (`chunks` of every stage's
 // entry, a chunk's kinds that never ran keeping the stage's medians; an
-// overlapped pair counts for its first half's chunk).
+// overlapped pair counts for its first half's chunk). A fused Bwd timed
+// apart (split_ns) also counts its halves for bwd-input and bwd-weight, so
+// that a profile of a fused schedule gives all three compute costs.
 // Message costs are left 0: a blocking receive's duration is mostly waiting
 // for its sender, not transfer (run --profile measures them apart, fit_link).
 Costs costs_from_measurements(const Program& program,

@@ -6,8 +6,11 @@
 #include "costs.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <sstream>
+
+#include "shortest_text.hpp"
 
 namespace pipevm {
 
@@ -256,6 +259,49 @@ bool parse_transfer_model(std::string_view text, TransferModel& model) {
     }
   }
   return false;
+}
+
+bool costs_may_overflow(const Costs& costs, const Config& config) {
+  // The keys that are times (not bandwidths, limits or byte counts).
+  static constexpr std::array<std::string_view, 16> kTimes = {
+      "fwd",         "bwd",        "fwd-bwd",        "recompute", "ring-send",
+      "bwd-input",   "bwd-weight", "load",           "zero-grad", "optimizer",
+      "allreduce",   "allgather",  "reduce-scatter", "send",      "cross-host-send",
+      "host-latency"};
+  const auto sum = [](const Costs& entry) {
+    double total = 0;
+    for (const std::string_view key : kTimes) total += cost_value(entry, key).value_or(0);
+    return total;
+  };
+  double largest = sum(costs);
+  for (const Costs& stage : costs.stages) {
+    largest = std::max(largest, sum(stage));
+    for (const Costs& chunk : stage.chunks) largest = std::max(largest, sum(chunk));
+  }
+  const double passes = 4.0 * config.stages * config.chunks * config.micro_batches;
+  return !std::isfinite(largest * passes);
+}
+
+std::string flag_text(const Costs& costs) {
+  if (!costs.stages.empty()) return "";
+  // Flags start from zero costs: a zero key need not be written, but the
+  // compute keys always are, so that none reads as left unset.
+  std::ostringstream out;
+  out << "fwd=" << shortest_text(costs.fwd) << ",bwd-input=" << shortest_text(costs.bwd_input)
+      << ",bwd-weight=" << shortest_text(costs.bwd_weight);
+  for (const KeyField& f : key_fields()) {
+    const bool written =
+        f.key.name == "fwd" || f.key.name == "bwd-input" || f.key.name == "bwd-weight";
+    if (f.field != nullptr && !written && costs.*(f.field) != 0) {
+      out << ',' << f.key.name << '=' << shortest_text(costs.*(f.field));
+    } else if (f.field == nullptr && (costs.*(f.optional)).has_value()) {
+      out << ',' << f.key.name << '=' << shortest_text(*(costs.*(f.optional)));
+    }
+  }
+  if (costs.transfer != TransferModel::automatic) {
+    out << ',' << kTransferCostKey << '=' << name(costs.transfer);
+  }
+  return out.str();
 }
 
 std::string describe(const Costs& costs) {

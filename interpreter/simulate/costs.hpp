@@ -153,7 +153,24 @@ Costs default_costs();
 // `chunks` too); false
 // (with `error` set) for an unknown key or a negative or non-finite value.
 bool set_cost(Costs& costs, std::string_view key, double value, std::string& error);
+// Whether the costs are so large that a timeline of `config` could exceed
+// the largest double: every cost of every stage, summed, times stages x
+// chunks x micro-batches x 4 (passes and messages) is not finite. Commands
+// refuse such costs before they start ("the costs overflow ...").
+bool costs_may_overflow(const Costs& costs, const Config& config);
+inline constexpr std::string_view kCostsOverflow =
+    "the costs overflow: a time of the timeline exceeds the largest number (about 1.8e308); "
+    "give the costs in a larger unit";
+
 // "fwd=1 bwd=2 ..." with the non-zero keys only, for headers of reports.
 std::string describe(const Costs& costs);
+// The costs as `--cost` takes them ("fwd=1,bwd-input=1,bwd-weight=1,
+// send=0.25"), so that parsing the text as flags (over zero costs) gives
+// `costs` back; empty when the costs are per stage, which no flag says.
+std::string flag_text(const Costs& costs);
+// The comment line that records a program's costs in its header (`pipevm
+// synthesize` writes it, followed by flag_text): `simulate` of the program
+// times it with them when no costs are given.
+inline constexpr std::string_view kCostsHeaderPrefix = "# costs: ";
 
 }  // namespace pipevm

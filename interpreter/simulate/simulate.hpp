@@ -204,6 +204,7 @@ struct MeasuredInstruction {
   std::size_t index = 0;  // position in the rank's stream (Program::rank(rank))
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
+  std::int64_t split_ns = -1;  // a fused Bwd: when its input half ended; -1: not timed apart
 };
 
 // The timeline of a real run: instruction `index` of `rank` ran from start_ns

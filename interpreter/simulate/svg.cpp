@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <ostream>
 
@@ -256,10 +258,12 @@ void write_svg(std::ostream& out, const Program& program, const Timeline& timeli
 
 bool write_svg(const std::string& path, const Program& program, const Timeline& timeline,
                const std::string& title, std::string& error) {
+  errno = 0;
   std::ofstream out(path);
   if (out) write_svg(out, program, timeline, title);
   if (!out) {
-    error = "cannot write SVG file '" + path + "'";
+    error = "cannot write SVG file '" + path + "'" +
+            (errno != 0 ? ": " + std::string(std::strerror(errno)) : "");
     return false;
   }
   return true;

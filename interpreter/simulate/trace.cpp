@@ -9,8 +9,10 @@
 #include "trace.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <ostream>
@@ -193,10 +195,12 @@ void write_chrome_trace(std::ostream& out, const Program& program, const Timelin
 
 bool write_chrome_trace(const std::string& path, const Program& program, const Timeline& timeline,
                         std::string& error) {
+  errno = 0;
   std::ofstream out(path);
   if (out) write_chrome_trace(out, program, timeline);
   if (!out) {
-    error = "cannot write trace file '" + path + "'";
+    error = "cannot write trace file '" + path + "'" +
+            (errno != 0 ? ": " + std::string(std::strerror(errno)) : "");
     return false;
   }
   return true;

@@ -217,8 +217,12 @@ StepResult VmStep::run(VmObserver* observer) {
         execute(*in_);
       } else {
         const std::int64_t start = now_ns();
+        timed_ = true;
+        split_ns_ = -1;
         execute(*in_);
-        observer->on_instruction(m_.rank_, index_, start, now_ns());
+        const std::int64_t end = now_ns();
+        if (split_ns_ >= 0) observer->on_backward_split(m_.rank_, index_, split_ns_);
+        observer->on_instruction(m_.rank_, index_, start, end);
       }
     } catch (const runtime::CommError& error) {
       fail(DiagnosticKind::RuntimeComm, error.what());
@@ -246,6 +250,7 @@ void VmStep::execute(const Instruction& in) {
       return;
     case Opcode::Bwd:
       backward_input(in);
+      if (timed_) split_ns_ = now_ns();
       backward_weight(in, false);
       return;
     case Opcode::BwdInput:

@@ -46,6 +46,11 @@ class VmObserver {
   virtual ~VmObserver() = default;
   virtual void on_instruction(int rank, std::size_t index, std::int64_t start_ns,
                               std::int64_t end_ns) = 0;
+  // A fused Bwd's input half ended at `input_end_ns` (its weight half runs
+  // from there): called just before on_instruction for that Bwd, so that
+  // profiles of fused schedules time both halves.
+  virtual void on_backward_split(int /*rank*/, std::size_t /*index*/,
+                                 std::int64_t /*input_end_ns*/) {}
 };
 
 // An instruction the VM cannot execute, or a failure while executing it.

@@ -83,6 +83,8 @@ class VmStep {
   std::span<const Instruction> code_;
   const Instruction* in_ = nullptr;
   std::size_t index_ = 0;
+  bool timed_ = false;          // an observer reads the clock
+  std::int64_t split_ns_ = -1;  // a fused Bwd's input half ended here; -1: none
   StepResult result_;
 };
 

@@ -25,6 +25,7 @@ class ScheduleError(ValueError):
     rank: Optional[int]
     step: Optional[int]
     action: Optional[str]
+    details: str  # the whole text; str(error) is its first line
 
 class Configuration:
     stages: int

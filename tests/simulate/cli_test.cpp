@@ -74,7 +74,8 @@ TEST_F(cli, json_is_alone_on_stdout_and_stable) {
 }
 
 // The figures as a user reads them: the largest idle of per_stage
-// at F = I = W = 1 equals DeepSeek's (PP/2-1)(F&B+B-3W) for DualPipe and
+// at F = I = W = 1 per chunk (given: without costs, a chunk costs half a
+// stage's default) equals DeepSeek's (PP/2-1)(F&B+B-3W) for DualPipe and
 // (PP-1)(F&B+B-3W) for DualPipeV, F&B = F + B = 3.
 TEST_F(cli, dualpipe_idle_is_the_published_figure) {
   struct Case {
@@ -84,9 +85,10 @@ TEST_F(cli, dualpipe_idle_is_the_published_figure) {
   };
   for (const Case& c : {Case{"dualpipe", 4, 8, 2}, Case{"dualpipe", 8, 20, 6},
                         Case{"dualpipev", 4, 8, 6}, Case{"dualpipev", 8, 16, 14}}) {
-    const Outcome outcome = simulate("schedules/" + std::string(c.schedule) + ".pipe --stages " +
-                                     std::to_string(c.stages) + " --micro-batches " +
-                                     std::to_string(c.micro_batches) + " --chunks 2 --format json");
+    const Outcome outcome =
+        simulate("schedules/" + std::string(c.schedule) + ".pipe --stages " +
+                 std::to_string(c.stages) + " --micro-batches " + std::to_string(c.micro_batches) +
+                 " --chunks 2 --cost fwd=1,bwd-input=1,bwd-weight=1 --format json");
     ASSERT_EQ(outcome.status, 0) << outcome.out;
     const auto json = nlohmann::json::parse(outcome.out);
     double idle = 0;
