@@ -1,11 +1,15 @@
 // Cost files and flags (cost_files.hpp): `--cost k=v,...`, YAML files
-// with `stages:` and `chunks:`, and the YAML `pipevm run --profile` writes.
+// with `stages:`, `chunks:` and `layers:`, and the YAML `pipevm run
+// --profile` writes.
 // Every error names its place: "path:line:col: message".
 #include "cost_files.hpp"
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <iterator>
 #include <optional>
 #include <ostream>
 
@@ -95,6 +99,73 @@ bool parse_entry(const YAML::Node& item, const std::string& which, Costs& entry,
   return true;
 }
 
+constexpr std::string_view kLayersKey = "layers";
+constexpr std::string_view kLayerNameKey = "name";
+
+// The keys of one entry of `layers:`, in the order they are written.
+struct LayerKey {
+  std::string_view name;
+  double LayerCost::*field;
+};
+constexpr LayerKey kLayerKeys[] = {
+    {"fwd", &LayerCost::fwd},
+    {"bwd-input", &LayerCost::bwd_input},
+    {"bwd-weight", &LayerCost::bwd_weight},
+    {"activation-bytes", &LayerCost::activation_bytes},
+    {"weight-activation-bytes", &LayerCost::weight_activation_bytes},
+    {"parameter-bytes", &LayerCost::parameter_bytes},
+    {"output-bytes", &LayerCost::output_bytes},
+};
+
+std::string layer_key_names() {
+  std::string names;
+  for (const LayerKey& key : kLayerKeys) names += ' ' + std::string(key.name);
+  return names + ' ' + std::string(kLayerNameKey);
+}
+
+bool parse_layer(const YAML::Node& item, const std::string& which, LayerCost& layer, Refusal& refusal) {
+  if (!item.IsMap()) {
+    return refuse(item, which + " of 'layers' is not a mapping of keys to numbers (fwd: 1)", refusal);
+  }
+  for (const auto& key_value : item) {
+    const std::string key = key_value.first.IsScalar() ? key_value.first.Scalar() : std::string();
+    if (key == kLayerNameKey && key_value.second.IsScalar()) continue;
+    const auto* known = std::find_if(std::begin(kLayerKeys), std::end(kLayerKeys),
+                                     [&](const LayerKey& k) { return k.name == key; });
+    if (known == std::end(kLayerKeys)) {
+      return refuse(key_value.first,
+                    which + ": '" + key + "' is not a per-layer cost (those are:" + layer_key_names() + ")",
+                    refusal);
+    }
+    double value = 0;
+    if (!key_value.second.IsScalar() || !parse_number(key_value.second.Scalar(), value)) {
+      return refuse(key_value.second, which + ": '" + key + "' is not a number", refusal);
+    }
+    if (!std::isfinite(value) || value < 0) {
+      return refuse(key_value.second, which + ": '" + key + "' must be a finite number >= 0", refusal);
+    }
+    layer.*(known->field) = value;
+  }
+  return true;
+}
+
+// `layers:` of a cost file: one mapping per model layer, first layer
+// first; a key not given is 0, `name` is a label and ignored.
+bool parse_layers(const YAML::Node& list, Costs& costs, Refusal& refusal) {
+  if (!list.IsSequence()) {
+    return refuse(list, "'layers' is a list with one mapping per model layer (- fwd: 1)", refusal);
+  }
+  if (list.size() == 0) return refuse(list, "'layers' is empty: give one mapping per model layer", refusal);
+  std::vector<LayerCost> layers;
+  for (const auto& item : list) {
+    LayerCost layer;
+    if (!parse_layer(item, "layer " + std::to_string(layers.size()), layer, refusal)) return false;
+    layers.push_back(layer);
+  }
+  costs.layers = std::move(layers);
+  return true;
+}
+
 // `stages:` of a cost file: one mapping of per-stage keys per stage, each
 // starting from the file's (and the flags') other keys, and in it
 // optionally `chunks:`, one mapping of the same keys per chunk, each
@@ -105,6 +176,7 @@ bool parse_stages(const YAML::Node& list, Costs& costs, Refusal& refusal) {
   }
   Costs base = costs;
   base.stages.clear();
+  base.layers.clear();
   std::vector<Costs> stages;
   for (const auto& item : list) {
     const std::string which = "stage " + std::to_string(stages.size());
@@ -146,6 +218,7 @@ bool parse_costs(std::string_view yaml_text, Costs& costs, Refusal& refusal) {
     return refuse(root, "a cost file is a mapping of keys to numbers (fwd: 1)", refusal);
   }
   std::optional<YAML::Node> stages;
+  std::optional<YAML::Node> layers;
   for (const auto& entry : root) {
     if (!entry.first.IsScalar()) {
       return refuse(entry.first, "a cost file's keys are names (fwd: 1), not sequences or mappings",
@@ -156,6 +229,10 @@ bool parse_costs(std::string_view yaml_text, Costs& costs, Refusal& refusal) {
       stages = entry.second;
       continue;
     }
+    if (key == kLayersKey) {
+      layers = entry.second;
+      continue;
+    }
     if (!entry.second.IsScalar()) {
       return refuse(entry.second, "cost '" + key + "' is not a number", refusal);
     }
@@ -164,6 +241,7 @@ bool parse_costs(std::string_view yaml_text, Costs& costs, Refusal& refusal) {
       return refuse(entry.second, error, refusal);
     }
   }
+  if (layers && !parse_layers(*layers, costs, refusal)) return false;
   return !stages || parse_stages(*stages, costs, refusal);
 }
 
@@ -247,6 +325,16 @@ void write_costs_yaml(std::ostream& out, const Costs& costs, std::string_view co
   for (const CostKey& key : cost_keys()) {
     if (const std::optional<double> value = cost_value(costs, key.name)) {
       out << key.name << ": " << shortest_text(*value) << '\n';
+    }
+  }
+  if (!costs.layers.empty()) {
+    out << kLayersKey << ":  # per layer, first layer first\n";
+    for (const LayerCost& layer : costs.layers) {
+      std::string prefix = "  - ";
+      for (const LayerKey& key : kLayerKeys) {
+        out << prefix << key.name << ": " << shortest_text(layer.*(key.field)) << '\n';
+        prefix = "    ";
+      }
     }
   }
   if (costs.stages.empty()) return;

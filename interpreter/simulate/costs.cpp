@@ -277,6 +277,7 @@ std::string describe(const Costs& costs) {
                                        [](const Costs& stage) { return !stage.chunks.empty(); });
     out << (per_chunk ? ", per chunk)" : ")");
   }
+  if (!costs.layers.empty()) out << " (per layer for " << costs.layers.size() << " layers)";
   const std::string text = out.str();
   return text.empty() ? "all zero" : text;
 }

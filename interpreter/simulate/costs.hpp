@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "isa.hpp"
+#include "layer_costs.hpp"
 #include "program.hpp"
 
 namespace pipevm {
@@ -86,6 +87,10 @@ struct Costs {
   // stage (chunk 0 first), for ranks that hold several chunks of different
   // widths. A chunk without an entry takes its stage's values.
   std::vector<Costs> chunks;
+  // Per model layer, first layer first (a cost file's `layers:`): what a
+  // piece of a cut costs is the sum over its layers (piece_cost). Empty
+  // when the costs are per stage or per instruction only.
+  std::vector<LayerCost> layers;
 
   double backward() const { return bwd.value_or(bwd_input + bwd_weight); }
   double overlapped() const { return fwd_bwd.value_or(fwd + backward()); }
