@@ -4,7 +4,7 @@
 #include <span>
 
 #include "check.hpp"
-#include "layer_costs.hpp"
+#include "layer_timing.hpp"
 #include "steps.hpp"
 #include "topology_file.hpp"
 

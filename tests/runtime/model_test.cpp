@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "eigen.hpp"
-#include "layer_costs.hpp"
+#include "layer_timing.hpp"
 #include "model.hpp"
 #include "random.hpp"
 

@@ -1,5 +1,5 @@
-// Timing each layer's share of a training step (see layer_costs.hpp).
-#include "layer_costs.hpp"
+// Timing each layer's share of a training step (see layer_timing.hpp).
+#include "layer_timing.hpp"
 
 #include <algorithm>
 #include <ctime>
