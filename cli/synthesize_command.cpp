@@ -16,6 +16,7 @@
 
 #include "commands.hpp"
 #include "cost_options.hpp"
+#include "cut_search.hpp"
 #include "header.hpp"
 #include "model_bytes.hpp"
 #include "options.hpp"
@@ -42,6 +43,7 @@ struct SynthesizeArguments {
   std::string output;
   std::string format = "pipe";
   std::string lower;
+  std::string cut;  // with per-layer costs: "even", a cut, or "" (chosen with the order)
 };
 
 // The command as typed, for the header: every option that was given.
@@ -112,7 +114,13 @@ int run_synthesize(const CLI::App& app, SynthesizeArguments args) {
     std::cerr << "pipevm synthesize: " << error << '\n';
     return 2;
   }
+  if (!args.cut.empty() && (costs.layers.empty() || !args.lower.empty())) {
+    std::cerr << "pipevm synthesize: --cut needs per-layer costs (a cost file with `layers:`, "
+                 "docs/costs.md) and no --lower\n";
+    return 2;
+  }
   std::optional<synthesis::Result> result;
+  std::optional<synthesis::CutResult> cut;
   if (!args.lower.empty()) {
     int status = 0;
     const auto order = order_to_lower(app, args, status);
@@ -140,7 +148,12 @@ int run_synthesize(const CLI::App& app, SynthesizeArguments args) {
                   << std::flush;
       };
     }
-    result = synthesis::synthesize(request, error);
+    if (costs.layers.empty()) {
+      result = synthesis::synthesize(request, error);
+    } else if (const auto cut_request = synthesis::cut_request_of(request, args.cut, error)) {
+      cut = synthesis::synthesize_cut(*cut_request, error);
+      if (cut) result = cut->result;
+    }
     if (request.progress) std::cerr << '\n';
   }
   if (!result) {
@@ -164,6 +177,14 @@ int run_synthesize(const CLI::App& app, SynthesizeArguments args) {
       args.config_file.empty() ? std::string("pipevm run's defaults") : args.config_file;
   inputs.weight_memory = args.weight_memory;
   inputs.p2p_order = args.p2p_order;
+  if (cut) {
+    inputs.memory_limit = 0;
+    inputs.memory_bytes = cut->memory_bytes;
+    inputs.memory_model = "the cost file's layers";
+    inputs.bytes_counted = "parameter-bytes plus held activation-bytes of the cut's layers";
+    inputs.cut = synthesis::describe_cut(*cut);
+    inputs.weight_memory = cut->weight_memory;
+  }
   const std::string text = synthesis::header(inputs, *result) + result->text;
   return write_output(args, text) ? 0 : 2;
 }
@@ -195,7 +216,12 @@ Command add_synthesize_command(CLI::App& root) {
   app.add_option("--memory-limit", args->memory_limit_text,
                  "Activations a stage may hold, in micro-batch activations M_B (0: no limit); or "
                  "bytes per stage with a unit (2GiB, 500MB), counted as `check` counts peak_bytes "
-                 "for --config's model");
+                 "for --config's model. With per-layer costs, bytes per stage (with or without a "
+                 "unit): the stage's layers' parameter-bytes plus the activation bytes it holds");
+  app.add_option("--cut", args->cut,
+                 "With per-layer costs (`layers:`): `even`, or the layers of each piece "
+                 "(0-2,3-4,5-6, pieces in the order the placement runs them); default: chosen "
+                 "with the order");
   app.add_option("--weight-memory", args->weight_memory,
                  "R = M_W / M_B: what a backward-input leaves for its weight pass")
       ->check(CLI::Range(0.0, 1.0))

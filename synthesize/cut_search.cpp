@@ -331,6 +331,8 @@ std::optional<CutResult> synthesize_cut(const CutRequest& request, std::string& 
     CutResult result{std::move(*evaluated.result), cut,
                      request.choice == CutChoice::even ? "the even cut (--cut even)" : "given (--cut)", 1, {}, 0, 0};
     result.stage_bytes = result.result.peak_bytes;
+    result.memory_bytes = request.memory_bytes;
+    result.weight_memory = weight_memory_of(request.layers, request.request.weight_memory);
     return result;
   }
 
@@ -402,7 +404,39 @@ std::optional<CutResult> synthesize_cut(const CutRequest& request, std::string& 
   result->stage_bytes = result->result.peak_bytes;
   result->even_makespan = even_makespan;
   result->min_max_makespan = min_max_makespan;
+  result->memory_bytes = request.memory_bytes;
+  result->weight_memory = weight_memory_of(request.layers, request.request.weight_memory);
   return result;
+}
+
+std::optional<CutRequest> cut_request_of(const Request& request, const std::string& cut, std::string& error) {
+  CutRequest cut_request;
+  cut_request.request = request;
+  cut_request.layers = request.costs.layers;
+  cut_request.memory_bytes =
+      request.memory_bytes > 0 ? request.memory_bytes : static_cast<std::uint64_t>(std::llround(request.memory_limit));
+  if (cut == "even") {
+    cut_request.choice = CutChoice::even;
+  } else if (!cut.empty()) {
+    auto parsed = parse_cut(cut, static_cast<int>(cut_request.layers.size()), error);
+    if (!parsed) {
+      error = "--cut " + cut + ": " + error;
+      return std::nullopt;
+    }
+    cut_request.choice = CutChoice::given;
+    cut_request.cut = std::move(*parsed);
+  }
+  return cut_request;
+}
+
+std::string describe_cut(const CutResult& result) {
+  std::string text = cut_text(result.cut) + ", " + result.how;
+  const auto figure = [](double makespan) { return makespan > 0 ? format_time(makespan) : std::string("none fits"); };
+  if (result.cuts_timed > 1) {
+    text += "; makespan " + format_time(result.result.simulation.timeline.makespan) + " against the even cut's " +
+            figure(result.even_makespan) + " and the min-max cut's " + figure(result.min_max_makespan);
+  }
+  return text;
 }
 
 }  // namespace pipevm::synthesis

@@ -57,6 +57,8 @@ struct CutResult {
   // the makespans the result is never longer than.
   double even_makespan = 0;
   double min_max_makespan = 0;
+  std::uint64_t memory_bytes = 0;  // the limit the result meets (0: none)
+  double weight_memory = 1;        // R the order search used: the layers' weight-activation-bytes / activation-bytes
 };
 
 // Model piece of (stage, chunk) under the request's placement.
@@ -91,5 +93,16 @@ std::vector<std::vector<LayerRange>> all_cuts(int layers, int pieces);
 // Nullopt with `error` (one line) when the request is bad or no cut and
 // order fits the limit.
 std::optional<CutResult> synthesize_cut(const CutRequest& request, std::string& error);
+
+// What `pipevm synthesize` and pipevm.synthesize make of a request whose
+// costs give `layers:`: `cut` is "" (search), "even" or a cut
+// ("0-2,3-4,5"); the limit is bytes per stage, a number without a unit
+// (Request::memory_limit) read as bytes too. Nullopt with `error` for a
+// cut that does not parse against the layers.
+std::optional<CutRequest> cut_request_of(const Request& request, const std::string& cut, std::string& error);
+
+// The header's `cut:` line after "# cut: ": the cut, how it was chosen, and
+// the makespans of the even and min-max cuts it was held to.
+std::string describe_cut(const CutResult& result);
 
 }  // namespace pipevm::synthesis

@@ -31,7 +31,9 @@ std::string header(const HeaderInputs& inputs, const Result& result) {
       << c.chunks << ", placement " << name(result.program.placement) << "; costs "
       << describe(inputs.costs) << "; memory limit " << memory_limit_text(inputs, result)
       << "; weight memory R " << format_time(inputs.weight_memory) << "; transfer "
-      << name(inputs.costs.transfer) << "; p2p order " << inputs.p2p_order << '\n'
+      << name(inputs.costs.transfer) << "; p2p order " << inputs.p2p_order << '\n';
+  if (!inputs.cut.empty()) out << "# cut: " << inputs.cut << '\n';
+  out
       << "# search: from " << result.origin << "; " << result.seeds_within_limit << " of "
       << result.seeds << " seeds within the memory limit, the best spanning "
       << format_time(result.seed_span) << "; " << result.evaluations << " simulations, "
@@ -44,7 +46,7 @@ std::string header(const HeaderInputs& inputs, const Result& result) {
       << "# peak memory per stage (M_B):";
   for (const double peak : result.peak_memory) out << ' ' << format_time(peak);
   if (!result.peak_bytes.empty()) {
-    out << "\n# peak bytes per stage (as `pipevm check` counts peak_bytes):";
+    out << "\n# peak bytes per stage (" << inputs.bytes_counted << "):";
     for (const std::uint64_t bytes : result.peak_bytes) out << ' ' << bytes;
   }
   const double span = result.longest_span;
