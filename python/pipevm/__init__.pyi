@@ -9,7 +9,7 @@ Range = Union[int, Tuple[int, int]]
 Schedule = Union[str, os.PathLike[str]]
 # A cost model: {'fwd': 1, 'bwd': 2}, 'fwd=1,bwd=2', or a YAML cost file's path
 # (os.PathLike, or a str without '=').
-Costs = Union[None, str, os.PathLike[str], Mapping[str, float]]
+Costs = Union[None, str, os.PathLike[str], Mapping[str, float], "TorchProfile"]
 # A `pipevm run` YAML file, or a dict of its sections (model, training, costs, ...).
 RunConfig = Union[None, str, os.PathLike[str], Mapping[str, Any]]
 # PyTorch's pipeline_order: {rank: [action or None, ...]}, or a list of rows;
@@ -157,6 +157,8 @@ class Synthesis:
     @property
     def peak_bytes(self) -> list[int]: ...
     @property
+    def cut(self) -> str: ...
+    @property
     def longest_span(self) -> float: ...
     @property
     def lower_bound(self) -> float: ...
@@ -260,13 +262,17 @@ def synthesize(
     p2p_order: str = "any",
     max_moves: int = 0,
     config: RunConfig = None,
+    cut: Optional[str] = None,
 ) -> Synthesis:
     """Searches the least-bubble schedule for costs and a memory limit, as `pipevm
     synthesize`. memory_limit: micro-batch activations M_B per stage (a number), or bytes
     with a unit ('64MiB', counted for config's model, else `pipevm run`'s default); None:
     none. placement: 'looped' or 'v' (chunks=2). p2p_order: 'any' (or 'independent') or
     'posted', recorded in the header. config: as `--config` (its model; its costs under
-    costs). max_moves: local-search moves at most (0: until time_limit). A request no
+    costs). max_moves: local-search moves at most (0: until time_limit). Per-layer costs
+    (a TorchProfile, or a cost file with `layers:`): the cut is chosen with the order,
+    memory_limit is bytes per stage (parameter-bytes plus held activation-bytes), and
+    cut='even' or cut='0-2,3-4,5' fixes the cut; Synthesis.cut says which. A request no
     schedule meets raises ScheduleError."""
 
 def lower(
