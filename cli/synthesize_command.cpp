@@ -177,14 +177,7 @@ int run_synthesize(const CLI::App& app, SynthesizeArguments args) {
       args.config_file.empty() ? std::string("pipevm run's defaults") : args.config_file;
   inputs.weight_memory = args.weight_memory;
   inputs.p2p_order = args.p2p_order;
-  if (cut) {
-    inputs.memory_limit = 0;
-    inputs.memory_bytes = cut->memory_bytes;
-    inputs.memory_model = "the cost file's layers";
-    inputs.bytes_counted = "parameter-bytes plus held activation-bytes of the cut's layers";
-    inputs.cut = synthesis::describe_cut(*cut);
-    inputs.weight_memory = cut->weight_memory;
-  }
+  if (cut) synthesis::record_cut(*cut, inputs);
   const std::string text = synthesis::header(inputs, *result) + result->text;
   return write_output(args, text) ? 0 : 2;
 }

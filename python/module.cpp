@@ -330,12 +330,7 @@ PySynthesis synthesize_cut(const synthesis::Request& request, const std::string&
     result = synthesis::synthesize_cut(*cut_request, error);
   }
   if (!result) throw ScheduleFailure(error);
-  inputs.memory_limit = 0;
-  inputs.memory_bytes = result->memory_bytes;
-  inputs.memory_model = "the cost file's layers";
-  inputs.bytes_counted = "parameter-bytes plus held activation-bytes of the cut's layers";
-  inputs.cut = synthesis::describe_cut(*result);
-  inputs.weight_memory = result->weight_memory;
+  synthesis::record_cut(*result, inputs);
   return synthesis_of(std::move(result->result), std::move(inputs), cut_text(result->cut));
 }
 

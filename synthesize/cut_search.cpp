@@ -439,4 +439,13 @@ std::string describe_cut(const CutResult& result) {
   return text;
 }
 
+void record_cut(const CutResult& result, HeaderInputs& inputs) {
+  inputs.memory_limit = 0;
+  inputs.memory_bytes = result.memory_bytes;
+  inputs.memory_model = "the cost file's layers";
+  inputs.bytes_counted = "parameter-bytes plus held activation-bytes of the cut's layers";
+  inputs.cut = describe_cut(result);
+  inputs.weight_memory = result.weight_memory;
+}
+
 }  // namespace pipevm::synthesis

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "header.hpp"
 #include "layer_costs.hpp"
 #include "synthesize.hpp"
 
@@ -104,5 +105,8 @@ std::optional<CutRequest> cut_request_of(const Request& request, const std::stri
 // The header's `cut:` line after "# cut: ": the cut, how it was chosen, and
 // the makespans of the even and min-max cuts it was held to.
 std::string describe_cut(const CutResult& result);
+// What the header says of a cut result: that line, the byte limit and how
+// bytes were counted, the weight memory R the search used.
+void record_cut(const CutResult& result, HeaderInputs& inputs);
 
 }  // namespace pipevm::synthesis
