@@ -38,7 +38,7 @@ std::size_t parameter_count(const std::vector<int>& sizes, LayerRange layers);
 // (sizes, pieces). Throws std::invalid_argument if pieces < 1 or pieces > layers.
 std::vector<LayerRange> split_layers(const std::vector<int>& sizes, int pieces);
 // The same split under other costs, one per layer (e.g. measured times,
-// runtime/layer_timing.hpp); empty `layer_costs` means the multiply-add model above.
+// runtime/layer_times.hpp); empty `layer_costs` means the multiply-add model above.
 std::vector<LayerRange> split_layers(const std::vector<int>& sizes, int pieces,
                                      const std::vector<double>& layer_costs);
 

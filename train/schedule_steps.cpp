@@ -4,7 +4,7 @@
 #include <span>
 
 #include "check.hpp"
-#include "layer_timing.hpp"
+#include "layer_times.hpp"
 #include "steps.hpp"
 #include "topology_file.hpp"
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "eigen.hpp"
-#include "layer_timing.hpp"
+#include "layer_times.hpp"
 #include "model.hpp"
 #include "random.hpp"
 

@@ -1,5 +1,5 @@
-// Timing each layer's share of a training step (see layer_timing.hpp).
-#include "layer_timing.hpp"
+// Timing each layer's share of a training step (see layer_times.hpp).
+#include "layer_times.hpp"
 
 #include <algorithm>
 #include <ctime>
