@@ -29,6 +29,9 @@ Costs costs_of_cut(const Costs& base, const std::vector<LayerCost>& layers,
                    const std::vector<LayerRange>& cut, Placement placement, const Config& config) {
   const std::vector<PieceCost> pieces = piece_costs(layers, cut);
   Costs costs = base;
+  // The pieces' sums below are the costs: the layers would time a program
+  // by its own cut (or the even one), not by this one.
+  costs.layers.clear();
   costs.bwd.reset();
   costs.compute_rows = 0;
   const int chunks = chunks_per_rank(placement, config);

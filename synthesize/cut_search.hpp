@@ -66,8 +66,9 @@ struct CutResult {
 int piece_of(Placement placement, const Config& config, int stage, int chunk);
 
 // `base` with every stage's and chunk's compute keys (fwd, bwd-input,
-// bwd-weight) the sums over its piece's layers, and messages sized by the
-// largest output-bytes of the cut's boundaries when any is given.
+// bwd-weight) the sums over its piece's layers, messages sized by the
+// largest output-bytes of the cut's boundaries when any is given, and no
+// `layers` left.
 Costs costs_of_cut(const Costs& base, const std::vector<LayerCost>& layers,
                    const std::vector<LayerRange>& cut, Placement placement, const Config& config);
 
