@@ -3,6 +3,7 @@
 
 #include <sstream>
 
+#include "layer_costs.hpp"
 #include "topology.hpp"
 
 namespace pipevm::api {
@@ -17,6 +18,7 @@ std::string expanded_text(const Program& program, int only_rank, bool from_table
     for (const std::string& line : hosts->placement.lines) out << "# " << line << '\n';
   }
   out << "placement " << name(program.placement) << "\n";
+  if (!program.cut.empty()) out << "cut " << cut_text(program.cut) << "\n";
   if (program.topology) out << "topology " << program.topology->name << "\n";
   for (const Opcode op : program.carried) out << "carry " << name(op) << "\n";
   // The configuration the streams are for, so that `pipevm check` needs no flags.

@@ -16,6 +16,7 @@
 #include "compile.hpp"
 #include "expand_text.hpp"
 #include "hosts_options.hpp"
+#include "layer_costs.hpp"
 #include "model_bytes.hpp"
 #include "options.hpp"
 #include "torch_csv.hpp"
@@ -83,6 +84,7 @@ void print_json_program(const Program& program, int only_rank, const api::HostVi
   nlohmann::json head;
   head["schedule"] = program.name;
   head["placement"] = name(program.placement);
+  if (!program.cut.empty()) head["cut"] = cut_text(program.cut);
   head["configuration"] = {
       {"stages", c.stages}, {"micro_batches", c.micro_batches}, {"dp", c.dp}, {"chunks", c.chunks}};
   std::string text = head.dump();

@@ -447,6 +447,7 @@ std::vector<LayerRange> split_for(const Program& program, const MemoryShape& sha
   if (program.layer_widths == shape.layer_widths && !program.layer_split.empty()) {
     return program.layer_split;
   }
+  if (std::vector<LayerRange> cut = cut_for_model(program, shape.layer_widths); !cut.empty()) return cut;
   if (pieces < 1 || pieces > layer_count(shape.layer_widths)) return {};
   return split_layers(shape.layer_widths, pieces);
 }

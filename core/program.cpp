@@ -183,6 +183,11 @@ LayerRange chunk_layers(const Program& program, int stage, int chunk) {
   return program.layer_split[static_cast<std::size_t>(piece)];
 }
 
+std::vector<LayerRange> cut_for_model(const Program& program, const std::vector<int>& layer_widths) {
+  if (program.cut.empty() || program.cut.back().end != layer_count(layer_widths)) return {};
+  return program.cut;
+}
+
 LayerRange instruction_layers(const Program& program, int stage, const Instruction& in) {
   const int layer = layer_of(in);
   if (layer != kNoLayer) return {layer, layer + 1};

@@ -130,6 +130,12 @@ struct Program {
   // than the program has pieces.
   std::vector<int> layer_widths;
   std::vector<LayerRange> layer_split;
+  // The program's `cut` declaration: the layers of each model piece, in
+  // model order, one per piece (empty when it declares none). It is the
+  // split above when it covers the model's layers and no explicit split
+  // overrides it; per-layer costs time its pieces (simulate) and `run`
+  // trains it, refusing one that does not fit its model.
+  std::vector<LayerRange> cut;
 
   int ranks() const { return static_cast<int>(rank_begin.empty() ? 0 : rank_begin.size() - 1); }
   std::span<const Instruction> rank(int r) const {
@@ -153,6 +159,9 @@ RankBlock rank_block(const Config& config, int rank);
 // The model's layers that chunk `chunk` of `stage` holds; empty ({0, 0})
 // when the program has no split.
 LayerRange chunk_layers(const Program& program, int stage, int chunk);
+// The program's `cut` when it covers exactly the layers of the model of
+// `layer_widths` (input first); else empty.
+std::vector<LayerRange> cut_for_model(const Program& program, const std::vector<int>& layer_widths);
 // The layers a compute or piece instruction of `stage` works on: its
 // `layer L` alone, else its chunk's.
 LayerRange instruction_layers(const Program& program, int stage, const Instruction& in);

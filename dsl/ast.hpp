@@ -132,6 +132,10 @@ class Schedule {
   // `carry OP`: opcodes whose requests cross the step boundary, and where.
   std::vector<Opcode> carried;
   std::vector<SourceRange> carried_at;
+  // `cut 0-2,3-4,5`: the layers of each model piece (empty if absent), and
+  // where the line's cut text is.
+  std::vector<LayerRange> cut;
+  SourceRange cut_at;
 
   std::vector<Expr> exprs;
   std::vector<Stmt> stmts;

@@ -458,6 +458,20 @@ bool resolve_topology(const Schedule& schedule, const ExpandOptions& options, Pr
   return true;
 }
 
+// How the placement makes `model_pieces` pieces, for errors.
+std::string pieces_phrase(Placement placement, const Config& config) {
+  const std::string stages = std::to_string(config.stages) + " stages";
+  switch (placement) {
+    case Placement::looped:
+      return stages + " x " + std::to_string(config.chunks) + " chunks";
+    case Placement::v:
+      return stages + " x 2 chunks, placement v";
+    case Placement::mirror:
+      return stages + ", placement mirror";
+  }
+  return stages;
+}
+
 }  // namespace
 
 std::optional<Program> expand(const Schedule& schedule, const Config& config,
@@ -481,8 +495,19 @@ std::optional<Program> expand(const Schedule& schedule, const Config& config,
   program.layer_widths =
       options.layer_widths.empty() ? default_layer_widths() : options.layer_widths;
   const int pieces = model_pieces(program.placement, config);
+  if (!schedule.cut.empty() && static_cast<int>(schedule.cut.size()) != pieces) {
+    diagnostics.report(DiagnosticKind::InvalidCut,
+                       "the cut has " + std::to_string(schedule.cut.size()) + " pieces but the program has " +
+                           std::to_string(pieces) + " model pieces (" + pieces_phrase(program.placement, config) +
+                           ")",
+                       Location{schedule.file, schedule.cut_at});
+    return std::nullopt;
+  }
+  program.cut = schedule.cut;
   if (static_cast<int>(options.split.size()) == pieces) {
     program.layer_split = options.split;
+  } else if (!cut_for_model(program, program.layer_widths).empty()) {
+    program.layer_split = program.cut;
   } else if (program.layer_widths.size() >= 2 && pieces <= layer_count(program.layer_widths)) {
     program.layer_split = split_layers(program.layer_widths, pieces);
   }

@@ -206,7 +206,11 @@ struct topology_name : plus<sor<ident_other, one<'-', ':', '.', '/'>>> {};
 struct topology_header : if_must<kw_topology, sp, topology_name, sp, stmt_end> {};
 struct carried_opcode : seq<upper, star<ident_other>> {};
 struct carry_header : if_must<kw_carry, sp, carried_opcode, sp, stmt_end> {};
-struct headers : seq<opt<schedule_header, ws>, star<sor<placement_header, check_header, topology_header, carry_header>, ws>> {};
+// `cut 0-2,3-4,5`: the layers of each model piece, in model order.
+struct kw_cut : TAO_PEGTL_KEYWORD("cut") {};
+struct cut_text : plus<sor<digit, one<'-', ','>>> {};
+struct cut_header : seq<kw_cut, sp, at<digit>, must<cut_text, sp, stmt_end>> {};
+struct headers : seq<opt<schedule_header, ws>, star<sor<placement_header, check_header, topology_header, carry_header, cut_header>, ws>> {};
 
 struct program : seq<ws, headers, item_list, eof> {};
 

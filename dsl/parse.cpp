@@ -5,6 +5,7 @@
 // Evaluation lives in expand.cpp.
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -15,6 +16,7 @@
 #include "compile.hpp"
 #include "errors.hpp"
 #include "grammar.hpp"
+#include "layer_costs.hpp"
 #include "quote.hpp"
 #include "resolve.hpp"
 
@@ -42,7 +44,7 @@ using selector = pt::selector<
         g::integer, g::name_ref, g::mul_op, g::add_op, g::cmp_op, g::let_name, g::for_var,
         g::call_name, g::proc_name, g::param, g::opcode, g::direction, g::message_kind,
         g::stage_number, g::string_body, g::schedule_name, g::placement_name, g::topology_name,
-        g::carried_opcode, g::negate, g::not_op, g::min_call, g::max_call, g::expr, g::micro_batch,
+        g::carried_opcode, g::cut_text, g::negate, g::not_op, g::min_call, g::max_call, g::expr, g::micro_batch,
         g::chunk_number, g::layer_number, g::peer_stage, g::argument, g::let_stmt, g::for_stmt,
         g::reversed_range, g::forward_range, g::if_stmt, g::else_clause, g::stage_stmt,
         g::call_stmt, g::instruction, g::chunk_clause, g::layer_clause, g::to_clause,
@@ -50,6 +52,8 @@ using selector = pt::selector<
         g::proc_item, g::check_header, g::check_item, g::check_dimension, g::check_value>,
     fold_keep::on<g::and_expr, g::not_expr, g::cmp_expr, g::add_expr, g::mul_expr, g::unary,
                   g::primary, g::paren_expr>>;
+
+constexpr std::string_view kDigits = "0123456789";
 
 SourceRange range_of(const Node& n) {
   return {static_cast<std::uint32_t>(n.m_begin.byte), static_cast<std::uint32_t>(n.m_end.byte)};
@@ -81,6 +85,8 @@ class Builder {
         s_.topology = std::string(n.string_view());
       } else if (n.is_type<g::carried_opcode>()) {
         carry(n);
+      } else if (n.is_type<g::cut_text>()) {
+        cut(n);
       } else {
         items.push_back(&n);
       }
@@ -420,6 +426,32 @@ class Builder {
     }
     s_.carried.push_back(*op);
     s_.carried_at.push_back(range_of(n));
+  }
+
+  // `cut 0-2,3-4,5`: read against the layers it names itself (its highest
+  // layer + 1); whether that is the model's count is the run's question.
+  void cut(const Node& n) {
+    const std::string_view text = n.string_view();
+    if (!s_.cut.empty()) {
+      error(DiagnosticKind::InvalidCut, "a second 'cut' line: a program records one cut", range_of(n));
+      return;
+    }
+    int highest = 0;
+    for (std::size_t at = text.find_first_of(kDigits); at != std::string_view::npos;
+         at = text.find_first_of(kDigits, text.find_first_not_of(kDigits, at))) {
+      int layer = std::numeric_limits<int>::max() - 1;
+      std::from_chars(text.data() + at, text.data() + text.size(), layer);
+      highest = std::max(highest, std::min(layer, std::numeric_limits<int>::max() - 1));
+    }
+    const int layers = highest + 1;
+    std::string why;
+    auto parsed = parse_cut(text, layers, why);
+    if (!parsed) {
+      error(DiagnosticKind::InvalidCut, "'cut " + std::string(text) + "': " + why, range_of(n));
+      return;
+    }
+    s_.cut = std::move(*parsed);
+    s_.cut_at = range_of(n);
   }
 };
 

@@ -7,6 +7,7 @@
 #include <pybind11/stl.h>
 #include <nlohmann/json.hpp>
 
+#include "layer_costs.hpp"
 #include "simulate.hpp"
 #include "torch_csv.hpp"
 
@@ -425,6 +426,9 @@ void bind_results(py::module_& m) {
       .def_property_readonly(
           "placement", [](const PyExpansion& e) { return std::string(name(e.program->placement)); },
           "'looped', 'v' or 'mirror'")
+      .def_property_readonly(
+          "cut", [](const PyExpansion& e) { return cut_text(e.program->cut); },
+          "the program's `cut` declaration (\"0-2,3-4,5-6\"), or '' when it declares none")
       .def_property_readonly(
           "ranks",
           [](const PyExpansion& e) {

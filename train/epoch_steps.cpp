@@ -28,7 +28,7 @@ void print_header(const RunState& run) {
       run.data->test.samples);
   std::fprintf(out, "pipevm run: GEMMs on %s; %s\n",
                runtime::products_backend(config.model).c_str(),
-               describe_split(run.split, run.layer_costs, !run.request.resume.empty()).c_str());
+               describe_split(run.split, run.layer_costs, run.split_origin).c_str());
   for (const std::string& line : run.placement.lines) std::fprintf(out, "%s\n", line.c_str());
   for (const std::string& warning : run.placement.warnings) {
     run.log.warning(warning + " [" + std::string(code(DiagnosticKind::SharedCpu)) + "]");

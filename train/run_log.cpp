@@ -54,7 +54,7 @@ void ProgressBar::clear() {
 }
 
 std::string describe_split(const std::vector<LayerRange>& split,
-                           const std::vector<double>& layer_costs, bool resumed) {
+                           const std::vector<double>& layer_costs, SplitOrigin origin) {
   std::string layers = "layers ";
   std::string shares;
   double total = 0.0;
@@ -72,7 +72,8 @@ std::string describe_split(const std::vector<LayerRange>& split,
     }
   }
   if (split.size() == 1) return "one piece";
-  if (resumed) return layers + ", as in the checkpoint";
+  if (origin == SplitOrigin::checkpoint) return layers + ", as in the checkpoint";
+  if (origin == SplitOrigin::program) return layers + ", as the program's cut declares";
   return layers + (total > 0.0 ? ", split by measured time " + shares : ", split by multiply-adds");
 }
 

@@ -53,9 +53,14 @@ class ProgressBar {
   int drawn_ = -1;
 };
 
+// Who chose a run's cut: run's own rule (measured time or multiply-adds),
+// the checkpoint a run resumes from, or the program's `cut` declaration.
+enum class SplitOrigin { rule, checkpoint, program };
+
 // "layers 0-1 | 2-6, split by measured time 48% | 52%" (or by multiply-adds,
-// or as the checkpoint a run resumes from was).
+// or as the checkpoint a run resumes from was, or as the program's cut
+// declares).
 std::string describe_split(const std::vector<LayerRange>& split,
-                           const std::vector<double>& layer_costs, bool resumed);
+                           const std::vector<double>& layer_costs, SplitOrigin origin);
 
 }  // namespace pipevm::train

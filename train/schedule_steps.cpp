@@ -4,6 +4,7 @@
 #include <span>
 
 #include "check.hpp"
+#include "layer_costs.hpp"
 #include "layer_times.hpp"
 #include "steps.hpp"
 #include "topology_file.hpp"
@@ -37,15 +38,36 @@ Stop compile_schedule(RunState& run) {
   return std::nullopt;
 }
 
-// Where the model is cut: by each layer's time measured on rank 0 (every
-// rank must cut it alike), or by multiply-adds; a resumed run where its
-// checkpoint's run did. Every layer computes the same bits whatever the
-// cut, so the trained weights do not depend on it. The schedule is
-// compiled again when its `layer L` operands named another cut.
+// The program's `cut` as the run's split, unless the run resumes (its
+// checkpoint's cut wins); refused when it does not cover the model's layers.
+Stop declared_cut(RunState& run) {
+  const std::vector<LayerRange>& cut = run.program->cut;
+  if (cut.empty() || !run.request.resume.empty()) return std::nullopt;
+  const int layers = runtime::layer_count(run.config.model.sizes);
+  if (cut.back().end != layers) {
+    return run.everyone_fails(
+        kExitUsage, "the program's cut " + cut_text(cut) + " covers " + std::to_string(cut.back().end) +
+                        " layers, but the model " + runtime::describe(run.config.model) + " has " +
+                        std::to_string(layers) + ": write a cut of layers 0-" + std::to_string(layers - 1) +
+                        " (or remove the `cut` line to let run choose one); it does not start");
+  }
+  run.split = cut;
+  run.split_origin = SplitOrigin::program;
+  return std::nullopt;
+}
+
+// Where the model is cut: as the program's `cut` declares, else by each
+// layer's time measured on rank 0 (every rank must cut it alike), or by
+// multiply-adds; a resumed run where its checkpoint's run did. Every layer
+// computes the same bits whatever the cut, so the trained weights do not
+// depend on it. The schedule is compiled again when its `layer L`
+// operands named another cut.
 Stop cut_model(RunState& run) {
   const config::RunConfig& config = run.config;
   const int layers = runtime::layer_count(config.model.sizes);
+  if (const Stop stop = declared_cut(run)) return stop;
   if (!run.request.resume.empty()) {
+    run.split_origin = SplitOrigin::checkpoint;
     std::string resume_error;
     try {
       run.split = recorded_split(run.request.resume, layers);

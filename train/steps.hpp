@@ -60,6 +60,7 @@ struct RunState {
   std::optional<Program> program;
   int pieces = 1;
   std::vector<LayerRange> split;
+  SplitOrigin split_origin = SplitOrigin::rule;
   std::vector<double> layer_costs;
   runtime::RunIdentity identity;
   std::optional<Resumed> resumed;

@@ -130,11 +130,12 @@ CheckResult check(const Program& stepped, const CheckOptions& options) {
   Reporter reporter(program, options.max_diagnostics_per_kind);
   Reporter step_reporter(one, options.max_diagnostics_per_kind);
   Reporter& alone = steps > 1 ? step_reporter : reporter;
+  const std::vector<LayerRange> cut = cut_for_model(program, options.layer_widths);
+  const std::vector<LayerRange>& split = options.split.empty() ? cut : options.split;
   const std::vector<int> widths =
-      options.split.empty()
-          ? piece_boundary_widths(options.layer_widths,
-                                  model_pieces(program.placement, program.config))
-          : piece_boundary_widths(options.layer_widths, options.split);
+      split.empty() ? piece_boundary_widths(options.layer_widths,
+                                            model_pieces(program.placement, program.config))
+                    : piece_boundary_widths(options.layer_widths, split);
   const Link linked = link(program, LinkOptions{widths});
   const Link one_link = steps > 1 ? link(one, LinkOptions{widths}) : Link{};
   const Link& one_linked = steps > 1 ? one_link : linked;

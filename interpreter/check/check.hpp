@@ -33,7 +33,8 @@ struct CheckOptions {
   // with more pieces than layers, sizes are unknown.
   std::vector<int> layer_widths = default_layer_widths();
   // The cut the run uses (e.g. balanced on measured times); empty: the
-  // multiply-add rule's cut into model_pieces(...) pieces.
+  // program's `cut` where it fits the model, else the multiply-add rule's
+  // cut into model_pieces(...) pieces.
   std::vector<LayerRange> split;
   // Past this many diagnostics of one kind the rest are only counted.
   std::size_t max_diagnostics_per_kind = 16;

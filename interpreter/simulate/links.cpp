@@ -25,7 +25,8 @@ LinkCosts::LinkCosts(const Program& program, const Link& link, const Costs& cost
   if (network.layer_widths.empty() || network.micro_batch_rows <= 0) return;
   const int pieces = model_pieces(program.placement, program.config);
   try {
-    const std::vector<LayerRange> split = split_layers(network.layer_widths, pieces);
+    const std::vector<LayerRange> cut = cut_for_model(program, network.layer_widths);
+    const std::vector<LayerRange> split = cut.empty() ? split_layers(network.layer_widths, pieces) : cut;
     piece_widths_ = piece_boundary_widths(network.layer_widths, split);
     for (const LayerRange& piece : split) {
       piece_bytes_.push_back(static_cast<double>(parameter_count(network.layer_widths, piece)) *

@@ -57,6 +57,7 @@ std::vector<runtime::LayerRange> model_split(const Program& program, const Machi
     }
     return options.split;
   }
+  if (std::vector<LayerRange> cut = cut_for_model(program, options.model.sizes); !cut.empty()) return cut;
   return runtime::split_layers(options.model.sizes, pieces);
 }
 

@@ -76,8 +76,9 @@ struct MachineOptions {
   runtime::ModelConfig model;
   runtime::OptimizerConfig optimizer;
   int global_batch = 128;  // samples per step over all data-parallel replicas
-  // The layers of each model piece (runtime::split_layers); empty: the split
-  // by multiply-adds. Every rank must be given the same.
+  // The layers of each model piece (runtime::split_layers); empty: the
+  // program's `cut` where it covers the model's layers, else the split by
+  // multiply-adds. Every rank must be given the same.
   std::vector<runtime::LayerRange> split;
 };
 

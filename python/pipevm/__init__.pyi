@@ -131,6 +131,9 @@ class Expansion:
     @property
     def placement(self) -> str: ...
     @property
+    def cut(self) -> str:
+        """The program's `cut` declaration ("0-2,3-4,5-6"), or '' when it declares none."""
+    @property
     def ranks(self) -> list[list[str]]: ...
     @property
     def text(self) -> str: ...

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -68,6 +69,35 @@ TEST(cli, expand_with_replicas_reads_back_and_checks) {
     EXPECT_EQ(checked.status, 0) << schedule << "\n" << checked.err << checked.out;
   }
   std::remove(path.c_str());
+}
+
+// The `cut` line survives `expand`: the printed program declares the same
+// cut, reads back, and expands to the same text again.
+TEST(cli, expand_keeps_the_cut_and_reads_back) {
+  const std::string base = std::string(PIPEVM_BINARY_DIR) + "/dsl_cli_cut." + std::to_string(getpid());
+  std::ostringstream schedule;
+  schedule << std::ifstream(kSchedules + "1f1b.pipe").rdbuf();
+  std::string text = schedule.str();
+  text.insert(0, "schedule 1f1b-cut\ncut 0-2,3-4,5-6\n");
+  text.replace(text.find("schedule 1f1b\n"), 14, "");
+  std::ofstream(base + ".pipe") << text;
+  const Result first = pipevm("expand " + base + ".pipe -p 3 -m 4");
+  ASSERT_EQ(first.status, 0) << first.err;
+  EXPECT_NE(first.out.find("\nplacement looped\ncut 0-2,3-4,5-6\n"), std::string::npos) << first.out;
+  std::ofstream(base + ".expanded.pipe") << first.out;
+  const Result again = pipevm("expand " + base + ".expanded.pipe");
+  ASSERT_EQ(again.status, 0) << again.err;
+  EXPECT_EQ(again.out.substr(again.out.find('\n')), first.out.substr(first.out.find('\n')));
+  const Result json = pipevm("expand " + base + ".pipe -p 3 -m 4 --format json");
+  ASSERT_EQ(json.status, 0) << json.err;
+  EXPECT_EQ(nlohmann::json::parse(json.out)["cut"], "0-2,3-4,5-6");
+  const Result wrong = pipevm("expand " + base + ".pipe -p 2 -m 4");
+  EXPECT_EQ(wrong.status, 1);
+  EXPECT_NE(wrong.err.find(":2:5: error: the cut has 3 pieces but the program has 2 model pieces"),
+            std::string::npos)
+      << wrong.err;
+  std::remove((base + ".pipe").c_str());
+  std::remove((base + ".expanded.pipe").c_str());
 }
 
 TEST(cli, expand_one_rank) {
