@@ -7,6 +7,8 @@
 #include <map>
 #include <tuple>
 
+#include "compile.hpp"
+
 namespace pipevm::synthesis {
 
 int piece_of(Placement placement, const Config& config, int stage, int chunk) {
@@ -312,6 +314,25 @@ std::string how_searched(int timed, bool enumerated, const std::vector<LayerRang
   return how;
 }
 
+// The program's text with its `cut` line after the placement line,
+// compiled back, so that the program records the cut it was made for.
+bool record_cut_line(CutResult& cut, std::string& error) {
+  Result& result = cut.result;
+  const std::size_t line_end = result.text.find('\n') + 1;
+  std::string text = result.text.substr(0, line_end) + "cut " + cut_text(cut.cut) + "\n" + result.text.substr(line_end);
+  Diagnostics diagnostics;
+  auto program =
+      compile(std::make_shared<const SourceFile>("synthesized.pipe", text), result.program.config, diagnostics);
+  if (!program) {
+    error = "the program with its cut does not compile: " +
+            (diagnostics.all().empty() ? std::string("no reason given") : diagnostics.all().front().message);
+    return false;
+  }
+  result.text = std::move(text);
+  result.program = std::move(*program);
+  return true;
+}
+
 }  // namespace
 
 std::optional<CutResult> synthesize_cut(const CutRequest& request, std::string& error) {
@@ -336,6 +357,7 @@ std::optional<CutResult> synthesize_cut(const CutRequest& request, std::string& 
     result.stage_bytes = result.result.peak_bytes;
     result.memory_bytes = request.memory_bytes;
     result.weight_memory = weight_memory_of(request.layers, request.request.weight_memory);
+    if (!record_cut_line(result, error)) return std::nullopt;
     return result;
   }
 
@@ -409,6 +431,7 @@ std::optional<CutResult> synthesize_cut(const CutRequest& request, std::string& 
   result->min_max_makespan = min_max_makespan;
   result->memory_bytes = request.memory_bytes;
   result->weight_memory = weight_memory_of(request.layers, request.request.weight_memory);
+  if (!record_cut_line(*result, error)) return std::nullopt;
   return result;
 }
 

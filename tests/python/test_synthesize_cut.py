@@ -37,6 +37,8 @@ def test_the_program_passes_check_and_records_its_cut():
     result = pipevm.synthesize(stages=3, micro_batches=6, costs=profile(), time_limit=0)
     pieces = result.cut.split(",")
     assert len(pieces) == 3 and all(pieces)
+    assert f"\ncut {result.cut}\n" in result.text
+    assert pipevm.expand(result.text, name="synthesized.pipe").cut == result.cut
     assert pipevm.check(result.text, name="synthesized.pipe").ok
 
 

@@ -136,6 +136,8 @@ TEST(cut, a_fixed_cut_is_recorded_and_checked) {
   const auto result = synthesize_cut(request, error);
   ASSERT_TRUE(result) << error;
   EXPECT_EQ(cut_text(result->cut), "0,1-4,5-6");
+  EXPECT_EQ(result->result.program.cut, result->cut);
+  EXPECT_NE(result->result.text.find("\ncut 0,1-4,5-6\n"), std::string::npos) << result->result.text;
   EXPECT_TRUE(check(result->result.program).ok());
   request.cut = even_cut(7, 2);
   EXPECT_FALSE(synthesize_cut(request, error));
@@ -202,6 +204,7 @@ TEST(cut, never_longer_than_the_even_or_the_min_max_cut) {
     }
     ++instances;
     for (const LayerRange& piece : joint->cut) EXPECT_GT(piece.size(), 0);
+    EXPECT_EQ(joint->result.program.cut, joint->cut);
     EXPECT_TRUE(check(joint->result.program).ok()) << joint->result.text;
     if (request.memory_bytes > 0) {
       for (const std::uint64_t bytes : joint->stage_bytes) EXPECT_LE(bytes, request.memory_bytes);
