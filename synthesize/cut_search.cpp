@@ -239,11 +239,13 @@ class CutSearch {
 
   std::uint64_t least_bytes() const {
     std::uint64_t least = std::numeric_limits<std::uint64_t>::max();
-    for (const auto& [key, evaluated] : screened_) least = std::min(least, evaluated.least_bytes);
+    for (const auto& [key, evaluated] : screened_) {
+      if (evaluated.least_bytes > 0) least = std::min(least, evaluated.least_bytes);
+    }
     return least;
   }
 
-  // Min-max cuts whose pieces fit the limit at the in-flight counts (in
+  // The min-max cut whose pieces fit the limit at the in-flight counts (in
   // micro-batches per chunk) `held` gives each stage, scaled by `scale`.
   std::optional<std::vector<LayerRange>> memory_aware_cut(const std::vector<double>& held, double scale) const {
     const int chunks = chunks_per_rank(placement_, config_);
