@@ -37,7 +37,7 @@ struct HostView {
         link(pipevm::link(
             program, {piece_boundary_widths(default_layer_widths(),
                                             model_pieces(program.placement, program.config))})),
-        network{where.host_of_rank, {}, 0, {}},
+        network{where.host_of_rank, {}, 0, {}, {}},
         costs(program, link, no_costs, network) {}
 
   const std::string& host(int rank) const {

@@ -44,12 +44,22 @@ SimulateOutcome simulate_program(const Program& given, const SimulateRequest& re
   network.host_of_rank = request.host_of_rank;
   const MemoryShape shape = memory_shape(request.model, c);
   network.host_copy_bytes = host_copy_bytes(program, shape);
+  std::optional<LayerCutCosts> by_layers;
+  if (!request.costs.layers.empty()) {
+    by_layers = layer_cut_costs(request.costs, program, outcome.usage_error);
+    if (!by_layers) {
+      outcome.status = 2;
+      return outcome;
+    }
+    network.boundary_bytes = by_layers->boundary_bytes;
+  }
+  const Costs& costs = by_layers ? by_layers->costs : request.costs;
   const Link linked =
       link(program, {program.layer_split.empty()
                          ? std::vector<int>{}
                          : piece_boundary_widths(network.layer_widths, program.layer_split)});
   std::optional<Simulation> simulation =
-      simulate(program, linked, request.costs, diagnostics, network, request.options);
+      simulate(program, linked, costs, diagnostics, network, request.options);
   if (!simulation) {
     outcome.status = 1;
     return outcome;
@@ -65,8 +75,9 @@ SimulateOutcome simulate_program(const Program& given, const SimulateRequest& re
       .program = program,
       .simulation = std::move(*simulation),
       .bytes = peak_bytes(program, shape),
-      .traffic = link_traffic(program, linked, LinkCosts(program, linked, request.costs, network)),
-      .on_hosts = !network.host_of_rank.empty()};
+      .traffic = link_traffic(program, linked, LinkCosts(program, linked, costs, network)),
+      .on_hosts = !network.host_of_rank.empty(),
+      .by_layers = std::move(by_layers)};
   outcome.run = std::move(run);
   return outcome;
 }

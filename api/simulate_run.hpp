@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "costs.hpp"
+#include "layer_cut_costs.hpp"
 #include "links.hpp"
 #include "memory_bytes.hpp"
 #include "model_bytes.hpp"
@@ -33,6 +34,9 @@ struct SimulateRun {
   std::vector<RankBytes> bytes;  // each rank's bytes at its peak (one step's model)
   LinkTraffic traffic;           // what one run of `program` sends, per link class
   bool on_hosts = false;         // host_of_rank was given
+  // With per-layer costs: the cut that timed the pieces, and each rank's
+  // activation bytes at their peak by the layers' activation-bytes.
+  std::optional<LayerCutCosts> by_layers;
 };
 
 struct SimulateOutcome {

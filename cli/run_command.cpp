@@ -108,7 +108,8 @@ Command add_run_command(CLI::App& root) {
       ->check(CLI::IsMember({"sleep", "spin"}));
   app->add_option("--split", r.split,
                   "Where stages cut the model: measured (each layer's time, measured on rank 0 "
-                  "at start-up; default) or flops (multiply-adds, as pipevm check assumes)")
+                  "at start-up; default) or flops (multiply-adds, as pipevm check assumes); a "
+                  "program's `cut` line overrides both")
       ->check(CLI::IsMember({"measured", "flops"}));
   app->add_option("--topology", r.topology, kTopologyHelp);
   app->add_flag("--no-progress", arguments->no_progress,

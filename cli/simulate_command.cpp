@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -18,6 +19,7 @@
 #include "cost_options.hpp"
 #include "costs.hpp"
 #include "hosts_options.hpp"
+#include "layer_costs.hpp"
 #include "model_bytes.hpp"
 #include "options.hpp"
 #include "run_config.hpp"
@@ -59,6 +61,29 @@ bool hosts_of(const SimulateArguments& args, const Config& c, config::HostPlacem
 }
 
 // The placement and, per link class, what one step sends over it.
+// Per-layer costs: which cut timed the pieces, and each stage's activation
+// bytes at their peak (the most over its replicas).
+void print_layer_cut(const Program& program, const LayerCutCosts& by_layers) {
+  std::cout << "\nper-layer costs, each piece timed over " << describe_cut(by_layers) << '\n';
+  std::cout << "stage  layers  activation bytes at peak\n";
+  const Config& c = program.config;
+  for (int s = 0; s < c.stages; ++s) {
+    double peak = 0;
+    for (int d = 0; d < c.dp; ++d) {
+      peak = std::max(peak, by_layers.peak_activation_bytes[static_cast<std::size_t>(rank_of(c, d, s))]);
+    }
+    std::string layers;
+    for (int chunk = 0; chunk < chunks_per_rank(program.placement, c); ++chunk) {
+      const LayerRange range =
+          by_layers.cut[static_cast<std::size_t>(piece_at(position_of(program.placement, c, s, chunk)))];
+      layers += (layers.empty() ? "" : ",") + cut_text({range});
+    }
+    char line[96];
+    std::snprintf(line, sizeof line, "%5d  %6s  %24.0f\n", s, layers.c_str(), peak);
+    std::cout << line;
+  }
+}
+
 void print_traffic(const config::HostPlacement& placement, const LinkTraffic& traffic) {
   std::cout << '\n';
   for (const std::string& line : placement.lines) std::cout << line << '\n';
@@ -128,9 +153,15 @@ int run_simulate(const CLI::App& app, const SimulateArguments& args) {
     nlohmann::json j = to_json(run.simulation);
     j["per_rank"] = bytes_to_json(run.bytes);
     if (run.on_hosts) j["traffic"] = traffic_json(run.traffic);
+    if (run.by_layers) {
+      j["layer_cut"] = {{"cut", cut_text(run.by_layers->cut)},
+                        {"declared", run.by_layers->declared},
+                        {"peak_activation_bytes", run.by_layers->peak_activation_bytes}};
+    }
     std::cout << j.dump(2) << '\n';
   } else {
     std::cout << render_text(run.program, run.simulation, request.costs, args.width);
+    if (run.by_layers) print_layer_cut(run.program, *run.by_layers);
     if (run.on_hosts) print_traffic(placement, run.traffic);
   }
   std::string error;

@@ -643,12 +643,16 @@ std::vector<std::uint32_t> wait_requests(const Program& program, int rank) {
   return request_of;
 }
 
-int message_width(const Program& program, const std::vector<int>& piece_widths, int stage,
-                  const Instruction& in) {
+int message_boundary(const Program& program, int stage, const Instruction& in) {
   const int position = position_of(program.placement, program.config, stage, in.chunk).position;
   // Activations leave a piece at its output and enter at its input;
   // gradients go the other way.
-  const int boundary = (is_send(in.op) == (in.kind == MessageKind::act)) ? position + 1 : position;
+  return (is_send(in.op) == (in.kind == MessageKind::act)) ? position + 1 : position;
+}
+
+int message_width(const Program& program, const std::vector<int>& piece_widths, int stage,
+                  const Instruction& in) {
+  const int boundary = message_boundary(program, stage, in);
   if (boundary < 0 || static_cast<std::size_t>(boundary) >= piece_widths.size()) return -1;
   return piece_widths[static_cast<std::size_t>(boundary)];
 }

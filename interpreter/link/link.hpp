@@ -107,6 +107,9 @@ Link link(const Program& program, const LinkOptions& options = {});
 // instruction and for a Wait with nothing to complete.
 std::vector<std::uint32_t> wait_requests(const Program& program, int rank);
 
+// The piece boundary the message `in` of `stage` leaves or enters its piece
+// by: boundary b lies between model pieces b - 1 and b (0: the model's input).
+int message_boundary(const Program& program, int stage, const Instruction& in);
 // The width of the message `in` of `stage` as its own side sees it (the
 // boundary it leaves or enters its piece by), -1 when unknown.
 int message_width(const Program& program, const std::vector<int>& piece_widths, int stage,

@@ -63,6 +63,11 @@ double LinkCosts::transfer(LinkClass link_class, double bytes) const {
 double LinkCosts::message_bytes(std::size_t instruction) const {
   const Instruction& in = program_.code[instruction];
   const double given = in.kind == MessageKind::act ? costs_.act_bytes : costs_.grad_bytes;
+  if (given == 0 && !network_.boundary_bytes.empty()) {
+    const int boundary = message_boundary(program_, stage_of(program_.config, rank_of(instruction)), in);
+    const bool known = boundary >= 0 && static_cast<std::size_t>(boundary) < network_.boundary_bytes.size();
+    return known ? network_.boundary_bytes[static_cast<std::size_t>(boundary)] : 0;
+  }
   if (given > 0 || piece_widths_.empty()) return given;
   const int width =
       message_width(program_, piece_widths_, stage_of(program_.config, rank_of(instruction)), in);

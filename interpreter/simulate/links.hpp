@@ -45,6 +45,10 @@ struct Network {
   // (host_copy_bytes, core/memory_bytes.hpp); empty: a copy costs its
   // latency alone.
   std::vector<std::uint64_t> host_copy_bytes;
+  // Per piece boundary (message_boundary, link.hpp), the bytes of one
+  // message across it, from per-layer costs' output-bytes (layer_cut_costs.hpp);
+  // empty: sizes from the layer widths.
+  std::vector<double> boundary_bytes;
 };
 
 enum class LinkClass : std::uint8_t { same_host, across_hosts };

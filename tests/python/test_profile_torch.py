@@ -3,6 +3,7 @@ on the CPU: positive times, bytes that are the tensors' numel x element size
 where they can be counted exactly, and a cost file that reads back."""
 
 import pytest
+from conftest import SOURCE_DIR
 
 import pipevm
 
@@ -86,3 +87,15 @@ def test_bad_arguments_name_themselves():
         pipevm.profile_torch(model(), [1, 2, 3])
     with pytest.raises(ValueError, match="empty"):
         pipevm.profile_torch([], torch.randn(BATCH, WIDTH))
+
+
+def test_the_written_file_times_the_simulation(tmp_path):
+    """The file profile_torch writes is a cost file simulate reads: on one
+    stage and one micro-batch the makespan is the layers' summed passes."""
+    profile = pipevm.profile_torch(model(), torch.randn(BATCH, WIDTH), repeats=2, warmup=0)
+    path = tmp_path / "layers.yaml"
+    profile.write(path)
+    simulated = pipevm.simulate(SOURCE_DIR / "schedules" / "gpipe.pipe", stages=1, micro_batches=1,
+                                costs=path)
+    total = sum(layer.fwd + layer.bwd_input + layer.bwd_weight for layer in profile.layers)
+    assert simulated.makespan == pytest.approx(total, rel=1e-9)

@@ -39,7 +39,7 @@ Costs two_classes() {
 TEST(links, a_message_costs_its_link_class_latency_and_model_bytes) {
   // Micro-batch rows 2: one activation or gradient is 20 x 2 x 4 = 160 bytes.
   const Program program = gpipe(2, 1);
-  Network network{{}, kWidths, 2, {}};
+  Network network{{}, kWidths, 2, {}, {}};
   // One host: 0.5 + 160 / 160 = 1.5 per message, F + message + F + B + message + B.
   EXPECT_DOUBLE_EQ(makespan(program, two_classes(), network), 1 + 1.5 + 1 + 2 + 1.5 + 2);
   network.host_of_rank = {0, 0};
@@ -56,10 +56,10 @@ TEST(links, given_message_sizes_override_the_model) {
   Costs costs = two_classes();
   costs.act_bytes = 80;    // 1 + 1
   costs.grad_bytes = 400;  // 1 + 5
-  const Network network{{0, 1}, kWidths, 2, {}};
+  const Network network{{0, 1}, kWidths, 2, {}, {}};
   EXPECT_DOUBLE_EQ(makespan(gpipe(2, 1), costs, network), 1 + 2 + 1 + 2 + 6 + 2);
   // Without a model and without sizes, a message is its latency alone.
-  EXPECT_DOUBLE_EQ(makespan(gpipe(2, 1), two_classes(), Network{{0, 1}, {}, 0, {}}),
+  EXPECT_DOUBLE_EQ(makespan(gpipe(2, 1), two_classes(), Network{{0, 1}, {}, 0, {}, {}}),
                    1 + 1 + 1 + 2 + 1 + 2);
 }
 
@@ -75,18 +75,18 @@ TEST(links, an_all_reduce_is_a_ring_of_2_n_minus_1_steps_of_bytes_over_n) {
   costs.cross_host_bandwidth = 65;
   // 4 replicas, 1,300 bytes: 6 steps of 325 bytes. Across hosts each step
   // is 1 + 325 / 65 = 6: 36 after the forward.
-  EXPECT_DOUBLE_EQ(makespan(replicas(4), costs, {{0, 0, 1, 1}, kWidths, 2, {}}), 1 + 36);
+  EXPECT_DOUBLE_EQ(makespan(replicas(4), costs, {{0, 0, 1, 1}, kWidths, 2, {}, {}}), 1 + 36);
   // All on one host: 6 x (0.5 + 325 / 160).
-  EXPECT_DOUBLE_EQ(makespan(replicas(4), costs, {{0, 0, 0, 0}, kWidths, 2, {}}),
+  EXPECT_DOUBLE_EQ(makespan(replicas(4), costs, {{0, 0, 0, 0}, kWidths, 2, {}, {}}),
                    1 + 6 * (0.5 + 325.0 / 160));
   // Two replicas on two hosts: 2 steps of 650 bytes, 2 x (1 + 10); the
   // bytes per link are 2(n-1)/n = 1 times the gradients.
-  EXPECT_DOUBLE_EQ(makespan(replicas(2), costs, {{0, 1}, kWidths, 2, {}}), 1 + 22);
+  EXPECT_DOUBLE_EQ(makespan(replicas(2), costs, {{0, 1}, kWidths, 2, {}, {}}), 1 + 22);
   // The fixed `allreduce` (the arithmetic) is added to the ring.
   costs.allreduce = 3;
-  EXPECT_DOUBLE_EQ(makespan(replicas(2), costs, {{0, 1}, kWidths, 2, {}}), 1 + 3 + 22);
+  EXPECT_DOUBLE_EQ(makespan(replicas(2), costs, {{0, 1}, kWidths, 2, {}, {}}), 1 + 3 + 22);
   // A group of one exchanges nothing.
-  EXPECT_DOUBLE_EQ(makespan(replicas(1), costs, {{0}, kWidths, 2, {}}), 1);
+  EXPECT_DOUBLE_EQ(makespan(replicas(1), costs, {{0}, kWidths, 2, {}, {}}), 1);
 }
 
 TEST(links, a_bwd_all_reduce_reduces_its_chunk_and_an_all_reduce_every_chunk) {
@@ -94,7 +94,7 @@ TEST(links, a_bwd_all_reduce_reduces_its_chunk_and_an_all_reduce_every_chunk) {
   const std::vector<Instruction> stream = {op(Opcode::BwdAllReduce, 0, 1), op(Opcode::AllReduce)};
   const Program program = make_program({1, 1, 2, 2}, {stream, stream});
   const Link linked = link(program);
-  const Network network{{0, 1}, kWidths, 2, {}};
+  const Network network{{0, 1}, kWidths, 2, {}, {}};
   const Costs costs = two_classes();
   const LinkCosts links(program, linked, costs, network);
   EXPECT_DOUBLE_EQ(links.collective_bytes(0), 105 * 4);  // chunk 1: the 20 -> 5 layer
@@ -109,7 +109,7 @@ TEST(links, traffic_counts_what_crosses_hosts) {
   const Program program = gpipe(2, 2);
   const Link linked = link(program);
   const Costs costs = two_classes();
-  Network network{{0, 1}, kWidths, 2, {}};
+  Network network{{0, 1}, kWidths, 2, {}, {}};
   LinkTraffic traffic = link_traffic(program, linked, LinkCosts(program, linked, costs, network));
   EXPECT_EQ(traffic.messages[static_cast<int>(LinkClass::across_hosts)], 4);
   EXPECT_EQ(traffic.messages[static_cast<int>(LinkClass::same_host)], 0);
