@@ -116,7 +116,7 @@ int run_synthesize(const CLI::App& app, SynthesizeArguments args) {
   }
   if (!args.cut.empty() && (costs.layers.empty() || !args.lower.empty())) {
     std::cerr << "pipevm synthesize: --cut needs per-layer costs (a cost file with `layers:`, "
-                 "docs/costs.md) and no --lower\n";
+                 "docs/simulator.md) and no --lower\n";
     return 2;
   }
   std::optional<synthesis::Result> result;
