@@ -200,6 +200,7 @@ class CutSearch {
     each.memory_limit = 0;
     each.memory_bytes = limited ? request_.memory_bytes : 0;
     each.time_limit_seconds = seconds;
+    if (seconds <= 0) each.progress = {};  // screening: the finalists report progress
     const std::vector<LayerCost>& layers = request_.layers;
     each.count_bytes = [&layers, cut](const Result& result) { return stage_bytes(result.order, layers, cut); };
     Evaluated evaluated{cut, {}, 0, {}};
