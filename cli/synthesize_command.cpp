@@ -18,6 +18,7 @@
 
 #include "commands.hpp"
 #include "cost_options.hpp"
+#include "cut_search.hpp"
 #include "header.hpp"
 #include "model_bytes.hpp"
 #include "number_checks.hpp"
@@ -46,6 +47,7 @@ struct SynthesizeArguments {
   std::string output;
   std::string format = "pipe";
   std::string lower;
+  std::string cut;  // with per-layer costs: "even", a cut, or "" (chosen with the order)
 };
 
 // The command as typed, for the header: every option that was given.
@@ -120,7 +122,13 @@ int run_synthesize(const CLI::App& app, SynthesizeArguments args) {
     std::cerr << "pipevm synthesize: " << error << '\n';
     return 2;
   }
+  if (!args.cut.empty() && (costs.layers.empty() || !args.lower.empty())) {
+    std::cerr << "pipevm synthesize: --cut needs per-layer costs (a cost file with `layers:`, "
+                 "docs/simulator.md) and no --lower\n";
+    return 2;
+  }
   std::optional<synthesis::Result> result;
+  std::optional<synthesis::CutResult> cut;
   if (!args.lower.empty()) {
     int status = 0;
     std::optional<Program> given;
@@ -154,7 +162,12 @@ int run_synthesize(const CLI::App& app, SynthesizeArguments args) {
                   << std::flush;
       };
     }
-    result = synthesis::synthesize(request, error);
+    if (costs.layers.empty()) {
+      result = synthesis::synthesize(request, error);
+    } else if (const auto cut_request = synthesis::cut_request_of(request, args.cut, error)) {
+      cut = synthesis::synthesize_cut(*cut_request, error);
+      if (cut) result = cut->result;
+    }
     if (request.progress) std::cerr << '\n';
   }
   if (!result) {
@@ -186,6 +199,7 @@ int run_synthesize(const CLI::App& app, SynthesizeArguments args) {
   inputs.weight_memory = args.weight_memory;
   inputs.p2p_order = args.p2p_order;
   inputs.memory_policy = *synthesis::memory_policy_named(args.memory_policy);
+  if (cut) synthesis::record_cut(*cut, inputs);
   const std::string text = synthesis::header(inputs, *result) + result->text;
   if (!write_output(args, text)) return 2;
   if (!args.output.empty())
@@ -222,7 +236,12 @@ Command add_synthesize_command(CLI::App& root) {
   app.add_option("--memory-limit", args->memory_limit_text,
                  "Activations a stage may hold, in micro-batch activations M_B (0: no limit); or "
                  "bytes per stage with a unit (2GiB, 500MB), counted as `check` counts peak_bytes "
-                 "for --config's model");
+                 "for --config's model. With per-layer costs, bytes per stage (with or without a "
+                 "unit): the stage's layers' parameter-bytes plus the activation bytes it holds");
+  app.add_option("--cut", args->cut,
+                 "With per-layer costs (`layers:`): `even`, or the layers of each piece "
+                 "(0-2,3-4,5-6, pieces in the order the placement runs them); default: chosen "
+                 "with the order");
   app.add_option("--weight-memory", args->weight_memory,
                  "R = M_W / M_B: what a backward-input leaves for its weight pass")
       ->check(in_range(0.0, 1.0))

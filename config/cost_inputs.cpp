@@ -7,7 +7,8 @@ namespace pipevm::config {
 
 bool compose_costs(const CostInputs& inputs, const std::vector<CostSetting>& configured,
                    Costs& costs, std::string& error) {
-  if (inputs.file.empty() && inputs.flags.empty() && !inputs.values && configured.empty()) {
+  if (inputs.file.empty() && inputs.text.empty() && inputs.flags.empty() && !inputs.values &&
+      configured.empty()) {
     costs = default_costs();
   } else {
     costs = Costs{};
@@ -18,6 +19,7 @@ bool compose_costs(const CostInputs& inputs, const std::vector<CostSetting>& con
       }
     }
     if ((!inputs.file.empty() && !read_costs_yaml(inputs.file, costs, error)) ||
+        (!inputs.text.empty() && !parse_costs_yaml(inputs.text, costs, error)) ||
         !parse_cost_flags(inputs.flags, costs, error)) {
       return false;
     }

@@ -22,6 +22,7 @@ namespace pipevm::config {
 struct CostInputs {
   std::string file;   // a YAML cost file (cost_files.hpp); empty: none
   std::string flags;  // "fwd=1,bwd=2"; empty: none
+  std::string text;   // a cost file's YAML text (Python's TorchProfile); empty: none
   // Keys given as numbers, applied as flags are (Python's dict); nullopt:
   // none given (an empty dict is given: no keys, not the default).
   std::optional<std::vector<std::pair<std::string, double>>> values;

@@ -19,6 +19,7 @@
 #include <pybind11/stl.h>
 
 #include "cost_inputs.hpp"
+#include "cut_search.hpp"
 #include "header.hpp"
 #include "model_bytes.hpp"
 #include "pipevm_api.hpp"
@@ -245,6 +246,8 @@ config::CostInputs cost_inputs_of(const py::object& given,
     inputs.flags = given.cast<std::string>();
   } else if (is_str || py::isinstance(given, py::module_::import("os").attr("PathLike"))) {
     inputs.file = fspath(given);
+  } else if (py::hasattr(given, "to_yaml")) {  // a TorchProfile
+    inputs.text = given.attr("to_yaml")().cast<std::string>();
   } else if (!given.is_none()) {
     std::vector<std::pair<std::string, double>> values;
     for (const auto& [key, value] : given.cast<std::map<std::string, double>>()) {
@@ -341,10 +344,11 @@ std::string call_text(const char* function,
   return text + ")";
 }
 
-PySynthesis synthesis_of(synthesis::Result result, synthesis::HeaderInputs inputs) {
+PySynthesis synthesis_of(synthesis::Result result, synthesis::HeaderInputs inputs,
+                         std::string cut = {}) {
   auto shared = std::make_shared<const synthesis::Result>(std::move(result));
   std::string header = synthesis::header(inputs, *shared);
-  return PySynthesis{std::move(shared), std::move(header)};
+  return PySynthesis{std::move(shared), std::move(header), std::move(cut)};
 }
 
 // synthesize's memory_limit: None, a number of M_B, or a string as
@@ -371,11 +375,29 @@ void set_memory_limit(const py::object& limit, synthesis::Request& request) {
   }
 }
 
+// synthesize with per-layer costs: the cut chosen with the order (or fixed
+// by `cut`), as `pipevm synthesize --costs` with `layers:`.
+PySynthesis synthesize_cut(const synthesis::Request& request, const std::string& cut,
+                           synthesis::HeaderInputs inputs) {
+  std::string error;
+  const auto cut_request = synthesis::cut_request_of(request, cut, error);
+  if (!cut_request) throw py::value_error(error);
+  std::optional<synthesis::CutResult> result;
+  {
+    py::gil_scoped_release unlocked;
+    result = synthesis::synthesize_cut(*cut_request, error);
+  }
+  if (!result) throw ScheduleFailure(error);
+  synthesis::record_cut(*result, inputs);
+  return synthesis_of(std::move(result->result), std::move(inputs), cut_text(result->cut));
+}
+
 PySynthesis synthesize(int stages, int micro_batches, int chunks, const std::string& placement,
                        const py::object& costs, const py::object& memory_limit,
                        double weight_memory, double time_limit,
                        const std::optional<std::string>& transfer, const std::string& p2p_order,
-                       int max_moves, const py::object& config, const std::string& memory_policy) {
+                       int max_moves, const py::object& config, const std::string& memory_policy,
+                       const std::optional<std::string>& cut) {
   if (placement != "looped" && placement != "v") {
     throw py::value_error("placement must be 'looped' or 'v', not '" + placement + "'");
   }
@@ -416,6 +438,7 @@ PySynthesis synthesize(int stages, int micro_batches, int chunks, const std::str
       {"max_moves", py::int_(max_moves)}};
   if (!config.is_none()) arguments.emplace_back("config", config);
   if (memory_policy != "any") arguments.emplace_back("memory_policy", py::str(memory_policy));
+  if (cut) arguments.emplace_back("cut", py::str(*cut));
   inputs.command = call_text("synthesize", arguments);
   inputs.memory_policy = *policy;
   inputs.costs = request.costs;
@@ -425,6 +448,8 @@ PySynthesis synthesize(int stages, int micro_batches, int chunks, const std::str
   inputs.weight_memory = weight_memory;
   inputs.p2p_order = p2p_order;
   std::string error;
+  if (!request.costs.layers.empty()) return synthesize_cut(request, cut.value_or(""), std::move(inputs));
+  if (cut) throw py::value_error("cut needs per-layer costs: a TorchProfile or a cost file with `layers:`");
   std::optional<synthesis::Result> result;
   {
     py::gil_scoped_release unlocked;
@@ -665,10 +690,11 @@ PYBIND11_MODULE(_pipevm, m) {
         py::arg("memory_limit") = py::none(), py::arg("weight_memory") = 1.0,
         py::arg("time_limit") = 5.0, py::arg("transfer") = py::none(),
         py::arg("p2p_order") = "any", py::arg("max_moves") = 0, py::arg("config") = py::none(),
-        py::arg("memory_policy") = "any",
+        py::arg("memory_policy") = "any", py::arg("cut") = py::none(),
         "synthesize(*, stages, micro_batches, chunks=1, placement='looped', costs=None,\n"
         "           memory_limit=None, weight_memory=1.0, time_limit=5.0, transfer=None,\n"
-        "           p2p_order='any', max_moves=0, config=None, memory_policy='any') -> Synthesis\n\n"
+        "           p2p_order='any', max_moves=0, config=None, memory_policy='any',\n"
+        "           cut=None) -> Synthesis\n\n"
         "Searches the least-bubble schedule for costs and a memory limit, as `pipevm\n"
         "synthesize`, from every known schedule that fits (the shipped ones included), so it\n"
         "is never worse than any of them; the result is checked under both progress models\n"
@@ -686,6 +712,10 @@ PYBIND11_MODULE(_pipevm, m) {
         "memory_policy: under a memory_limit, what a stage may do with a stash besides keeping\n"
         "it: 'keep', 'recompute', 'offload' or 'any' (as --memory-policy; Synthesis.\n"
         "memory_policies, device_peak_bytes and host_peak_bytes report the choice).\n"
+        "Per-layer costs (a TorchProfile from profile_torch, or a cost file with `layers:`):\n"
+        "the cut of the layers into pieces is chosen with the order, under memory_limit in\n"
+        "bytes per stage (a number or '64MiB': parameter-bytes plus held activation-bytes);\n"
+        "cut='even' or cut='0-2,3-4,5' fixes it; the result's cut says which.\n"
         "A request no schedule meets raises ScheduleError with the message the CLI prints.");
   m.def("lower", &lower, py::arg("schedule"), py::kw_only(), py::arg("stages") = py::none(),
         py::arg("micro_batches") = py::none(), py::arg("chunks") = py::none(),

@@ -415,6 +415,10 @@ void bind_results(py::module_& m) {
           "Per stage, bytes at the peak as `check` counts them, when memory_limit was given "
           "in bytes (else empty)")
       .def_property_readonly(
+          "cut", [](const PySynthesis& s) { return s.cut; },
+          "With per-layer costs, the layers of each model piece ('0-2,3-4,5'), as the "
+          "program's `cut` line records them; else ''")
+      .def_property_readonly(
           "longest_span", [](const PySynthesis& s) { return s.result->longest_span; },
           "The longest stage span (first forward's start to last pass's end): what the search "
           "minimises")

@@ -73,6 +73,7 @@ struct PyExpansion {
 struct PySynthesis {
   std::shared_ptr<const synthesis::Result> result;
   std::string header;
+  std::string cut;  // with per-layer costs: the cut recorded ("0-2,3-4"); else empty
 };
 
 // The failure for a diagnostic; `table`: positions name a rank and step.

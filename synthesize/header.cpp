@@ -52,6 +52,7 @@ std::string header(const HeaderInputs& inputs, const Result& result) {
   if (const std::string flags = flag_text(inputs.costs); !flags.empty()) {
     out << kCostsHeaderPrefix << flags << '\n';
   }
+  if (!inputs.cut.empty()) out << "# cut: " << inputs.cut << '\n';
   out << "# search: from " << result.origin << "; " << result.seeds_within_limit << " of "
       << result.seeds << " seeds within the memory limit, the best spanning "
       << format_time(result.seed_span) << "; " << result.evaluations << " simulations, "
@@ -65,7 +66,7 @@ std::string header(const HeaderInputs& inputs, const Result& result) {
       << "# peak memory per stage (M_B):";
   for (const double peak : result.peak_memory) out << ' ' << format_time(peak);
   if (!result.peak_bytes.empty()) {
-    out << "\n# peak bytes per stage (as `pipevm check` counts peak_bytes):";
+    out << "\n# peak bytes per stage (" << inputs.bytes_counted << "):";
     for (const std::uint64_t bytes : result.peak_bytes) out << ' ' << bytes;
   }
   if (result.policy_searched) policy_lines(out, inputs, result);

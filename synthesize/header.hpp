@@ -23,6 +23,8 @@ struct HeaderInputs {
   double weight_memory = 1;
   std::string p2p_order = "any";    // the progress model recorded
   MemoryPolicy memory_policy = MemoryPolicy::any;  // recorded when the result searched it
+  std::string cut;                  // with per-layer costs: describe_cut (cut_search.hpp)
+  std::string bytes_counted = "as `pipevm check` counts peak_bytes";  // how peak_bytes were counted
 };
 
 // The header's lines, each starting "# ", then the line `schedule synthesized`.

@@ -170,7 +170,8 @@ std::optional<Result> synthesize_in_bytes(const Request& request, std::string& e
     each.memory_limit = limit;
     auto result = synthesize_at_limit(each, error);
     if (result) {
-      result->peak_bytes = stage_bytes(result->program, request.memory_shape);
+      result->peak_bytes = request.count_bytes ? request.count_bytes(*result)
+                                               : stage_bytes(result->program, request.memory_shape);
       result->memory_limit = limit;
     }
     return result;

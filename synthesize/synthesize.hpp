@@ -40,6 +40,8 @@ struct Progress {
   int evaluations = 0;
 };
 
+struct Result;
+
 struct Request {
   Placement placement = Placement::looped;
   Config config;
@@ -57,6 +59,10 @@ struct Request {
   // policy_search.hpp); with a memory limit, `keep` is the search above
   // alone. The model's bytes time Offload and Reload (`memory_shape`).
   MemoryPolicy memory_policy = MemoryPolicy::any;
+  // How a byte limit counts a result's peak bytes per stage; unset: as
+  // `check` counts peak_bytes for `memory_shape` (the cut search counts
+  // the layers' own bytes: cut_search.hpp).
+  std::function<std::vector<std::uint64_t>(const Result&)> count_bytes;
   double time_limit_seconds = 5;
   // Local-search moves simulated at most (0: no limit): with it and a time
   // limit that does not end the search first, the result is the same on

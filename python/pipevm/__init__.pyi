@@ -9,7 +9,7 @@ Range = Union[int, Tuple[int, int]]
 Schedule = Union[str, os.PathLike[str]]
 # A cost model: {'fwd': 1, 'bwd': 2}, 'fwd=1,bwd=2', or a YAML cost file's path
 # (os.PathLike, or a str without '=').
-Costs = Union[None, str, os.PathLike[str], Mapping[str, float]]
+Costs = Union[None, str, os.PathLike[str], Mapping[str, float], "TorchProfile"]
 # A `pipevm run` YAML file, or a dict of its sections (model, training, costs, ...).
 RunConfig = Union[None, str, os.PathLike[str], Mapping[str, Any]]
 # PyTorch's pipeline_order: {rank: [action or None, ...]}, or a list of rows;
@@ -161,6 +161,8 @@ class Synthesis:
     @property
     def peak_bytes(self) -> list[int]: ...
     @property
+    def cut(self) -> str: ...
+    @property
     def longest_span(self) -> float: ...
     @property
     def lower_bound(self) -> float: ...
@@ -271,6 +273,7 @@ def synthesize(
     max_moves: int = 0,
     config: RunConfig = None,
     memory_policy: str = "any",
+    cut: Optional[str] = None,
 ) -> Synthesis:
     """Searches the least-bubble schedule for costs and a memory limit, as `pipevm
     synthesize`. memory_limit: micro-batch activations M_B per stage (a number), or bytes
@@ -280,7 +283,10 @@ def synthesize(
     costs). max_moves: local-search moves at most (0: until time_limit). memory_policy:
     under a memory_limit, what a stage may do with a stash besides keeping it: 'keep',
     'recompute', 'offload' or 'any' (the default; Synthesis.memory_policies says what was
-    chosen). A request no schedule meets raises ScheduleError."""
+    chosen). Per-layer costs (a TorchProfile, or a cost file with `layers:`): the cut is
+    chosen with the order, memory_limit is bytes per stage (parameter-bytes plus held
+    activation-bytes), and cut='even' or cut='0-2,3-4,5' fixes the cut; Synthesis.cut says
+    which. A request no schedule meets raises ScheduleError."""
 
 def lower(
     schedule: Schedule,

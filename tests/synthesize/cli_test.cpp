@@ -2,7 +2,8 @@
 // against a golden file (header figures, the check line, the placed
 // program), the written program passing `pipevm check` in posted order
 // with no flags, a budget of moves giving one program wherever it runs,
-// and bad requests refused with one line and exit 2.
+// bad requests refused with one line and exit 2, and per-layer costs
+// choosing the cut (or --cut fixing it).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -103,3 +104,33 @@ TEST(cli, bad_requests_get_one_line_and_exit_2) {
 }
 
 }  // namespace
+
+// Per-layer costs: the cut chosen with the order, in the header; a byte
+// limit met by a cut the even one is not; --cut fixing it; --cut refused
+// without layers or when it does not cover them.
+const char* const kLayerCosts = "--costs tests/synthesize/data/ten-layers.yaml -p 4 -m 8 --time-limit 0";
+
+TEST(cli, per_layer_costs_choose_the_cut) {
+  const PipevmRun run = run_pipevm(std::string("synthesize ") + kLayerCosts + " --memory-limit 150000");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.out.find("# cut: 0-1,2-4,5-7,8-9, searched over"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("memory limit 150000 bytes per stage for the model of the cost file's layers"),
+            std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("# peak bytes per stage (parameter-bytes plus held activation-bytes of the cut's "
+                         "layers):"),
+            std::string::npos)
+      << run.out;
+}
+
+TEST(cli, cut_fixed_or_refused) {
+  const PipevmRun even = run_pipevm(std::string("synthesize ") + kLayerCosts + " --cut even");
+  ASSERT_EQ(even.status, 0) << even.err;
+  EXPECT_NE(even.out.find("# cut: 0-2,3-5,6-7,8-9, the even cut (--cut even)"), std::string::npos) << even.out;
+  const PipevmRun short_cut = run_pipevm(std::string("synthesize ") + kLayerCosts + " --cut 0-2,3-4,5-6,7");
+  EXPECT_EQ(short_cut.status, 2);
+  EXPECT_NE(short_cut.err.find("the last piece must end at layer 9"), std::string::npos) << short_cut.err;
+  const PipevmRun no_layers = run_pipevm("synthesize -p 2 -m 4 --cut even");
+  EXPECT_EQ(no_layers.status, 2);
+  EXPECT_NE(no_layers.err.find("--cut needs per-layer costs"), std::string::npos) << no_layers.err;
+}

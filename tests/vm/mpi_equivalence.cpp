@@ -117,6 +117,10 @@ constexpr Case kSynthesizedCases[] = {
     // --memory-policy any under a limit: offloads, and recomputes selectively
     {"synthesized-offload-p2-m4", 2, 4, 1, "tests/vm", true},
     {"synthesized-recompute-p4-m6", 4, 6, 1, "tests/vm", true},
+    // Per-layer costs (tests/vm/deep-layers.yaml): the cut chosen with the
+    // order, recorded on the program's `cut` line and trained as recorded.
+    {"synthesized-cut-p2-m4", 2, 4, 1, "tests/vm", true},
+    {"synthesized-cut-p4-m6", 4, 6, 1, "tests/vm", true},
 };
 
 constexpr double kTolerance = 1e-5;

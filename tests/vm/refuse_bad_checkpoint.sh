@@ -45,12 +45,15 @@ refused "no-manifest holds no checkpoint" "$@" --resume "$work/no-manifest"
 
 damaged truncated
 truncate -s -1 "$piece"
-refused "rank 1: .*rank-0001.safetensors has [0-9]+ bytes.*truncated" "$@" --resume "$work/truncated"
+# --epochs 3: the checkpoint is of a finished run, which --resume with the
+# same epochs refuses first ("nothing to train") before reading a piece.
+refused "rank 1: .*rank-0001.safetensors has [0-9]+ bytes.*truncated" "$@" --resume "$work/truncated" \
+  --epochs 3
 
 damaged missing
 rm "$piece"
 refused "rank 1: a piece of the checkpoint is missing: .*rank-0001.safetensors: No such file" \
-  "$@" --resume "$work/missing"
+  "$@" --resume "$work/missing" --epochs 3
 
 refused "the checkpoint was made for .*training.lr 0.05 \(this run: 0.01\)" \
   "$@" --resume "$work/good" --lr 0.01
