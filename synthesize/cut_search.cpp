@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "compile.hpp"
+#include "layer_cut_costs.hpp"
 
 namespace pipevm::synthesis {
 
@@ -30,36 +31,20 @@ std::vector<PieceCost> piece_costs(const std::vector<LayerCost>& layers, const s
 Costs costs_of_cut(const Costs& base, const std::vector<LayerCost>& layers,
                    const std::vector<LayerRange>& cut, Placement placement, const Config& config) {
   const std::vector<PieceCost> pieces = piece_costs(layers, cut);
-  Costs costs = base;
-  // The pieces' sums below are the costs: the layers would time a program
-  // by its own cut (or the even one), not by this one.
+  Costs costs = costs_by_piece(base, placement, config, pieces);
+  // The pieces' sums are the costs: the layers would time a program by
+  // its own cut (or the even one), not by this one.
   costs.layers.clear();
-  costs.bwd.reset();
-  costs.compute_rows = 0;
-  const int chunks = chunks_per_rank(placement, config);
-  costs.stages.assign(static_cast<std::size_t>(config.stages), Costs{});
-  for (int s = 0; s < config.stages; ++s) {
-    Costs& stage = costs.stages[static_cast<std::size_t>(s)];
+  // A stage's own keys, for whatever reads a stage without its chunk: the
+  // sums of its chunks.
+  for (Costs& stage : costs.stages) {
+    if (stage.chunks.empty()) continue;
     stage.fwd = stage.bwd_input = stage.bwd_weight = 0;
-    stage.load = base.load;
-    stage.zero_grad = base.zero_grad;
-    stage.optimizer = base.optimizer;
-    for (int c = 0; c < chunks; ++c) {
-      const PieceCost& piece = pieces.at(static_cast<std::size_t>(piece_of(placement, config, s, c)));
-      Costs chunk = stage;
-      chunk.fwd = piece.fwd;
-      chunk.bwd_input = piece.bwd_input;
-      chunk.bwd_weight = piece.bwd_weight;
-      stage.chunks.push_back(chunk);
-    }
-    // The stage's own keys, for whatever reads a stage without its chunk:
-    // the sums of its chunks.
     for (const Costs& chunk : stage.chunks) {
       stage.fwd += chunk.fwd;
       stage.bwd_input += chunk.bwd_input;
       stage.bwd_weight += chunk.bwd_weight;
     }
-    if (chunks == 1) stage.chunks.clear();
   }
   double message = 0;
   for (const PieceCost& piece : pieces) message = std::max(message, piece.output_bytes);

@@ -13,42 +13,6 @@ int piece_of(const Program& program, int stage, int chunk) {
   return piece_at(position_of(program.placement, program.config, stage, chunk));
 }
 
-// Each stage's entry (and its chunks' where a rank holds several) with the
-// compute keys of its pieces; the other per-stage keys as the costs give them.
-Costs compute_by_piece(const Costs& given, const Program& program, const std::vector<PieceCost>& pieces) {
-  Costs costs = given;
-  costs.bwd.reset();
-  costs.fwd_bwd.reset();
-  costs.recompute.reset();
-  costs.compute_rows = 0;
-  const int chunks = chunks_per_rank(program.placement, program.config);
-  costs.stages.clear();
-  for (int s = 0; s < program.config.stages; ++s) {
-    Costs stage = costs.entry(s, 0);
-    stage.bwd.reset();
-    stage.fwd_bwd.reset();
-    stage.recompute.reset();
-    stage.stages.clear();
-    stage.chunks.clear();
-    stage.layers.clear();
-    std::vector<Costs> of_chunks;
-    for (int c = 0; c < chunks; ++c) {
-      const PieceCost& piece = pieces[static_cast<std::size_t>(piece_of(program, s, c))];
-      Costs chunk = stage;
-      chunk.fwd = piece.fwd;
-      chunk.bwd_input = piece.bwd_input;
-      chunk.bwd_weight = piece.bwd_weight;
-      of_chunks.push_back(chunk);
-    }
-    stage.fwd = of_chunks.front().fwd;
-    stage.bwd_input = of_chunks.front().bwd_input;
-    stage.bwd_weight = of_chunks.front().bwd_weight;
-    if (chunks > 1) stage.chunks = std::move(of_chunks);
-    costs.stages.push_back(std::move(stage));
-  }
-  return costs;
-}
-
 // The bytes a compute instruction's layers keep (`activation-bytes`) and
 // keep after the input half of their backward (`weight-activation-bytes`).
 PieceCost held_by(const Program& program, const std::vector<LayerCost>& layers,
@@ -107,6 +71,41 @@ double peak_activations(const Program& program, const std::vector<LayerCost>& la
 
 }  // namespace
 
+Costs costs_by_piece(const Costs& given, Placement placement, const Config& config,
+                     const std::vector<PieceCost>& pieces) {
+  Costs costs = given;
+  costs.bwd.reset();
+  costs.fwd_bwd.reset();
+  costs.recompute.reset();
+  costs.compute_rows = 0;
+  const int chunks = chunks_per_rank(placement, config);
+  costs.stages.clear();
+  for (int s = 0; s < config.stages; ++s) {
+    Costs stage = costs.entry(s, 0);
+    stage.bwd.reset();
+    stage.fwd_bwd.reset();
+    stage.recompute.reset();
+    stage.stages.clear();
+    stage.chunks.clear();
+    stage.layers.clear();
+    std::vector<Costs> of_chunks;
+    for (int c = 0; c < chunks; ++c) {
+      const PieceCost& piece = pieces[static_cast<std::size_t>(piece_at(position_of(placement, config, s, c)))];
+      Costs chunk = stage;
+      chunk.fwd = piece.fwd;
+      chunk.bwd_input = piece.bwd_input;
+      chunk.bwd_weight = piece.bwd_weight;
+      of_chunks.push_back(chunk);
+    }
+    stage.fwd = of_chunks.front().fwd;
+    stage.bwd_input = of_chunks.front().bwd_input;
+    stage.bwd_weight = of_chunks.front().bwd_weight;
+    if (chunks > 1) stage.chunks = std::move(of_chunks);
+    costs.stages.push_back(std::move(stage));
+  }
+  return costs;
+}
+
 std::optional<LayerCutCosts> layer_cut_costs(const Costs& costs, const Program& program, std::string& error) {
   const int layers = static_cast<int>(costs.layers.size());
   const int pieces = model_pieces(program.placement, program.config);
@@ -133,7 +132,7 @@ std::optional<LayerCutCosts> layer_cut_costs(const Costs& costs, const Program& 
     of_pieces.push_back(piece_cost(costs.layers, range));
     result.boundary_bytes.push_back(of_pieces.back().output_bytes);
   }
-  result.costs = compute_by_piece(costs, program, of_pieces);
+  result.costs = costs_by_piece(costs, program.placement, program.config, of_pieces);
   for (int rank = 0; rank < program.ranks(); ++rank) {
     result.peak_activation_bytes.push_back(peak_activations(program, costs.layers, result.cut, rank));
   }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "costs.hpp"
+#include "layer_costs.hpp"
 #include "program.hpp"
 
 namespace pipevm {
@@ -23,6 +24,13 @@ struct LayerCutCosts {
   std::vector<double> boundary_bytes;  // per piece boundary: 0, piece 0's output, ..., 0
   std::vector<double> peak_activation_bytes;  // per rank
 };
+
+// `given` with each stage's compute keys (fwd, bwd-input, bwd-weight; per
+// chunk where a rank holds several, the stage's own keys then its first
+// chunk's) the sums of its piece's layers, pieces placed by `placement`;
+// bwd, fwd-bwd and recompute dropped (their defaults follow the pieces).
+Costs costs_by_piece(const Costs& given, Placement placement, const Config& config,
+                     const std::vector<PieceCost>& pieces);
 
 // Empty, with `error` saying why, when the program's cut does not cover
 // the layers the costs give, or the model has fewer layers than pieces.
