@@ -32,12 +32,9 @@ bool finite(const Program& program, const Timeline& timeline) {
 SimulateOutcome simulate_program(const Program& given, const SimulateRequest& request,
                                  Diagnostics& diagnostics) {
   SimulateOutcome outcome;
-  if (const std::size_t entries = request.costs.stages.size();
-      entries > 0 && entries != static_cast<std::size_t>(given.config.stages)) {
+  if (std::string error = stage_entries_error(request.costs, given.config); !error.empty()) {
     outcome.status = 2;
-    outcome.usage_error =
-        "the costs give " + std::to_string(entries) + " `stages:` entries, for a program of " +
-        std::to_string(given.config.stages) + " stages: give one entry per stage, stage 0 first";
+    outcome.usage_error = std::move(error);
     return outcome;
   }
   // Requests carried over the step boundary: two steps, so that the

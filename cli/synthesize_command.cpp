@@ -17,6 +17,7 @@
 #include <string>
 
 #include "commands.hpp"
+#include "cost_inputs.hpp"
 #include "cost_options.hpp"
 #include "cut_search.hpp"
 #include "header.hpp"
@@ -24,6 +25,7 @@
 #include "number_checks.hpp"
 #include "options.hpp"
 #include "schedule_input.hpp"
+#include "simulate_costs.hpp"
 #include "synthesize.hpp"
 #include "torch_csv.hpp"
 
@@ -173,6 +175,10 @@ int run_synthesize(const CLI::App& app, SynthesizeArguments args) {
   if (!result) {
     std::cerr << "pipevm synthesize: " << error << '\n';
     return 2;
+  }
+  for (const std::string& warning :
+       api::unset_cost_warnings(result->program, config::given_cost_keys(args.costs, model.costs))) {
+    std::cerr << "pipevm synthesize: warning: " << warning << '\n';
   }
   if (args.format == "torch-csv") {
     for (const synthesis::PolicyCounts& c : result->policy_counts) {

@@ -200,6 +200,7 @@ bool parse_stages(const YAML::Node& list, Costs& costs, Refusal& refusal) {
   }
   Costs base = costs;
   base.stages.clear();
+  base.stages_source.clear();
   base.layers.clear();
   std::vector<Costs> stages;
   for (const auto& item : list) {
@@ -249,6 +250,7 @@ bool parse_costs(std::string_view yaml_text, Costs& costs, Refusal& refusal, boo
   }
   if (!refuse_duplicate_keys(root, refusal)) return false;
   std::optional<YAML::Node> stages;
+  YAML::Mark stages_at = YAML::Mark::null_mark();
   std::optional<YAML::Node> layers;
   for (const auto& entry : root) {
     if (!entry.first.IsScalar()) {
@@ -258,6 +260,7 @@ bool parse_costs(std::string_view yaml_text, Costs& costs, Refusal& refusal, boo
     const std::string key = entry.first.Scalar();
     if (key == kStagesKey) {
       stages = entry.second;
+      stages_at = entry.first.Mark();
       continue;
     }
     if (key == kLayersKey) {
@@ -274,7 +277,9 @@ bool parse_costs(std::string_view yaml_text, Costs& costs, Refusal& refusal, boo
     }
   }
   if (layers && !parse_layers(*layers, costs, refusal)) return false;
-  return !stages || parse_stages(*stages, costs, refusal);
+  if (!stages) return true;
+  costs.stages_source = position_of(stages_at);
+  return parse_stages(*stages, costs, refusal);
 }
 
 // One list item of per-stage keys, `indent` before its dash.
@@ -329,7 +334,14 @@ bool parse_cost_flags(std::string_view text, Costs& costs, std::string& error) {
 
 bool parse_costs_yaml(std::string_view yaml_text, Costs& costs, std::string& error) {
   Refusal refusal;
-  if (parse_costs(yaml_text, costs, refusal, false)) return true;
+  const std::string earlier_source = costs.stages_source;
+  costs.stages_source.clear();
+  if (parse_costs(yaml_text, costs, refusal, false)) {
+    // Text given inline has lines but no file to name.
+    if (!costs.stages_source.empty()) costs.stages_source = "the costs' line " + costs.stages_source;
+    else costs.stages_source = earlier_source;
+    return true;
+  }
   const std::string where = position_of(refusal.where);
   error = where.empty() ? refusal.message : where + ": " + refusal.message;
   return false;
@@ -342,7 +354,13 @@ bool read_costs_yaml(const std::string& path, Costs& costs, std::string& error) 
     return false;
   }
   Refusal refusal;
-  if (parse_costs(text, costs, refusal, true)) return true;
+  const std::string earlier_source = costs.stages_source;
+  costs.stages_source.clear();
+  if (parse_costs(text, costs, refusal, true)) {
+    costs.stages_source =
+        costs.stages_source.empty() ? earlier_source : path + ":" + costs.stages_source;
+    return true;
+  }
   const std::string where = position_of(refusal.where);
   error = path + (where.empty() ? "" : ":" + where) + ": " + refusal.message;
   return false;

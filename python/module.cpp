@@ -270,6 +270,14 @@ Costs costs_of(const py::object& given, const std::optional<std::string>& transf
   return compose(cost_inputs_of(given, transfer), run);
 }
 
+// A UserWarning for each compute cost the program runs that the given
+// costs leave unset (it would take no time).
+void warn_unset_costs(const Program& program, const std::vector<std::string>& given) {
+  for (const std::string& warning : api::unset_cost_warnings(program, given)) {
+    if (PyErr_WarnEx(PyExc_UserWarning, warning.c_str(), 1) != 0) throw py::error_already_set();
+  }
+}
+
 PySimulation simulate(const py::object& schedule, const py::object& stages,
                       const py::object& micro_batches, const py::object& dp,
                       const py::object& chunks, const py::object& costs,
@@ -294,9 +302,10 @@ PySimulation simulate(const py::object& schedule, const py::object& stages,
   const Program program = load(input, {stages, micro_batches, dp, chunks}, options);
   const std::vector<std::string> given = config::given_cost_keys(inputs, run.costs);
   request.costs = api::fitted_costs(program, compose(inputs, run), given);
-  for (const std::string& warning : api::unset_cost_warnings(program, given)) {
-    if (PyErr_WarnEx(PyExc_UserWarning, warning.c_str(), 1) != 0) throw py::error_already_set();
+  if (std::string wrong = stage_entries_error(request.costs, program.config); !wrong.empty()) {
+    throw py::value_error(wrong);
   }
+  warn_unset_costs(program, given);
   if (hosts) {
     if (static_cast<int>(hosts->size()) != program.ranks()) {
       throw py::value_error("hosts must give a host for each of the " +
@@ -411,7 +420,12 @@ PySynthesis synthesize(int stages, int micro_batches, int chunks, const std::str
       range_of(py::int_(micro_batches), "micro_batches", api::kMaxMicroBatches), "micro_batches");
   request.config.chunks = *single(range_of(py::int_(chunks), "chunks", api::kMaxChunks), "chunks");
   const config::RunConfig run = run_config_of(config);
-  request.costs = costs_of(costs, transfer, run);
+  const config::CostInputs cost_inputs = cost_inputs_of(costs, transfer);
+  request.costs = compose(cost_inputs, run);
+  const std::vector<std::string> given = config::given_cost_keys(cost_inputs, run.costs);
+  if (std::string wrong = stage_entries_error(request.costs, request.config); !wrong.empty()) {
+    throw py::value_error(wrong);
+  }
   set_memory_limit(memory_limit, request);
   request.memory_shape = config::memory_shape(config::model_bytes(run), request.config);
   request.weight_memory = weight_memory;
@@ -456,6 +470,7 @@ PySynthesis synthesize(int stages, int micro_batches, int chunks, const std::str
     result = synthesis::synthesize(request, error);
   }
   if (!result) throw ScheduleFailure(error);
+  warn_unset_costs(result->program, given);
   return synthesis_of(std::move(*result), std::move(inputs));
 }
 

@@ -302,6 +302,8 @@ std::optional<Result> synthesize(const Request& request, std::string& error) {
     error = kCostsOverflow;
     return std::nullopt;
   }
+  error = stage_entries_error(request.costs, request.config);
+  if (!error.empty()) return std::nullopt;
   if (request.memory_bytes > 0) return synthesize_in_bytes(request, error);
   auto result = synthesize_at_limit(request, error);
   if (result) result->memory_limit = request.memory_limit;
@@ -316,6 +318,8 @@ std::optional<Result> lower(const ComputeOrder& order, const Costs& costs, doubl
     error = kCostsOverflow;
     return std::nullopt;
   }
+  error = stage_entries_error(costs, order.config);
+  if (!error.empty()) return std::nullopt;
   auto timed = time_order(order, costs);
   if (!timed) {
     error = "the compute order deadlocks: a stage waits for a pass another stage runs later";

@@ -282,8 +282,16 @@ bool costs_may_overflow(const Costs& costs, const Config& config) {
   return !std::isfinite(largest * passes);
 }
 
+std::string stage_entries_error(const Costs& costs, const Config& config) {
+  const std::size_t entries = costs.stages.size();
+  if (entries == 0 || entries == static_cast<std::size_t>(config.stages)) return {};
+  return (costs.stages_source.empty() ? std::string() : costs.stages_source + ": ") +
+         "the costs give " + std::to_string(entries) + " `stages:` entries, for a program of " +
+         std::to_string(config.stages) + " stages: give one entry per stage, stage 0 first";
+}
+
 std::string flag_text(const Costs& costs) {
-  if (!costs.stages.empty()) return "";
+  if (!costs.stages.empty() || !costs.layers.empty()) return "";
   // Flags start from zero costs: a zero key need not be written, but the
   // compute keys always are, so that none reads as left unset.
   std::ostringstream out;
@@ -324,7 +332,9 @@ std::string describe(const Costs& costs) {
     out << (per_chunk ? ", per chunk)" : ")");
   }
   if (!costs.layers.empty()) out << " (per layer for " << costs.layers.size() << " layers)";
-  const std::string text = out.str();
+  std::string text = out.str();
+  // Only per-stage or per-layer figures: no leading space before them.
+  if (!text.empty() && text.front() == ' ') text.erase(0, 1);
   return text.empty() ? "all zero" : text;
 }
 

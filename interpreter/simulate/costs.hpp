@@ -83,6 +83,9 @@ struct Costs {
   // load, zero-grad, optimizer); its other fields and its own `stages` are
   // unused. A stage without an entry takes the keys above.
   std::vector<Costs> stages;
+  // Where `stages` was read ("costs.yaml:4:1"), for errors about it; empty
+  // when it was given otherwise.
+  std::string stages_source;
   // In an entry of `stages` only: the same keys per model chunk of that
   // stage (chunk 0 first), for ranks that hold several chunks of different
   // widths. A chunk without an entry takes its stage's values.
@@ -158,6 +161,10 @@ bool set_cost(Costs& costs, std::string_view key, double value, std::string& err
 // chunks x micro-batches x 4 (passes and messages) is not finite. Commands
 // refuse such costs before they start ("the costs overflow ...").
 bool costs_may_overflow(const Costs& costs, const Config& config);
+// Empty when `stages` is empty or has one entry per stage of `config`;
+// else the error, at stages_source when known: commands refuse it before
+// they start.
+std::string stage_entries_error(const Costs& costs, const Config& config);
 inline constexpr std::string_view kCostsOverflow =
     "the costs overflow: a time of the timeline exceeds the largest number (about 1.8e308); "
     "give the costs in a larger unit";
@@ -166,7 +173,8 @@ inline constexpr std::string_view kCostsOverflow =
 std::string describe(const Costs& costs);
 // The costs as `--cost` takes them ("fwd=1,bwd-input=1,bwd-weight=1,
 // send=0.25"), so that parsing the text as flags (over zero costs) gives
-// `costs` back; empty when the costs are per stage, which no flag says.
+// `costs` back; empty when the costs are per stage or per layer, which no
+// flag says.
 std::string flag_text(const Costs& costs);
 // The comment line that records a program's costs in its header (`pipevm
 // synthesize` writes it, followed by flag_text): `simulate` of the program

@@ -153,12 +153,18 @@ TEST_F(first_hour, item7_wrong_cost_files_are_refused_with_their_place) {
   }
   std::string six = "fwd: 1\nbwd: 2\nstages:\n";
   for (int s = 0; s < 6; ++s) six += "  - fwd: 1\n";
-  const PipevmRun too_many = run_pipevm(gpipe + write("six.yaml", six));
-  EXPECT_EQ(too_many.status, 2);
-  EXPECT_TRUE(contains(too_many.err,
-                       "the costs give 6 `stages:` entries, for a program of 4 "
-                       "stages"))
-      << too_many.err;
+  // The count is known only with the program: the error points at the
+  // file's `stages:` all the same, in simulate and in synthesize.
+  const std::string six_file = write("six.yaml", six);
+  for (const std::string& command : {gpipe, std::string("synthesize -p 4 -m 8 --costs ")}) {
+    const PipevmRun too_many = run_pipevm(command + six_file);
+    EXPECT_EQ(too_many.status, 2) << command;
+    EXPECT_EQ(lines(too_many.err), 1u) << too_many.err;
+    EXPECT_TRUE(contains(too_many.err,
+                         "six.yaml:3:1: the costs give 6 `stages:` entries, for a program of 4 "
+                         "stages"))
+        << too_many.err;
+  }
 
   const PipevmRun only_fwd = run_pipevm(gpipe + write("fwd.yaml", "fwd: 1\n"));
   EXPECT_EQ(only_fwd.status, 0) << only_fwd.err;
@@ -167,6 +173,15 @@ TEST_F(first_hour, item7_wrong_cost_files_are_refused_with_their_place) {
   const PipevmRun zb = run_pipevm("simulate schedules/zb-h1.pipe -p 4 -m 8 --dp 1 --cost fwd=1");
   EXPECT_TRUE(contains(zb.err, "'bwd-input' unset: BwdInput takes no time")) << zb.err;
   EXPECT_TRUE(contains(zb.err, "'bwd-weight' unset: BwdWeight takes no time")) << zb.err;
+  // synthesize warns the same of the program it writes: its backward is
+  // split, and only bwd-input is given.
+  const PipevmRun synthesized =
+      run_pipevm("synthesize -p 2 -m 4 --cost fwd=1,bwd-input=1 -o " + write("syn.pipe", ""));
+  EXPECT_EQ(synthesized.status, 0) << synthesized.err;
+  EXPECT_TRUE(contains(synthesized.err,
+                       "pipevm synthesize: warning: the costs leave 'bwd-weight' unset: BwdWeight "
+                       "takes no time"))
+      << synthesized.err;
 
   const PipevmRun overflow = run_pipevm("synthesize -p 4 -m 8 --cost fwd=1e308");
   EXPECT_EQ(overflow.status, 2);

@@ -2,7 +2,8 @@
 ranges name the argument, every result prints its key figures, a
 ScheduleError is one line with the details apart, errors about a
 pipeline_order name the rank and the action, and keywords name one
-configuration."""
+configuration; cost files that do not fit the program are refused at their
+place, and costs left unset are warned of."""
 
 import pytest
 from conftest import SOURCE_DIR
@@ -59,3 +60,15 @@ def test_pipeline_order_errors_name_the_rank_and_the_action():
                        match="n_microbatches=2, but the order's actions name 3 micro-batches "
                              r"\(rank 0's action at step 2, '0F2', is the first beyond it\)"):
         pipevm.check_pipeline_order(order, num_stages=2, n_microbatches=2)
+
+
+def test_cost_files_with_wrong_stage_counts_and_unset_costs(tmp_path):
+    six = tmp_path / "six.yaml"
+    six.write_text("fwd: 1\nbwd: 2\nstages:\n" + "  - fwd: 1\n" * 6)
+    where = r"six\.yaml:3:1: the costs give 6 `stages:` entries, for a program of 4 stages"
+    with pytest.raises(ValueError, match=where):
+        pipevm.simulate(ONE_F_ONE_B, stages=4, micro_batches=8, costs=str(six))
+    with pytest.raises(ValueError, match=where):
+        pipevm.synthesize(stages=4, micro_batches=8, costs=str(six))
+    with pytest.warns(UserWarning, match="'bwd-weight' unset: BwdWeight takes no time"):
+        pipevm.synthesize(stages=2, micro_batches=4, costs={"fwd": 1, "bwd-input": 1})
