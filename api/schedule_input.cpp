@@ -93,6 +93,10 @@ std::string recorded_cost_flags(const SourceFile& file) {
   return "";
 }
 
+bool synthesized_header(const SourceFile& file) {
+  return file.text().rfind(kSynthesizedHeaderLine, 0) == 0;
+}
+
 int implied_stages_of(const std::string& path) {
   Diagnostics ignored;
   const auto file = read_source(path, ignored);

@@ -52,5 +52,9 @@ int implied_stages_of(const std::string& path);
 // kCostsHeaderPrefix, as `pipevm synthesize` writes), in `--cost` syntax;
 // empty when it records none.
 std::string recorded_cost_flags(const SourceFile& file);
+// Whether the file starts with the header `pipevm synthesize` writes: one
+// that records no costs was made with costs no flag says (per stage or
+// per layer), and its figures are not the defaults'.
+bool synthesized_header(const SourceFile& file);
 
 }  // namespace pipevm::api

@@ -132,6 +132,10 @@ config::CostInputs costs_or_recorded(const SimulateArguments& args, const std::s
   if (!recorded.flags.empty()) {
     std::cerr << "pipevm simulate: timing with the costs " << path
               << "'s header records (--cost or --costs overrides them)\n";
+  } else if (file && api::synthesized_header(*file)) {
+    std::cerr << "pipevm simulate: note: " << path
+              << " was synthesized with per-stage or per-layer costs, which its header does not "
+                 "record: timing with the defaults; give the same --costs FILE for its figures\n";
   }
   return recorded;
 }

@@ -293,6 +293,15 @@ PySimulation simulate(const py::object& schedule, const py::object& stages,
   // costs are given, as `pipevm simulate` does.
   if (costs.is_none() && run.costs.empty() && !input.table) {
     inputs.flags = api::recorded_cost_flags(*input.file);
+    if (inputs.flags.empty() && api::synthesized_header(*input.file) &&
+        PyErr_WarnEx(PyExc_UserWarning,
+                     (input.file->name() +
+                      " was synthesized with per-stage or per-layer costs, which its header does "
+                      "not record: timing with the defaults; pass the same costs for its figures")
+                         .c_str(),
+                     1) != 0) {
+      throw py::error_already_set();
+    }
   }
   api::SimulateRequest request;
   request.model = config::model_bytes(run);

@@ -42,7 +42,7 @@ void policy_lines(std::ostream& out, const HeaderInputs& inputs, const Result& r
 std::string header(const HeaderInputs& inputs, const Result& result) {
   const Config& c = result.program.config;
   std::ostringstream out;
-  out << "# Synthesized by `pipevm synthesize` (docs/synthesize.md).\n"
+  out << kSynthesizedHeaderLine << "\n"
       << "# command: " << inputs.command << '\n'
       << "# inputs: stages " << c.stages << ", micro-batches " << c.micro_batches << ", chunks "
       << c.chunks << ", placement " << name(result.program.placement) << "; costs "

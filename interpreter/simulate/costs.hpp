@@ -180,5 +180,8 @@ std::string flag_text(const Costs& costs);
 // synthesize` writes it, followed by flag_text): `simulate` of the program
 // times it with them when no costs are given.
 inline constexpr std::string_view kCostsHeaderPrefix = "# costs: ";
+// The first line of every header `pipevm synthesize` writes.
+inline constexpr std::string_view kSynthesizedHeaderLine =
+    "# Synthesized by `pipevm synthesize` (docs/synthesize.md).";
 
 }  // namespace pipevm

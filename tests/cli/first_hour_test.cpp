@@ -277,6 +277,16 @@ TEST_F(first_hour, item10_synthesized_programs_say_what_they_are) {
   EXPECT_EQ(simulated.status, 0) << simulated.err;
   EXPECT_TRUE(contains(simulated.err, "timing with the costs")) << simulated.err;
   EXPECT_EQ(nlohmann::json::parse(simulated.out)["makespan"].get<double>(), predicted);
+
+  // Per-layer costs have no flags to record: the header says none, and
+  // simulate says it times the program with the defaults instead.
+  const PipevmRun by_layers = run_pipevm("simulate tests/vm/synthesized-cut-p2-m4.pipe");
+  EXPECT_EQ(by_layers.status, 0) << by_layers.err;
+  EXPECT_FALSE(contains(read_text(PIPEVM_SOURCE_DIR "/tests/vm/synthesized-cut-p2-m4.pipe"), "# costs: "));
+  EXPECT_TRUE(contains(by_layers.err,
+                       "synthesized with per-stage or per-layer costs, which its header does not "
+                       "record: timing with the defaults"))
+      << by_layers.err;
 }
 
 // 11. Resuming a finished run says so and how to continue.

@@ -72,3 +72,9 @@ def test_cost_files_with_wrong_stage_counts_and_unset_costs(tmp_path):
         pipevm.synthesize(stages=4, micro_batches=8, costs=str(six))
     with pytest.warns(UserWarning, match="'bwd-weight' unset: BwdWeight takes no time"):
         pipevm.synthesize(stages=2, micro_batches=4, costs={"fwd": 1, "bwd-input": 1})
+
+
+def test_a_program_synthesized_with_per_layer_costs_says_its_defaults_differ():
+    program = str(SOURCE_DIR / "tests" / "vm" / "synthesized-cut-p2-m4.pipe")
+    with pytest.warns(UserWarning, match="synthesized with per-stage or per-layer costs"):
+        pipevm.simulate(program)
