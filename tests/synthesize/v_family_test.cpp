@@ -55,9 +55,9 @@ std::string describe(int p, int m) { return "p " + std::to_string(p) + " m " + s
 // The micro-batch counts of the sweep: 1, p, 2p, 2p+1, 3p+1, 8p.
 std::vector<int> sweep(int p) { return {1, p, 2 * p, 2 * p + 1, 3 * p + 1, 8 * p}; }
 
-// Over the sweep each file idles no more than the authors' order (their
-// warm-up and cool-down reordering included) and holds exactly its
-// header's peak: (p+2)//2 (V-Half) and (p+4)//3 (V-Min) micro-batches of
+// Over the sweep each file runs every pass once, idles no more than the
+// authors' order (their warm-up and cool-down reordering included) and
+// holds exactly its header's peak: (p+2)//2 (V-Half) and (p+4)//3 (V-Min) micro-batches of
 // two chunk activations, 2m below that.
 TEST(v_family, no_worse_than_the_authors_at_their_peak) {
   for (int p = 1; p <= 8; ++p) {
@@ -71,6 +71,7 @@ TEST(v_family, no_worse_than_the_authors_at_their_peak) {
       for (const auto& row : rows) {
         const std::string what = std::string(row.file) + " " + describe(p, m);
         const ComputeOrder file = order_of_file(row.file, problem.config);
+        EXPECT_EQ(order_error(file), "") << what;
         const auto authors = block_order(problem, row.block, true);
         ASSERT_TRUE(authors) << what;
         EXPECT_LE(bubble(file, problem), bubble(*authors, problem) + 1e-9) << what;
