@@ -1,13 +1,14 @@
-// schedules/v-half.pipe and schedules/v-min.pipe against the building
-// blocks they write out (building_blocks.hpp) and the authors' figures
-// (references/controllable-memory.md): each file idles as its bare block
-// does at equal costs and holds the authors' peak; V-Min meets the
-// authors' bubble, V-Half's is pinned below theirs. Memory per stage over
-// a sweep is tests/schedules/library_test.cpp's.
+// schedules/v-half.pipe and schedules/v-min.pipe against the authors'
+// generator (block_order of building_blocks.hpp with their reordering;
+// references/controllable-memory.md): at equal costs each file idles no
+// more than the authors' order and holds exactly the authors' peak, and
+// both meet the published figures. Memory per stage over a sweep is
+// tests/schedules/library_test.cpp's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "building_blocks.hpp"
 #include "compile.hpp"
@@ -51,56 +52,44 @@ double largest(const std::vector<double>& peaks) { return *std::max_element(peak
 
 std::string describe(int p, int m) { return "p " + std::to_string(p) + " m " + std::to_string(m); }
 
-// Over a sweep the files idle exactly as the bare blocks do (repeated,
-// squeezed, not reordered: block_order without "reorder") and hold what they
-// hold at the peak; from m = 2p on that peak is the authors' reordered
-// schedule's and the headers' (p+2)//2 and (p+4)//3 micro-batches of two
-// chunk activations.
-TEST(v_family, files_are_the_bare_blocks_at_the_authors_peak) {
+// The micro-batch counts of the sweep: 1, p, 2p, 2p+1, 3p+1, 8p.
+std::vector<int> sweep(int p) { return {1, p, 2 * p, 2 * p + 1, 3 * p + 1, 8 * p}; }
+
+// Over the sweep each file runs every pass once, idles no more than the
+// authors' order (their warm-up and cool-down reordering included) and
+// holds exactly its header's peak: (p+2)//2 (V-Half) and (p+4)//3 (V-Min) micro-batches of
+// two chunk activations, 2m below that.
+TEST(v_family, no_worse_than_the_authors_at_their_peak) {
   for (int p = 1; p <= 8; ++p) {
-    for (const int m : {1, p, 2 * p + 1}) {
+    const struct {
+      const char* file;
+      BuildingBlock block;
+      int micro_batches_at_peak;
+    } rows[] = {{"v-half", v_half_block(p), (p + 2) / 2}, {"v-min", v_min_block(p), (p + 4) / 3}};
+    for (const int m : sweep(p)) {
       const Problem problem = equal_costs(p, m);
-      const struct {
-        const char* file;
-        BuildingBlock block;
-        int micro_batches_at_peak;
-      } rows[] = {{"v-half", v_half_block(p), (p + 2) / 2}, {"v-min", v_min_block(p), (p + 4) / 3}};
       for (const auto& row : rows) {
         const std::string what = std::string(row.file) + " " + describe(p, m);
         const ComputeOrder file = order_of_file(row.file, problem.config);
-        const auto bare = block_order(problem, row.block, false);
-        ASSERT_TRUE(bare) << what;
-        EXPECT_NEAR(bubble(file, problem), bubble(*bare, problem), 1e-9) << what;
-        const double peak = largest(peak_memory(file, 1));
-        EXPECT_EQ(peak, largest(peak_memory(*bare, 1))) << what;
-        EXPECT_EQ(peak, 2 * std::min(m, row.micro_batches_at_peak)) << what;
-        if (m >= 2 * p) {
-          const auto authors = block_order(problem, row.block, true);
-          ASSERT_TRUE(authors) << what;
-          EXPECT_EQ(peak, largest(peak_memory(*authors, 1))) << what;
-        }
+        EXPECT_EQ(order_error(file), "") << what;
+        const auto authors = block_order(problem, row.block, true);
+        ASSERT_TRUE(authors) << what;
+        EXPECT_LE(bubble(file, problem), bubble(*authors, problem) + 1e-9) << what;
+        EXPECT_EQ(largest(peak_memory(file, 1)), 2 * std::min(m, row.micro_batches_at_peak)) << what;
       }
     }
   }
 }
 
-// The authors' figures at p 4, m 8, F = B = W (the Zero Bubble rate):
-// V-Min 0.1864, met, and met wherever p % 3 != 0; V-Half 0.0943 needs the
-// reordering the file leaves out: the file's 0.2 is pinned here.
+// The authors' figures at F = B = W (the Zero Bubble rate), p 4, m 8:
+// V-Half 0.0943, V-Min 0.1864; and V-Min where its block has its gap,
+// p 6, m 12: 0.1910 (the bare block idles 0.2258 there).
 TEST(v_family, bubbles_against_the_authors_figures) {
   const Problem problem = equal_costs(4, 8);
+  EXPECT_NEAR(bubble(order_of_file("v-half", problem.config), problem), 0.0943, 5e-5);
   EXPECT_NEAR(bubble(order_of_file("v-min", problem.config), problem), 0.1864, 5e-5);
-  EXPECT_NEAR(bubble(order_of_file("v-half", problem.config), problem), 0.2, 1e-9);
-  for (int p = 1; p <= 8; ++p) {
-    if (p % 3 == 0) continue;
-    for (const int m : {2 * p, 3 * p + 1}) {
-      const Problem each = equal_costs(p, m);
-      const auto authors = block_order(each, v_min_block(p), true);
-      ASSERT_TRUE(authors) << describe(p, m);
-      EXPECT_NEAR(bubble(order_of_file("v-min", each.config), each), bubble(*authors, each), 1e-9)
-          << describe(p, m);
-    }
-  }
+  const Problem gap = equal_costs(6, 12);
+  EXPECT_NEAR(bubble(order_of_file("v-min", gap.config), gap), 0.1910, 5e-5);
 }
 
 }  // namespace
