@@ -380,7 +380,7 @@ std::vector<std::string> cost_file_keys(const std::string& path) {
     for (const auto& key_value : node) {
       if (!key_value.first.IsScalar()) continue;
       const std::string key = key_value.first.Scalar();
-      if (key == kStagesKey || key == kChunksKey) {
+      if (key == kStagesKey || key == kChunksKey || key == kLayersKey) {
         collect(key_value.second);
       } else {
         keys.push_back(key);

@@ -33,7 +33,7 @@ bool parse_cost_flags(std::string_view text, Costs& costs, std::string& error);
 // position: "path:line:col: message" (parse_costs_yaml: "line:col: message").
 bool read_costs_yaml(const std::string& path, Costs& costs, std::string& error);
 bool parse_costs_yaml(std::string_view yaml_text, Costs& costs, std::string& error);
-// The keys a readable cost file sets, top-level and per stage or chunk
+// The keys a readable cost file sets, top-level and per stage, chunk or layer
 // (empty when it cannot be read).
 std::vector<std::string> cost_file_keys(const std::string& path);
 

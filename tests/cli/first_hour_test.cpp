@@ -173,6 +173,11 @@ TEST_F(first_hour, item7_wrong_cost_files_are_refused_with_their_place) {
   const PipevmRun zb = run_pipevm("simulate schedules/zb-h1.pipe -p 4 -m 8 --dp 1 --cost fwd=1");
   EXPECT_TRUE(contains(zb.err, "'bwd-input' unset: BwdInput takes no time")) << zb.err;
   EXPECT_TRUE(contains(zb.err, "'bwd-weight' unset: BwdWeight takes no time")) << zb.err;
+  // Per-layer costs give the compute keys layer by layer: nothing unset.
+  const PipevmRun layers = run_pipevm(
+      "simulate schedules/1f1b.pipe -p 4 -m 8 --costs tests/synthesize/data/ten-layers.yaml");
+  EXPECT_EQ(layers.status, 0) << layers.err;
+  EXPECT_FALSE(contains(layers.err, "unset")) << layers.err;
   // synthesize warns the same of the program it writes: its backward is
   // split, and only bwd-input is given.
   const PipevmRun synthesized =

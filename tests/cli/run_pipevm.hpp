@@ -23,8 +23,18 @@ struct PipevmRun {
   std::string err;
 };
 
-// `pipevm ARGS` (ARGS as the shell reads them), stopped after `seconds`.
+// Under AddressSanitizer pipevm runs several times slower: its time limits
+// stretch by this much.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr int kSanitizerSlowdown = 4;
+#else
+inline constexpr int kSanitizerSlowdown = 1;
+#endif
+
+// `pipevm ARGS` (ARGS as the shell reads them), stopped after `seconds`
+// (times kSanitizerSlowdown).
 inline PipevmRun run_pipevm(const std::string& args, int seconds = 30) {
+  seconds *= kSanitizerSlowdown;
   const std::filesystem::path err_file = std::filesystem::temp_directory_path() /
                                          ("pipevm-run-stderr-" + std::to_string(getpid()) + ".txt");
   const std::string command = "cd '" PIPEVM_SOURCE_DIR "' && timeout " + std::to_string(seconds) +

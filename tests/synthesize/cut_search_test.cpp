@@ -165,6 +165,13 @@ struct Instance {
   bool binding = false;
 };
 
+// Under AddressSanitizer fewer random instances, the same draws first.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr int kTrials = 4;
+#else
+constexpr int kTrials = 16;
+#endif
+
 // Issue 37, item 3: never longer than the even or the min-max cut with
 // synthesize's own order; every piece non-empty; the program clean.
 TEST(cut, never_longer_than_the_even_or_the_min_max_cut) {
@@ -172,7 +179,7 @@ TEST(cut, never_longer_than_the_even_or_the_min_max_cut) {
   std::uniform_int_distribution<int> layer_count(6, 10);
   std::uniform_int_distribution<int> stage_count(2, 4);
   int instances = 0;
-  for (int trial = 0; trial < 16; ++trial) {
+  for (int trial = 0; trial < kTrials; ++trial) {
     Instance at{layer_count(random), stage_count(random), Placement::looped, 1, trial % 2 == 1};
     if (trial % 4 == 2 && at.layers >= 2 * at.stages) {
       at.placement = trial % 8 == 2 ? Placement::v : Placement::looped;
@@ -220,7 +227,7 @@ TEST(cut, never_longer_than_the_even_or_the_min_max_cut) {
                 static_cast<unsigned long long>(request.memory_bytes), cut_text(joint->cut).c_str(),
                 makespan(*joint), even ? makespan(*even) : 0.0, min_max ? makespan(*min_max) : 0.0);
   }
-  EXPECT_GE(instances, 12);
+  EXPECT_GE(instances, kTrials * 3 / 4);
 }
 
 // Small instances: the heuristic search against every cut. Enumeration is
@@ -232,7 +239,7 @@ TEST(cut, small_instances_gap_to_enumeration) {
   double worst = 0;
   double total = 0;
   int instances = 0;
-  for (int trial = 0; trial < 16; ++trial) {
+  for (int trial = 0; trial < kTrials; ++trial) {
     CutRequest request = cut_request(random_layers(random, layer_count(random)), 0, 0);
     request.request.config.stages = stage_count(random);
     request.request.config.micro_batches = 2 * request.request.config.stages;
