@@ -431,9 +431,13 @@ void RankWalker::report_missing(std::size_t local, OpClass reader, Value value, 
   if (const int from = local_source(in.chunk, value); from >= 0) {
     // The turn of a V: the value comes from the rank's other chunk.
     const bool input = value == Value::input;
+    const Instruction producer =
+        cell_instruction(program_.placement, program_.config, stage_of(program_.config, rank_),
+                         input ? Opcode::Fwd : Opcode::BwdInput, static_cast<int>(in.micro_batch),
+                         from);
     report(input ? DiagnosticKind::DataflowInputMissing : DiagnosticKind::DataflowGradientMissing,
-           what(local) + " runs before `" + (input ? "Fwd " : "BwdInput ") + mb + " chunk " +
-               std::to_string(from) + "`" + (input ? "" : " (or its Bwd)") + " on this rank, whose " +
+           what(local) + " runs before `" + disassemble(producer) + "`" +
+               (input ? "" : " (or its Bwd)") + " on this rank, whose " +
                (input ? "output is its input" : "input gradient is its output gradient") +
                " (the turn of the V: no message needed), and no Recv " + (input ? "act" : "grad") +
                " brings it",
