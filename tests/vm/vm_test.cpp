@@ -241,6 +241,38 @@ TEST(machine, v_turn_without_messages_equals_the_message_to_itself) {
   }
 }
 
+// The turn with checkpointed forwards on both sides of it, on one stage:
+// chunk 1's FwdCheckpoint takes chunk 0's kept output, which then goes (as
+// after a send of it), and chunk 0's Recompute makes it again. Sequential
+// training's weights, and the bytes the walk counts.
+constexpr const char* kCheckpointedTurn = R"(schedule checkpointed-turn
+placement v
+ZeroGrad
+for mb in 0 .. micro_batches {
+    LoadInput mb
+    FwdCheckpoint mb
+    FwdCheckpoint mb chunk 1
+}
+for mb in 0 .. micro_batches {
+    LoadTarget mb chunk 1
+    Recompute mb chunk 1
+    Bwd mb chunk 1
+    Recompute mb
+    Bwd mb
+}
+OptimizerStep
+)";
+
+TEST(machine, v_turn_takes_a_checkpointed_output) {
+  const Config config{1, 4, 2, 1};
+  const TrainingOptions options =
+      training_options(kGlobalBatch, kSteps, vm_test::sgd(), vm_test::deep_model());
+  const Program program = compile_text(kCheckpointedTurn, config, vm_test::deep_model().sizes);
+  const std::vector<float> trained = train_in_process(program, options);
+  EXPECT_LE(relative_difference(trained, sequential_reference(options)), 1e-5);
+  expect_measured_equals_counted(program, options);
+}
+
 // DualPipe's placement without its overlap: lane 0 carries the first half of
 // the micro-batches from stage 0, lane 1 the second half from the last stage.
 constexpr const char* kMirrorGpipe = R"(schedule mirror-gpipe
