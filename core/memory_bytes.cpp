@@ -7,12 +7,15 @@
 //    step; after a reduce-scatter of it, the own shard;
 //  - optimizer state: states x (whole layers + own shards);
 //  - activations, per micro-batch: the input of layer l from its arrival
-//    (LoadInput, Recv) or the forward of the layer below until the weight
+//    (LoadInput, Recv; at the turn of a V, where no Recv brought it, the
+//    forward that takes it from the chunk before it on the rank, whose
+//    output stays its own) or the forward of the layer below until the weight
 //    gradient of layer l; the chunk's output until the input gradient of its
 //    top layer;
 //  - activation gradients: the gradient at the top of layer l (received, the
 //    loss's, or from the layer above) until the weight gradient of layer l;
-//    the chunk's input gradient until it is sent;
+//    the chunk's input gradient until it is sent (at the turn of a V, until
+//    the backward of the chunk after it on the rank takes it, unsent);
 //  - a layer's stashes (the ViT's), per micro-batch: what its forward keeps
 //    for its input half, and for its weight half (activations), what its
 //    input half keeps for its weight half (activation gradients, and the
@@ -133,6 +136,8 @@ RankBytes RankBytesWalk::walk(int rank, const Moment& moment,
     chunk.first = where.position == 0;
     chunk.last = where.position == last_position;
     chunk.base = slots;
+    chunk.act_from = local_source_chunk(program_.placement, config, stage_, c, MessageKind::act);
+    chunk.grad_from = local_source_chunk(program_.placement, config, stage_, c, MessageKind::grad);
     slots += micro_batches * static_cast<std::size_t>(chunk.layers.size() + 1);
     for (int l = chunk.layers.begin; l < chunk.layers.end; ++l)
       held_[static_cast<std::size_t>(l)] = 1;
@@ -287,9 +292,11 @@ void RankBytesWalk::compute(const Instruction& in) {
       set(a_, activations_, slot(*c, mb, r.begin), r.begin, live);
       return;
     case Opcode::Fwd:
+      if (these.begin == r.begin) take_on_rank(*c, mb, MessageKind::act);
       forward(*c, mb, these);
       return;
     case Opcode::FwdCheckpoint:
+      take_on_rank(*c, mb, MessageKind::act);
       forward_checkpoint(*c, mb);
       return;
     case Opcode::Recompute:
@@ -303,6 +310,7 @@ void RankBytesWalk::compute(const Instruction& in) {
     case Opcode::Bwd:
     case Opcode::BwdAllReduce:
     case Opcode::BwdReduceScatter:
+      if (these.end == r.end) take_on_rank(*c, mb, MessageKind::grad);
       for (int l = these.end - 1; l >= these.begin; --l) backward_layer(*c, mb, l, true, true);
       if (in.op != Opcode::Bwd) unsummed(these, "its backward reduces it");
       if (in.op == Opcode::BwdReduceScatter) {
@@ -313,6 +321,7 @@ void RankBytesWalk::compute(const Instruction& in) {
       }
       return;
     case Opcode::BwdInput:
+      if (these.end == r.end) take_on_rank(*c, mb, MessageKind::grad);
       for (int l = these.end - 1; l >= these.begin; --l) backward_layer(*c, mb, l, true, false);
       return;
     case Opcode::BwdWeight:
@@ -402,6 +411,25 @@ void RankBytesWalk::message(const Instruction& in) {
   // A sent gradient has no other use, nor has a checkpointed output.
   if (!act) free_value(values, total, s, boundary);
   if (act) sent_checkpointed_output(c, in.micro_batch, s);
+}
+
+void RankBytesWalk::take_on_rank(const Chunk& c, std::uint32_t mb, MessageKind kind) {
+  const bool act = kind == MessageKind::act;
+  const int from = act ? c.act_from : c.grad_from;
+  const int boundary = act ? c.layers.begin : c.layers.end;
+  std::vector<std::uint8_t>& values = act ? a_ : g_;
+  std::uint64_t& total = act ? activations_ : activation_gradients_;
+  if (from < 0 || values[slot(c, mb, boundary)] == live) return;
+  const Chunk& source = chunks_[static_cast<std::size_t>(from)];
+  const int given = act ? source.layers.end : source.layers.begin;
+  const std::size_t s = slot(source, mb, given);
+  if (values[s] != live) return;
+  set(values, total, slot(c, mb, boundary), boundary, live);
+  if (act) {
+    sent_checkpointed_output(source, mb, s);
+  } else {
+    free_value(values, total, s, given);
+  }
 }
 
 void RankBytesWalk::wait(const Instruction& in) {

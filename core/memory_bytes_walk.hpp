@@ -42,6 +42,10 @@ class RankBytesWalk {
     bool first = false;    // holds the model's first layer (no input gradient)
     bool last = false;     // holds the model's last layer (the loss)
     std::size_t base = 0;  // of its cells' boundary slots
+    // The chunks of the rank whose output is its input, and whose input
+    // gradient is its output gradient (the turn of a V); -1: none.
+    int act_from = -1;
+    int grad_from = -1;
   };
   struct Pending {
     std::size_t slot;
@@ -69,6 +73,10 @@ class RankBytesWalk {
   // half (2) and weight half (3); nothing when the shape has none.
   void stash(int l, std::uint32_t mb, std::uint8_t pass);
   void message(const Instruction& in);
+  // The turn of a V: a cell's input (act) or top gradient (grad) not
+  // received is taken from the chunk of the rank that made it, as a send
+  // and a receive completed at once.
+  void take_on_rank(const Chunk& c, std::uint32_t mb, MessageKind kind);
   void wait(const Instruction& in);
   void reduce(const Instruction& in, bool scatter);
   void hold(const Instruction& in);

@@ -85,6 +85,18 @@ Instruction cell_instruction(Placement placement, const Config& config, int stag
   return in;
 }
 
+int local_source_chunk(Placement placement, const Config& config, int stage, int chunk,
+                       MessageKind kind) {
+  if (default_peer(placement, config, stage, kind, chunk, false) != stage) return -1;
+  PipelinePosition from = position_of(placement, config, stage, chunk);
+  from.position += kind == MessageKind::act ? -1 : 1;
+  for (int c = 0; c < chunks_per_rank(placement, config); ++c) {
+    const PipelinePosition at = position_of(placement, config, stage, c);
+    if (at.lane == from.lane && at.position == from.position) return c;
+  }
+  return -1;
+}
+
 bool peer_in_pipeline(Placement placement, const Config& config, int stage,
                       const Instruction& in) {
   if (in.peer == stage) {

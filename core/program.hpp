@@ -82,6 +82,16 @@ Instruction cell_instruction(Placement placement, const Config& config, int stag
                              int micro_batch, int chunk, MessageKind kind = MessageKind::none,
                              WaitDirection direction = WaitDirection::none);
 
+// The chunk of `stage` that makes what `chunk` takes from its lane
+// neighbour, when that neighbour sits on `stage` itself (the turn of a V
+// placement: chunk 0's output is chunk 1's input there, chunk 1's input
+// gradient chunk 0's output gradient): for kind act the chunk before it
+// along the lane, for grad the chunk after it. Such a value needs no
+// message: the consumer takes it on the rank (docs/language.md, "The
+// turn"). -1 when the neighbour is on another stage, or there is none.
+int local_source_chunk(Placement placement, const Config& config, int stage, int chunk,
+                       MessageKind kind);
+
 // Whether a Send/Recv's peer is a stage the message can travel to: another
 // stage of the pipeline, or this very stage where the lane turns back on
 // itself (the turn of a V placement).

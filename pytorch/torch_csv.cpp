@@ -86,7 +86,6 @@ class RankBuilder {
     set_second_cell(program_.code.back(), Cell{static_cast<std::uint32_t>(b.micro_batch),
                                                static_cast<std::uint16_t>(chunk(b))});
     forward_output(f);
-    backward_output(b);
   }
 
   void post_receive(const Action& a, MessageKind kind) {
@@ -94,14 +93,12 @@ class RankBuilder {
     ++pending_[{kind, chunk(a), a.micro_batch}];
   }
 
-  // The input a compute needs: from this rank (a message to itself), from
-  // a posted receive (waited now), or missing (the checker will say so).
+  // The input a compute needs: on this rank already (the turn of a V: no
+  // message), from a posted receive (waited now), or missing (the checker
+  // will say so).
   void take(const Action& a, MessageKind kind, int from_stage) {
     const int c = chunk(a);
-    if (local(from_stage)) {
-      emit(Opcode::Recv, a.range, a.micro_batch, c, kind);
-      return;
-    }
+    if (local(from_stage)) return;
     auto it = pending_.find({kind, c, a.micro_batch});
     if (it == pending_.end() || it->second == 0) return;
     --it->second;
@@ -119,8 +116,6 @@ class RankBuilder {
   void forward_output(const Action& a) {
     if (a.stage == layout_.stages - 1) {
       emit(Opcode::LoadTarget, a.range, a.micro_batch, chunk(a));
-    } else if (local(a.stage + 1)) {
-      emit(Opcode::ISend, a.range, a.micro_batch, chunk(a), MessageKind::act);
     }
   }
 
@@ -134,16 +129,9 @@ class RankBuilder {
     if (a.stage != layout_.stages - 1) take(a, MessageKind::grad, a.stage + 1);
   }
 
-  void backward_output(const Action& a) {
-    if (a.stage > 0 && local(a.stage - 1)) {
-      emit(Opcode::ISend, a.range, a.micro_batch, chunk(a), MessageKind::grad);
-    }
-  }
-
   void backward(const Action& a, Opcode op) {
     backward_input(a);
     emit(op, a.range, a.micro_batch, chunk(a));
-    backward_output(a);
   }
 
   Program& program_;

@@ -5,8 +5,8 @@
 // (ISend, IRecv); a forward waits for its activation's receive right before
 // it runs, a backward for its gradient's; the sends are waited at the end of
 // the step (WaitAll). Values that stay on a rank (two adjacent stages on one
-// rank, the turn of a V) need no table action: pipevm hands them over as a
-// message to itself. Stage 0 loads its inputs, the last stage its targets;
+// rank, the turn of a V) need no table action and no pipevm instruction:
+// the consumer takes them on the rank (docs/language.md, "The turn"). Stage 0 loads its inputs, the last stage its targets;
 // the step starts with ZeroGrad and ends with OptimizerStep. UNSHARD,
 // RESHARD and REDUCE_GRAD are accepted and have no pipevm instruction yet.
 //

@@ -43,18 +43,27 @@ class Lane {
     return cost(problem_.split_backward ? CostKind::bwd_input : CostKind::bwd, at);
   }
   double weight(int at) const { return problem_.split_backward ? cost(CostKind::bwd_weight, at) : 0.0; }
-  double act() const { return problem_.costs.message_time(MessageKind::act); }
-  double grad() const { return problem_.costs.message_time(MessageKind::grad); }
+  // The message from position q - 1 to q (act_into) and back (grad_from):
+  // none where both sit on one stage (the turn of a V).
+  double act_into(int q) const {
+    return turn(q) ? 0.0 : problem_.costs.message_time(MessageKind::act);
+  }
+  double grad_from(int q) const {
+    return turn(q) ? 0.0 : problem_.costs.message_time(MessageKind::grad);
+  }
 
   // From the end of the forward at `at` to the start of the backward
   // there: the forwards after it to the lane's end, the backwards back.
   double return_trip(int at) const {
     double t = 0;
-    for (int q = at + 1; q < length(); ++q) t += act() + forward(q) + backward(q) + grad();
+    for (int q = at + 1; q < length(); ++q) t += act_into(q) + forward(q) + backward(q) + grad_from(q);
     return t;
   }
 
  private:
+  bool turn(int q) const {
+    return q > 0 && owner_[static_cast<std::size_t>(q) - 1] == owner_[static_cast<std::size_t>(q)];
+  }
   double cost(CostKind kind, int at) const {
     const auto where = static_cast<std::size_t>(at);
     return problem_.costs.duration(kind, owner_[where], chunk_[where]);
@@ -91,7 +100,7 @@ BoundTerm work_term(const Lane& lane, int stages) {
 BoundTerm first_stage_term(const Lane& lane) {
   double trip = lane.micro_batches() * lane.forward(0);
   for (int at = 1; at < lane.length(); ++at) {
-    trip += lane.act() + lane.forward(at) + lane.backward(at) + lane.grad();
+    trip += lane.act_into(at) + lane.forward(at) + lane.backward(at) + lane.grad_from(at);
   }
   return {"the first stage's forwards and a round trip", trip + lane.backward(0) + lane.weight(0)};
 }
@@ -125,8 +134,8 @@ BoundTerm head_tail_term(const Problem& problem, const Lane& lane) {
     // Head: from the first forward's start to the first backward's.
     double head_window = 0;
     for (int q = shallowest; q < lane.length(); ++q) head_window += lane.forward(q);
-    head_window += (lane.length() - 1 - shallowest) * lane.act();
-    for (int q = deepest + 1; q < lane.length(); ++q) head_window += lane.backward(q) + lane.grad();
+    for (int q = shallowest + 1; q < lane.length(); ++q) head_window += lane.act_into(q);
+    for (int q = deepest + 1; q < lane.length(); ++q) head_window += lane.backward(q) + lane.grad_from(q);
     const double head = std::max(0.0, head_window - held * most_forward);
     // Tail: from the last forward's end (micro-batch z) to the stage's
     // end: z's trip back, its backwards at the stage's positions and the
@@ -135,7 +144,7 @@ BoundTerm head_tail_term(const Problem& problem, const Lane& lane) {
     // activations whole and w left by their backward-input, within what z
     // leaves of the limit.
     double tail_window = lane.return_trip(deepest) + lane.backward(deepest);
-    for (int q = shallowest; q < deepest; ++q) tail_window += lane.grad() + lane.backward(q);
+    for (int q = shallowest; q < deepest; ++q) tail_window += lane.grad_from(q + 1) + lane.backward(q);
     tail_window += lane.weight(shallowest);
     const int others = forwards - count;
     const double room = std::isfinite(problem.memory_limit) ? problem.memory_limit - count
@@ -190,7 +199,7 @@ BoundTerm last_backward_chain_term(const Problem& problem, const Lane& lane) {
   for (int s = 0; s < problem.config.stages; ++s) {
     double chain = 0;
     for (int q = s + 1; q < problem.config.stages; ++q) {
-      chain += lane.forward(q - 1) + lane.act() + lane.backward(q - 1) + lane.grad();
+      chain += lane.forward(q - 1) + lane.act_into(q) + lane.backward(q - 1) + lane.grad_from(q);
       double held_weights = 0;
       if (problem.split_backward) {
         held_weights = m;

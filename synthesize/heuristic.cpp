@@ -125,6 +125,13 @@ class Greedy {
     return problem_.costs.duration(problem_.split_backward ? CostKind::bwd_input : CostKind::bwd, s);
   }
   double weight_time(int s) const { return problem_.costs.duration(CostKind::bwd_weight, s); }
+  // A message between lane positions `from` and `to`: none where one stage
+  // holds both (the turn of a V).
+  double hop(int from, int to, MessageKind kind) const {
+    return owner_[static_cast<std::size_t>(from)] == owner_[static_cast<std::size_t>(to)]
+               ? 0.0
+               : problem_.costs.message_time(kind);
+  }
 
   // When the activation of `mb` can reach lane position `at` at the
   // earliest: from the nearest position that knows it, every hop run as
@@ -137,7 +144,7 @@ class Greedy {
     for (int q = known; q < at; ++q) {
       const int from = owner_[static_cast<std::size_t>(q)];
       t = std::max(t, std::max(stages_[static_cast<std::size_t>(from)].free, now_)) +
-          forward_time(from, q) + problem_.costs.message_time(MessageKind::act);
+          forward_time(from, q) + hop(q, q + 1, MessageKind::act);
     }
     return t;
   }
@@ -156,7 +163,7 @@ class Greedy {
     }
     const int from = owner_[static_cast<std::size_t>(at + 1)];
     return std::max(free_of(at + 1), gradient_estimate(at + 1, mb)) + backward_time(from) +
-           problem_.costs.message_time(MessageKind::grad);
+           hop(at + 1, at, MessageKind::grad);
   }
 
   Action decide(int s, bool forced) const {
@@ -193,8 +200,7 @@ class Greedy {
           const int from = owner_[static_cast<std::size_t>(at + 1)];
           backward_bound = std::min(backward_bound,
                                     std::max(stages_[static_cast<std::size_t>(from)].free, now_) +
-                                        backward_time(from) +
-                                        problem_.costs.message_time(MessageKind::grad));
+                                        backward_time(from) + hop(at + 1, at, MessageKind::grad));
         }
       }
       if (f < m) {
@@ -204,7 +210,7 @@ class Greedy {
           forward_bound = std::min(forward_bound,
                                    std::max(stages_[static_cast<std::size_t>(from)].free, now_) +
                                        forward_time(from, at - 1) +
-                                       problem_.costs.message_time(MessageKind::act));
+                                       hop(at - 1, at, MessageKind::act));
           continue;
         }
         int reserve = 0;
@@ -272,7 +278,7 @@ class Greedy {
         end += forward_time(s, at);
         if (at + 1 < lane_) {
           activation_ready_[static_cast<std::size_t>(at + 1)][mb] =
-              end + problem_.costs.message_time(MessageKind::act);
+              end + hop(at, at + 1, MessageKind::act);
         } else {
           gradient_ready_[static_cast<std::size_t>(at)][mb] = end;
         }
@@ -285,7 +291,7 @@ class Greedy {
         end += backward_time(s);
         if (at > 0) {
           gradient_ready_[static_cast<std::size_t>(at - 1)][mb] =
-              end + problem_.costs.message_time(MessageKind::grad);
+              end + hop(at, at - 1, MessageKind::grad);
         }
         if (pass.kind == PassKind::backward_input) {
           st.held -= 1 - problem_.weight_memory;

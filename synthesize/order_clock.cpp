@@ -59,7 +59,8 @@ std::optional<OrderTimes> time_compute_order(const ComputeOrder& order, const Co
       const int stage = static_cast<int>(s);
       for (std::size_t j = times.start[s].size(); j < passes.size(); ++j) {
         const Pass& pass = passes[j];
-        const int at = position_of(order.placement, c, stage, pass.chunk).position;
+        const PipelinePosition here = position_of(order.placement, c, stage, pass.chunk);
+        const int at = here.position;
         const auto where = static_cast<std::size_t>(at);
         const auto mb = static_cast<std::size_t>(pass.micro_batch);
         double ready = free[s];
@@ -79,14 +80,18 @@ std::optional<OrderTimes> time_compute_order(const ComputeOrder& order, const Co
         times.start[s].push_back(ready);
         times.end[s].push_back(end);
         free[s] = end;
+        // A value that stays on the stage (the turn of a V) is no message.
+        const auto travel = [&](int to, double time) {
+          return stage_at(order.placement, c, {here.lane, to}) == stage ? 0.0 : time;
+        };
         if (pass.kind == PassKind::forward) {
           if (at + 1 < lane) {
-            activation[where + 1][mb] = end + act_time;
+            activation[where + 1][mb] = end + travel(at + 1, act_time);
           } else {
             free[s] += costs.duration(CostKind::load, stage, pass.chunk);
           }
         } else if (pass.kind != PassKind::backward_weight && at > 0) {
-          gradient[where - 1][mb] = end + grad_time;
+          gradient[where - 1][mb] = end + travel(at - 1, grad_time);
         }
         ++placed;
         moved = true;

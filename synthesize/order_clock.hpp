@@ -4,8 +4,9 @@
 // posted at the start, each output sent right after its pass). It charges
 // what that form charges: ZeroGrad first, a LoadInput before a forward at
 // the lane's first position and a LoadTarget after one at its end (each
-// at the chunk's `load`), each pass at its chunk's cost, and every message,
-// also the one a V's turn sends its own stage, Costs::message_time.
+// at the chunk's `load`), each pass at its chunk's cost, and every message
+// Costs::message_time; a value a V's turn keeps on its stage arrives when
+// its pass ends.
 //
 // It ranks many candidates cheaply (building blocks, the exact search);
 // the simulator stays the judge of what is returned. The two agree where

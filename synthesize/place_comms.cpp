@@ -204,19 +204,14 @@ class Builder {
         emit(s, Opcode::LoadInput, mb, pass.chunk);
         return;
       }
-      const bool local = neighbour(s, pass.chunk, -1).first == s;
-      if (local) {
-        emit(s, Opcode::Recv, mb, pass.chunk, MessageKind::act);
-      } else {
+      // At the turn of a V the input is on the stage already: no message.
+      if (neighbour(s, pass.chunk, -1).first != s) {
         emit(s, Opcode::Wait, mb, pass.chunk, MessageKind::act, WaitDirection::recv);
       }
       return;
     }
     if (!is_backward_pass(pass.kind) || at.position == lane_end_) return;
-    const bool local = neighbour(s, pass.chunk, 1).first == s;
-    if (local) {
-      emit(s, Opcode::Recv, mb, pass.chunk, MessageKind::grad);
-    } else {
+    if (neighbour(s, pass.chunk, 1).first != s) {
       emit(s, Opcode::Wait, mb, pass.chunk, MessageKind::grad, WaitDirection::recv);
     }
   }
@@ -230,12 +225,14 @@ class Builder {
         emit(s, Opcode::LoadTarget, mb, pass.chunk);
         return false;
       }
+      if (neighbour(s, pass.chunk, 1).first == s) return false;
       emit(s, Opcode::ISend, mb, pass.chunk, MessageKind::act);
-      return neighbour(s, pass.chunk, 1).first != s;
+      return true;
     }
     if (!is_backward_pass(pass.kind) || at.position == 0) return false;
+    if (neighbour(s, pass.chunk, -1).first == s) return false;
     emit(s, Opcode::ISend, mb, pass.chunk, MessageKind::grad);
-    return neighbour(s, pass.chunk, -1).first != s;
+    return true;
   }
 
   // The order of the first send to another rank at or after pass `from`.

@@ -1,9 +1,9 @@
 // Communication placed around a compute order: the Program every stage
 // runs. Each pass takes its input where it comes from (LoadInput at the
-// lane's first position; a blocking Recv of a message the stage sent itself,
-// at the turn of a V; else a Wait for an early IRecv just before the pass)
-// and hands its output on (LoadTarget at the lane's end; else an ISend right
-// after the pass, completed by the step's final WaitAll).
+// lane's first position; nothing at the turn of a V, where the stage made
+// it itself; else a Wait for an early IRecv just before the pass) and
+// hands its output on (LoadTarget at the lane's end; nothing at the turn;
+// else an ISend right after the pass, completed by the step's final WaitAll).
 //
 // Two forms differ only in where the IRecvs are posted:
 //  - for timing, every receive at the start of the step, so that a

@@ -12,7 +12,8 @@
 //    the backward, is check_ranks.cpp's PV2060, by the table's `stash`);
 //  - a Reload needs a completed Offload (PV2062);
 //  - between an Offload and its Reload nothing reads the stash: a backward
-//    half, an Offload, a send of the cell's output (PV2063); from the
+//    half, an Offload, a send of the cell's output, the forward that takes
+//    that output as its input on the rank at the turn of a V (PV2063); from the
 //    Reload to the wait that completes it, the same (PV2065; a Reload never
 //    completed is check_ranks.cpp's, with the same code);
 //  - a Recompute or Reload makes the cell's output again: a send still
@@ -46,6 +47,7 @@ struct CellState {
   Where where = Where::unforwarded;
   bool backward_begun = false;
   int output_sends = 0;             // non-blocking sends of its output not yet completed
+  bool input_received = false;      // a Recv or IRecv act of the cell came
   std::uint32_t copied_at = kNone;  // the Offload or Reload that moved it last
 };
 
@@ -85,6 +87,9 @@ class PolicyWalker {
         reporter_.at(earlier));
   }
   void step(std::size_t index, const Instruction& in);
+  // A forward at the turn of a V with no receive of its input reads the
+  // output of the rank's chunk before it (local_source_chunk).
+  void take_on_rank(std::size_t index, const Instruction& in, CellState& c);
   void complete(std::uint32_t request);
   // A read of the stash (a backward half, a send of the output, an
   // Offload) while it is offloaded or being reloaded.
@@ -101,11 +106,18 @@ class PolicyWalker {
   const int chunks_;
   const int micro_batches_;
   std::vector<CellState> cells_;
+  std::vector<int> act_source_;  // per chunk of the rank: local_source_chunk for act
 };
 
 void PolicyWalker::walk(int rank) {
   cells_.assign(static_cast<std::size_t>(chunks_) * static_cast<std::size_t>(micro_batches_),
                 CellState{});
+  act_source_.clear();
+  for (int chunk = 0; chunk < chunks_; ++chunk) {
+    act_source_.push_back(local_source_chunk(program_.placement, program_.config,
+                                             stage_of(program_.config, rank), chunk,
+                                             MessageKind::act));
+  }
   const std::size_t begin = program_.rank_begin[static_cast<std::size_t>(rank)];
   const std::size_t end = program_.rank_begin[static_cast<std::size_t>(rank) + 1];
   for (std::size_t i = begin; i < end; ++i) {
@@ -145,6 +157,10 @@ void PolicyWalker::step(std::size_t index, const Instruction& in) {
     if (posts_request(in.op)) ++c->output_sends;
     return;
   }
+  if (is_recv(in.op)) {
+    if (in.kind == MessageKind::act) c->input_received = true;
+    return;
+  }
   const OpcodeInfo& row = info(in.op);
   if (in.op == Opcode::Recompute) {
     recompute(index, in, *c);
@@ -153,6 +169,7 @@ void PolicyWalker::step(std::size_t index, const Instruction& in) {
   } else if (row.direction == Direction::from_host) {
     reload(index, in, *c);
   } else if (row.produces.contains(Value::activation)) {
+    take_on_rank(index, in, *c);
     // A forward: a Fwd makes the stash, a FwdCheckpoint keeps the input.
     c->where = row.produces.contains(Value::stash) ? Where::on_device : Where::input_only;
   }
@@ -180,6 +197,18 @@ bool PolicyWalker::away(std::size_t index, const Instruction& in, const CellStat
     return true;
   }
   return false;
+}
+
+void PolicyWalker::take_on_rank(std::size_t index, const Instruction& in, CellState& c) {
+  if (c.input_received || c.where != Where::unforwarded) return;
+  const int from = in.chunk < act_source_.size() ? act_source_[in.chunk] : -1;
+  if (from < 0) return;
+  Instruction producer = in;
+  producer.chunk = static_cast<std::uint16_t>(from);
+  c.input_received = true;
+  const std::string reads =
+      "takes as its input the output of chunk " + std::to_string(from) + " at the turn of the V";
+  away(index, producer, *cell(producer), reads.c_str());
 }
 
 void PolicyWalker::recompute(std::size_t index, const Instruction& in, CellState& c) {

@@ -6,7 +6,11 @@
 //    received into again. Two pending sends of the same value are allowed:
 //    both only read it.
 //  - Dataflow: inputs, gradients, forward/backward order, once per
-//    micro-batch and chunk, ZeroGrad and OptimizerStep placement.
+//    micro-batch and chunk, ZeroGrad and OptimizerStep placement. At the
+//    turn of a V (local_source_chunk, program.hpp) a value another chunk
+//    of the rank made is taken with no message: chunk 1's input is chunk
+//    0's output once that Fwd ran, chunk 0's output gradient chunk 1's
+//    input gradient once its backward ran.
 //  - Memory: micro-batches whose stash is on the device (a Fwd or Recompute
 //    to the weight gradient, less the time between a completed Offload and
 //    its Reload) and messages in flight, at their peak.
@@ -95,6 +99,11 @@ class RankWalker {
   [[gnu::cold]] void report_busy_receive(std::size_t local);
   [[gnu::cold]] void report_twice(std::size_t local, std::uint16_t again);
   [[gnu::cold]] void report_missing(std::size_t local, OpClass reader, Value value, PieceEnds ends);
+  // Takes the cell's input or output gradient from the chunk of the rank
+  // that made it (the turn of a V), when it has; false otherwise.
+  bool take_on_rank(const Instruction& in, Value value, std::uint16_t& f);
+  // The chunk of the rank `value` of a cell of `chunk` comes from, -1 if none.
+  int local_source(std::uint16_t chunk, Value value) const;
   static std::string twice(Value value, std::uint32_t micro_batch);
   static GroupSet all_groups();
   static std::string unreduced_step(Group group);
@@ -121,6 +130,9 @@ class RankWalker {
   // and its layers.
   std::vector<std::uint8_t> ends_;
   std::vector<LayerRange> layers_;
+  // Per chunk of the rank: the chunk whose output is its input, and the
+  // one whose input gradient is its output gradient, on this rank (-1: none).
+  std::vector<int> act_source_, grad_source_;
   int held_ = 0;
   StageMemory peak_;
   bool zeroed_ = false;
@@ -210,8 +222,14 @@ StageMemory RankWalker::walk(int rank, bool loud) {
   const int last_position = lane_length(program_.placement, program_.config) - 1;
   ends_.assign(static_cast<std::size_t>(chunks_), 0);
   layers_.assign(static_cast<std::size_t>(chunks_), LayerRange{});
+  act_source_.assign(static_cast<std::size_t>(chunks_), -1);
+  grad_source_.assign(static_cast<std::size_t>(chunks_), -1);
   for (int chunk = 0; chunk < chunks_; ++chunk) {
     layers_[static_cast<std::size_t>(chunk)] = chunk_layers(program_, stage, chunk);
+    act_source_[static_cast<std::size_t>(chunk)] =
+        local_source_chunk(program_.placement, program_.config, stage, chunk, MessageKind::act);
+    grad_source_[static_cast<std::size_t>(chunk)] =
+        local_source_chunk(program_.placement, program_.config, stage, chunk, MessageKind::grad);
     const int position = position_of(program_.placement, program_.config, stage, chunk).position;
     ends_[static_cast<std::size_t>(chunk)] =
         static_cast<std::uint8_t>((position == 0 ? 1 : 0) + (position == last_position ? 2 : 0));
@@ -288,6 +306,7 @@ void RankWalker::step_data(std::size_t local, const Instruction& in, std::size_t
       break;
     }
     if (!(f & present_bits[bit])) {
+      if (take_on_rank(in, static_cast<Value>(bit), f)) continue;
       // A backward's stash is gone once its weight gradient ran: the rule of
       // a second backward (report_twice) says what is wrong.
       if (static_cast<Value>(bit) == Value::stash && (f & weight_gradient_done) &&
@@ -316,6 +335,24 @@ void RankWalker::step_data(std::size_t local, const Instruction& in, std::size_t
     f &= static_cast<std::uint16_t>(~stashed);
     --held_;
   }
+}
+
+int RankWalker::local_source(std::uint16_t chunk, Value value) const {
+  if (chunk >= chunks_) return -1;
+  if (value == Value::input) return act_source_[chunk];
+  if (value == Value::output_gradient) return grad_source_[chunk];
+  return -1;
+}
+
+bool RankWalker::take_on_rank(const Instruction& in, Value value, std::uint16_t& f) {
+  const int from = local_source(in.chunk, value);
+  if (from < 0) return false;
+  const std::uint16_t made =
+      flags_[static_cast<std::size_t>(from) * static_cast<std::size_t>(micro_batches_) +
+             in.micro_batch];
+  if (!(made & (value == Value::input ? forwarded : input_gradient_done))) return false;
+  f |= produced(value, OpClass::p2p);
+  return true;
 }
 
 // The rank's own values: the accumulated gradients (cleared by ZeroGrad,
@@ -391,6 +428,22 @@ void RankWalker::report_missing(std::size_t local, OpClass reader, Value value, 
   const Instruction in = stepped(local);
   const std::string mb = std::to_string(in.micro_batch);
   const bool sends = reader == OpClass::p2p;
+  if (const int from = local_source(in.chunk, value); from >= 0) {
+    // The turn of a V: the value comes from the rank's other chunk.
+    const bool input = value == Value::input;
+    const Instruction producer =
+        cell_instruction(program_.placement, program_.config, stage_of(program_.config, rank_),
+                         input ? Opcode::Fwd : Opcode::BwdInput, static_cast<int>(in.micro_batch),
+                         from);
+    report(input ? DiagnosticKind::DataflowInputMissing : DiagnosticKind::DataflowGradientMissing,
+           what(local) + " runs before `" + disassemble(producer) + "`" +
+               (input ? "" : " (or its Bwd)") + " on this rank, whose " +
+               (input ? "output is its input" : "input gradient is its output gradient") +
+               " (the turn of the V: no message needed), and no Recv " + (input ? "act" : "grad") +
+               " brings it",
+           local);
+    return;
+  }
   switch (value) {
     case Value::input:
       report(DiagnosticKind::DataflowInputMissing,

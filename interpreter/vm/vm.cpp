@@ -391,8 +391,9 @@ Machine::Chunk& VmStep::weights_of(const Instruction& in) {
 }
 
 int VmStep::peer_of(const Instruction& in) const {
-  // At the turn of a V placement the peer is this very rank (an ISend and a
-  // Recv; the checker rejects a blocking self-send).
+  // At the turn of a V placement the peer may be this very rank (an ISend
+  // and a Recv, the older form of vm_turn.cpp's hand-over; the checker
+  // rejects a blocking self-send).
   if (!peer_in_pipeline(program_.placement, program_.config, m_.stage_, in)) {
     unsupported("peer stage " + std::to_string(in.peer) + " is not another stage of the " +
                 std::to_string(program_.config.stages) + "-stage pipeline");
@@ -436,7 +437,8 @@ void VmStep::forward(const Instruction& in) {
     if (flags & dataflow::input_pending) {
       unsupported("its input is still being received: wait for the IRecv first");
     }
-    if (!(flags & dataflow::present(Value::input, ends(chunk)))) {
+    if (!(flags & dataflow::present(Value::input, ends(chunk))) &&
+        !take_input_on_rank(chunk, in)) {
       unsupported("its input was neither loaded nor received");
     }
   }
@@ -472,7 +474,8 @@ void VmStep::backward_input(const Instruction& in) {
       if (flags & dataflow::output_gradient_pending) {
         unsupported("its output gradient is still being received: wait for the IRecv first");
       }
-      if (!(flags & dataflow::output_gradient_received)) {
+      if (!(flags & dataflow::output_gradient_received) &&
+          !take_output_gradient_on_rank(chunk, in)) {
         unsupported("its output gradient was not received");
       }
     }

@@ -17,7 +17,8 @@ void VmStep::forward_checkpoint(const Instruction& in) {
   if (flags & dataflow::input_pending) {
     unsupported("its input is still being received: wait for the IRecv first");
   }
-  if (!(flags & dataflow::present(Value::input, ends(chunk)))) {
+  if (!(flags & dataflow::present(Value::input, ends(chunk))) &&
+      !take_input_on_rank(chunk, in)) {
     unsupported("its input was neither loaded nor received");
   }
   chunk.piece.forward_checkpoint(static_cast<int>(in.micro_batch));

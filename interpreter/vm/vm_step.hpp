@@ -1,6 +1,6 @@
 // What the VM's files share: VmStep, one execution of one rank's stream,
-// whose dispatch and per-instruction work are in vm.cpp and whose
-// reductions are in vm_reductions.cpp. Not part of the public interface
+// whose dispatch and per-instruction work are in vm.cpp, whose
+// reductions are in vm_reductions.cpp and whose turn of a V is vm_turn.cpp's. Not part of the public interface
 // (vm.hpp).
 #pragma once
 
@@ -57,6 +57,13 @@ class VmStep {
   void finish_host_copy(const Machine::PendingMessage& copy);
   // Refuses a backward of a cell whose stash is not on the device.
   void require_stash(Chunk& chunk, const Instruction& in);
+  // The turn of a V (vm_turn.cpp): the cell's input, or output gradient,
+  // taken from the chunk of this rank that made it; false when none has.
+  bool take_input_on_rank(Chunk& chunk, const Instruction& in);
+  // The chunk of this rank (`from`) that made the value of kind `kind` the
+  // cell takes; null when there is none or it has not made it yet.
+  Chunk* source_on_rank(const Instruction& in, MessageKind kind, int& from);
+  bool take_output_gradient_on_rank(Chunk& chunk, const Instruction& in);
   void backward_input(const Instruction& in);
   void backward_weight(const Instruction& in, bool reduce_per_layer);
   // The layers an instruction works on: its `layer L`, else its chunk's.

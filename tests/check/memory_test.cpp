@@ -137,6 +137,26 @@ TEST(memory, a_send_in_flight_keeps_what_it_reads) {
                             {8, 0, 0, 0, 0, 0}});
 }
 
+TEST(memory, the_turn_of_a_v_hands_its_values_over_with_no_message) {
+  // One stage, placement v: chunk 0 holds layer 0, chunk 1 layer 1. Chunk
+  // 1's input is taken at its forward from chunk 0's output (which stays
+  // chunk 0's until its backward); chunk 1's input gradient is chunk 0's
+  // output gradient, gone once chunk 0's backward took it.
+  const Program p = program_of(
+      "placement v\nZeroGrad\nLoadInput 0\nFwd 0\nFwd 0 chunk 1\nLoadTarget 0 chunk 1\n"
+      "Bwd 0 chunk 1\nBwd 0\nOptimizerStep\n",
+      Config{1, 1, 2});
+  expect_moments(bytes_after_each(p, shape(0))[0],
+                 {{23, 0, 0, 0, 0, 0},
+                  {23, 0, 0, 4, 0, 0},
+                  {23, 0, 0, 7, 0, 0},    // chunk 0's output
+                  {23, 0, 0, 12, 0, 0},   // chunk 1's input, taken, and its output
+                  {23, 0, 0, 12, 0, 0},
+                  {23, 8, 0, 7, 3, 0},    // chunk 1's input gradient, no message
+                  {23, 23, 0, 0, 0, 0},   // taken by chunk 0's backward
+                  {23, 0, 0, 0, 0, 0}});
+}
+
 TEST(memory, a_held_value_outlives_its_last_use_until_its_drop) {
   // The output held until after the backward, the model's input gradient
   // (made only because it is held) to the step's end, and layer 1's weight

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -298,6 +299,26 @@ TEST(schedules, zb_v_has_no_bubble_at_equal_costs) {
         EXPECT_EQ(simulate_ok(*program, costs).bubble_rate_zb, 0) << "p=" << p << " m=" << m;
       }
     }
+  }
+}
+
+// The turn of a V sends nothing: on one stage every hand-over is a turn,
+// so a message's cost changes nothing; on four, the last stage's two
+// chunks hand each other their values with no point-to-point instruction.
+TEST(schedules, v_turn_costs_no_message) {
+  const Costs free = costs_of({{"fwd", 1}, {"bwd-input", 1}, {"bwd-weight", 1}});
+  const Costs slow = costs_of({{"fwd", 1}, {"bwd-input", 1}, {"bwd-weight", 1}, {"send", 10}});
+  for (const std::string name : {"zb-v", "v-half", "v-min", "dualpipev"}) {
+    const auto one = compile_schedule(name, {1, 4, 2, 1});
+    ASSERT_TRUE(one) << name;
+    EXPECT_EQ(simulate_ok(*one, slow).timeline.makespan, simulate_ok(*one, free).timeline.makespan)
+        << name;
+    const auto four = compile_schedule(name, {4, 8, 2, 1});
+    ASSERT_TRUE(four) << name;
+    const std::span<const Instruction> last = four->rank(3);
+    EXPECT_TRUE(std::none_of(last.begin(), last.end(), [](const Instruction& in) {
+      return info(in.op).cls == OpClass::p2p && in.peer == 3;
+    })) << name << ": stage 3 sends itself a message";
   }
 }
 

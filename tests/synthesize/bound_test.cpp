@@ -180,7 +180,9 @@ TEST(bound, never_above_the_exact_optimum) {
       {Placement::looped, {2, 2, 2, 1}, 1, 1, 1, 2},     {Placement::looped, {2, 2, 2, 1}, 1, 1, 1, 3},
       {Placement::looped, {2, 2, 2, 1}, 2, 2, 1, 2},     {Placement::v, {2, 2, 2, 1}, 1, 1, 1, 2},
       {Placement::v, {2, 2, 2, 1}, 1, 2, 1, 3},          {Placement::v, {2, 3, 2, 1}, 1, 1, 1, 2},
-      {Placement::v, {2, 3, 2, 1}, 3, 4, 2, 3},          {Placement::v, {1, 4, 2, 1}, 1, 1, 1, 2}};
+      {Placement::v, {2, 3, 2, 1}, 3, 4, 2, 3},          {Placement::v, {1, 4, 2, 1}, 1, 1, 1, 2},
+      // Messages with a latency, none at the V's turn.
+      {Placement::v, {1, 2, 2, 1}, 1, 1, 1, 2, 1},       {Placement::v, {2, 2, 2, 1}, 1, 1, 1, 2, 0.5}};
   for (const Case& c : cases) {
     const Problem problem = problem_of(c);
     Request request;

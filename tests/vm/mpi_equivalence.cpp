@@ -112,6 +112,8 @@ constexpr Case kHoldCases[] = {
 constexpr Case kSynthesizedCases[] = {
     {"synthesized-p2-m4", 2, 4, 1, "tests/vm", true},
     {"synthesized-v-p2-m4", 2, 4, 2, "tests/vm", true},
+    // The turn of the V with no message (an older synthesize sent one, above).
+    {"synthesized-v-turn-p2-m4", 2, 4, 2, "tests/vm", true},
     {"synthesized-p4-m6", 4, 6, 1, "tests/vm", true},
     {"synthesized-v-p4-m8", 4, 8, 2, "tests/vm", true},
     // --memory-policy any under a limit: offloads, and recomputes selectively

@@ -10,7 +10,9 @@
 #include <fstream>
 #include <functional>
 #include <mutex>
+#include <span>
 #include <sstream>
+#include <utility>
 
 #include "inprocess_comm.hpp"
 #include "memory_bytes.hpp"
@@ -208,6 +210,80 @@ TEST(machine, overlapped_pair_equals_forward_then_backward) {
   const std::vector<float> separate = train_in_process(compile_text(apart, config), options);
   ASSERT_FALSE(together.empty());
   EXPECT_EQ(together, separate);
+}
+
+// The turn of a V with no message trains the very same bits as the older
+// form, a message the last stage sends itself: ZB-V and DualPipeV with
+// their turn lines put back to ISend and Recv.
+TEST(machine, v_turn_without_messages_equals_the_message_to_itself) {
+  const std::pair<const char*, const char*> older[] = {
+      {"else if not (c == 1 and stage == stages - 1) { Recv act mb chunk c }",
+       "else { Recv act mb chunk c }"},
+      {"else if not (c == 0 and stage == stages - 1) { ISend act mb chunk c }",
+       "else { ISend act mb chunk c }"},
+      {" and not (c == 0 and stage == stages - 1) { Recv grad mb chunk c }",
+       " { Recv grad mb chunk c }"},
+      {" and not (c == 1 and stage == stages - 1) { ISend grad mb chunk c }",
+       " { ISend grad mb chunk c }"},
+  };
+  for (const char* name : {"zb-v", "dualpipev"}) {
+    std::ifstream in(schedule_path(name));
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string sending = text.str();
+    for (const auto& [now, before] : older) {
+      const std::size_t at = sending.find(now);
+      ASSERT_NE(at, std::string::npos) << name << ": " << now;
+      sending.replace(at, std::string(now).size(), before);
+    }
+    const Config config{2, 4, 2, 1};
+    const TrainingOptions options = training_options(kGlobalBatch, kSteps);
+    const Program turn = compile_file(schedule_path(name), config);
+    const Program message = compile_text(sending, config);
+    const auto to_itself = [](const Program& program) {
+      const std::span<const Instruction> last = program.rank(1);
+      return std::count_if(last.begin(), last.end(), [](const Instruction& i) {
+        return info(i.op).cls == OpClass::p2p && i.peer == 1;
+      });
+    };
+    EXPECT_EQ(to_itself(turn), 0) << name;
+    EXPECT_EQ(to_itself(message), 4 * config.micro_batches) << name;
+    const std::vector<float> taken = train_in_process(turn, options);
+    ASSERT_FALSE(taken.empty());
+    EXPECT_EQ(taken, train_in_process(message, options)) << name;
+  }
+}
+
+// The turn with checkpointed forwards on both sides of it, on one stage:
+// chunk 1's FwdCheckpoint takes chunk 0's kept output, which then goes (as
+// after a send of it), and chunk 0's Recompute makes it again. Sequential
+// training's weights, and the bytes the walk counts.
+constexpr const char* kCheckpointedTurn = R"(schedule checkpointed-turn
+placement v
+ZeroGrad
+for mb in 0 .. micro_batches {
+    LoadInput mb
+    FwdCheckpoint mb
+    FwdCheckpoint mb chunk 1
+}
+for mb in 0 .. micro_batches {
+    LoadTarget mb chunk 1
+    Recompute mb chunk 1
+    Bwd mb chunk 1
+    Recompute mb
+    Bwd mb
+}
+OptimizerStep
+)";
+
+TEST(machine, v_turn_takes_a_checkpointed_output) {
+  const Config config{1, 4, 2, 1};
+  const TrainingOptions options =
+      training_options(kGlobalBatch, kSteps, vm_test::sgd(), vm_test::deep_model());
+  const Program program = compile_text(kCheckpointedTurn, config, vm_test::deep_model().sizes);
+  const std::vector<float> trained = train_in_process(program, options);
+  EXPECT_LE(relative_difference(trained, sequential_reference(options)), 1e-5);
+  expect_measured_equals_counted(program, options);
 }
 
 // DualPipe's placement without its overlap: lane 0 carries the first half of
