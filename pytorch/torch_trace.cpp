@@ -175,7 +175,10 @@ std::optional<TraceDurations> read_torch_trace(std::string_view json_text, const
   std::vector<Labelled> labelled;
   std::vector<StepSpan> spans;
   for (const json& event : *events) {
-    if (!event.is_object() || event.value("ph", "") != "X") continue;
+    if (!event.is_object()) continue;
+    // A complete event ("ph": "X"); `ph` of another type is some other record.
+    const auto phase = event.find("ph");
+    if (phase == event.end() || !phase->is_string() || phase->get_ref<const std::string&>() != "X") continue;
     const auto name = event.find("name");
     const auto ts = event.find("ts");
     const auto dur = event.find("dur");
