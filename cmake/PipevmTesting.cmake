@@ -1,13 +1,14 @@
 # Helpers for the test folders.
 #
 # pipevm_add_gtest(NAME target [FAMILY family] SOURCES a.cpp ... [LIBS ...]
-#                  [LABELS ...] [FIXTURES ...] [OWN_MAIN])
+#                  [LABELS ...] [FIXTURES ...] [ENVIRONMENT VAR=value ...] [OWN_MAIN])
 #   one GoogleTest executable; every TEST(suite, name) becomes its own CTest
 #   test named family.suite.name (`ctest -R '^family\.'` selects the
 #   executable's tests, `-R '^family\.suite\.'` one suite). Without FAMILY
 #   the suites carry it (suites registered with dots in their names).
 #   OWN_MAIN: the sources define main() (not gtest_main). FIXTURES: the
 #   CTest fixtures (FIXTURES_SETUP of other tests) its tests need.
+#   ENVIRONMENT: variables its tests run with (over the test preset's).
 # pipevm_add_mpi_test(NAME ctest-name NP n COMMAND exe args...)
 #   runs `mpiexec -n NP --oversubscribe --allow-run-as-root exe args...`
 #   with label `mpi` and PROCESSORS NP.
@@ -18,7 +19,7 @@ include(GoogleTest)
 find_package(GTest REQUIRED)
 
 function(pipevm_add_gtest)
-  cmake_parse_arguments(T "OWN_MAIN" "NAME;FAMILY" "SOURCES;LIBS;LABELS;FIXTURES" ${ARGN})
+  cmake_parse_arguments(T "OWN_MAIN" "NAME;FAMILY" "SOURCES;LIBS;LABELS;FIXTURES;ENVIRONMENT" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest pipevm::warnings)
   if(NOT T_OWN_MAIN)
@@ -33,6 +34,9 @@ function(pipevm_add_gtest)
   endif()
   if(T_FIXTURES)
     list(APPEND properties FIXTURES_REQUIRED "${T_FIXTURES}")
+  endif()
+  if(T_ENVIRONMENT)
+    list(APPEND properties ENVIRONMENT "${T_ENVIRONMENT}")
   endif()
   set(prefix "")
   if(T_FAMILY)
