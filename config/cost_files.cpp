@@ -232,7 +232,10 @@ bool parse_stages(const YAML::Node& list, Costs& costs, Refusal& refusal) {
 
 // `file`: a cost file, which must set something (an empty one is a
 // mistake, not free compute); text given otherwise may be empty.
-bool parse_costs(std::string_view yaml_text, Costs& costs, Refusal& refusal, bool file) {
+// `source` names where `stages:` is for later errors ("costs.yaml:"),
+// before its line:col.
+bool parse_costs(std::string_view yaml_text, Costs& costs, Refusal& refusal, bool file,
+                 std::string_view source) {
   YAML::Node root;
   try {
     root = YAML::Load(std::string(yaml_text));
@@ -278,7 +281,7 @@ bool parse_costs(std::string_view yaml_text, Costs& costs, Refusal& refusal, boo
   }
   if (layers && !parse_layers(*layers, costs, refusal)) return false;
   if (!stages) return true;
-  costs.stages_source = position_of(stages_at);
+  costs.stages_source = std::string(source) + position_of(stages_at);
   return parse_stages(*stages, costs, refusal);
 }
 
@@ -334,14 +337,8 @@ bool parse_cost_flags(std::string_view text, Costs& costs, std::string& error) {
 
 bool parse_costs_yaml(std::string_view yaml_text, Costs& costs, std::string& error) {
   Refusal refusal;
-  const std::string earlier_source = costs.stages_source;
-  costs.stages_source.clear();
-  if (parse_costs(yaml_text, costs, refusal, false)) {
-    // Text given inline has lines but no file to name.
-    if (!costs.stages_source.empty()) costs.stages_source = "the costs' line " + costs.stages_source;
-    else costs.stages_source = earlier_source;
-    return true;
-  }
+  // Text given inline has lines but no file to name.
+  if (parse_costs(yaml_text, costs, refusal, false, "the costs' line ")) return true;
   const std::string where = position_of(refusal.where);
   error = where.empty() ? refusal.message : where + ": " + refusal.message;
   return false;
@@ -354,13 +351,7 @@ bool read_costs_yaml(const std::string& path, Costs& costs, std::string& error) 
     return false;
   }
   Refusal refusal;
-  const std::string earlier_source = costs.stages_source;
-  costs.stages_source.clear();
-  if (parse_costs(text, costs, refusal, true)) {
-    costs.stages_source =
-        costs.stages_source.empty() ? earlier_source : path + ":" + costs.stages_source;
-    return true;
-  }
+  if (parse_costs(text, costs, refusal, true, path + ":")) return true;
   const std::string where = position_of(refusal.where);
   error = path + (where.empty() ? "" : ":" + where) + ": " + refusal.message;
   return false;
